@@ -1,0 +1,3 @@
+"""dualtrace: dual-trace memory for coding agents."""
+
+__version__ = "0.1.0"

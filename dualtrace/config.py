@@ -1,0 +1,200 @@
+"""Paths and settings, resolved in one place.
+
+Nothing here imports git, jinja2 or anthropic: the hook fast path uses this module.
+
+Memory directory precedence: --memory-dir > DUALTRACE_MEMORY_DIR > ``memory_dir`` in
+the project's ``dualtrace.toml`` > ``<state>/memory/<project-key>``.
+State directory (queue, cursors, logs, user config): DUALTRACE_HOME > the platform's
+user data directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from dualtrace.errors import DualtraceError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PROJECT_FILE = "dualtrace.toml"
+USER_CONFIG = "config.toml"
+
+
+def state_dir() -> Path:
+    """Queue, cursors, run log, error log and user config live here."""
+    env = os.environ.get("DUALTRACE_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    import platformdirs  # small, and only needed when DUALTRACE_HOME is unset
+
+    return Path(platformdirs.user_data_dir("dualtrace", appauthor=False)).resolve()
+
+
+def slugify(text: str, max_len: int = 64) -> str:
+    """Lowercase ASCII, hyphen-separated; used for anchors and project keys."""
+    norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", norm.lower()).strip("-")
+    if len(slug) > max_len:
+        slug = slug[:max_len].rstrip("-")
+    return slug
+
+
+def _gitdir_of(path: Path) -> Path | None:
+    dot = path / ".git"
+    if dot.is_dir():
+        return dot
+    if dot.is_file():
+        # A worktree or submodule: ".git" is a file "gitdir: <path>".
+        try:
+            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+        if text.startswith("gitdir:"):
+            target = Path(text[len("gitdir:"):].strip())
+            if not target.is_absolute():
+                target = (path / target).resolve()
+            return target
+    return None
+
+
+def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The project's identity: the top level of the *main* worktree, else the cwd.
+
+    All worktrees of one repository share one memory, so a linked worktree
+    (``.git`` file pointing at ``<main>/.git/worktrees/<name>``) resolves through
+    its ``commondir`` back to the main worktree. Pure file reads: no git process.
+    """
+    start = Path(cwd or os.getcwd()).expanduser().resolve()
+    for candidate in (start, *start.parents):
+        gitdir = _gitdir_of(candidate)
+        if gitdir is None:
+            continue
+        common = gitdir / "commondir"
+        if common.is_file():
+            try:
+                rel = common.read_text(encoding="utf-8").strip()
+            except OSError:
+                return candidate
+            main_git = (gitdir / rel).resolve()
+            if main_git.name == ".git":
+                return main_git.parent
+        return candidate
+    return start
+
+
+def project_key(root: Path) -> str:
+    """Slug of the folder name plus a short hash of the full path (never the name alone)."""
+    digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:8]
+    return f"{slugify(root.name, 40) or 'root'}-{digest}"
+
+
+def project_slug(root: Path) -> str:
+    """``<project>`` in system/<project>/conventions.md."""
+    return slugify(root.name, 64) or "project"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable, with its default. Unknown keys in a config file are ignored."""
+
+    enabled: bool = True
+    memory_dir: str | None = None
+    backend: str = "auto"
+    fallback: str | None = None
+    model: str = "claude-sonnet-4-5"
+    cheap_model: str = "claude-haiku-4-5"
+    api_key: str | None = None
+    base_url: str | None = None
+    max_turns: int = 12
+    max_output_tokens: int = 4096
+    timeout_seconds: float = 180.0
+    digest_budget: int = 8000
+    debounce_minutes: float = 10.0
+    max_attempts: int = 4
+    redact_patterns: tuple[str, ...] = ()
+    author_name: str = "dualtrace"
+    author_email: str = "dualtrace@localhost"
+    stale_days: int = 180
+    session_start_chars: int = 6000
+    prompt_chars: int = 2000
+    claude_cli: str = "claude"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DualtraceError(f"cannot read {path}: {exc}") from exc
+    # A [dualtrace] table and top-level keys are both accepted.
+    table = data.get("dualtrace")
+    return {**data, **table} if isinstance(table, dict) else data
+
+
+def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Settings:
+    known = {f.name for f in fields(Settings)}
+    updates: dict[str, Any] = {}
+    extra = dict(settings.extra)
+    for key, value in data.items():
+        if key not in known or key == "extra":
+            extra[key] = value
+            continue
+        if key == "redact_patterns" and isinstance(value, list):
+            value = tuple(str(v) for v in value)
+        if key == "memory_dir" and isinstance(value, str) and base is not None:
+            path = Path(value).expanduser()
+            value = str(path if path.is_absolute() else (base / path).resolve())
+        updates[key] = value
+    return replace(settings, extra=extra, **updates)
+
+
+def load_settings(root: Path | None = None) -> Settings:
+    """User config (``<state>/config.toml``), then the project's ``dualtrace.toml``."""
+    settings = Settings()
+    settings = _merge(settings, _read_toml(state_dir() / USER_CONFIG), None)
+    if root is not None:
+        settings = _merge(settings, _read_toml(root / PROJECT_FILE), root)
+    return settings
+
+
+def resolve_memory_dir(
+    option: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+) -> Path:
+    """The one resolver for the memory directory (see module docstring)."""
+    if option:
+        return Path(option).expanduser().resolve()
+    env = os.environ.get("DUALTRACE_MEMORY_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    root = project_root(cwd)
+    if settings is None:
+        settings = load_settings(root)
+    if settings.memory_dir:
+        return Path(settings.memory_dir).expanduser().resolve()
+    return state_dir() / "memory" / project_key(root)
+
+
+def api_key(settings: Settings) -> str | None:
+    """ANTHROPIC_API_KEY wins over the config file (keys stay out of repos)."""
+    return os.environ.get("ANTHROPIC_API_KEY") or settings.api_key or None
+
+
+def is_disabled(settings: Settings | None = None) -> bool:
+    if os.environ.get("DUALTRACE_DISABLE", "").strip() not in ("", "0", "false", "no"):
+        return True
+    return settings is not None and not settings.enabled

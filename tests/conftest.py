@@ -1,0 +1,62 @@
+"""Shared fixtures.
+
+Every test runs with DUALTRACE_HOME, HOME and the memory directory pointed into
+tmp_path. A test that would touch the real home directory fails loudly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+EXAMPLES = REPO_ROOT / "examples"
+_REAL_HOME = Path(os.path.expanduser("~")).resolve()
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Point every dualtrace path at a temp dir; fail if the real home is used."""
+    base = tmp_path_factory.mktemp("home")
+    home = base / "home"
+    state = base / "state"
+    home.mkdir()
+    state.mkdir()
+    for key in list(os.environ):
+        # Inherited git state would redirect our commits; keys would reach a model.
+        if key.startswith("GIT_") or key in ("ANTHROPIC_API_KEY", "DUALTRACE_MEMORY_DIR",
+                                              "DUALTRACE_CHILD", "DUALTRACE_DISABLE",
+                                              "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DUALTRACE_HOME", str(state))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # No global git identity: dualtrace must commit without one.
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    yield state
+    from dualtrace import config
+
+    resolved = config.state_dir()
+    if _REAL_HOME in (resolved, *resolved.parents) and base not in (resolved, *resolved.parents):
+        pytest.fail(f"test used the real home directory: {resolved}")
+
+
+@pytest.fixture
+def state_dir(isolated_home) -> Path:
+    return isolated_home
+
+
+@pytest.fixture
+def memdir(tmp_path) -> Path:
+    return tmp_path / "memory"
+
+
+def corpus_path(*parts: str) -> Path:
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared corpus not present: {path}")
+    return path
