@@ -1,0 +1,143 @@
+"""The ``dualtrace`` command line: a thin click layer over plain library functions.
+
+Heavy modules (git, jinja2, anthropic, the pipeline) are imported inside the
+commands that need them, so ``dualtrace hook ...`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from dualtrace import __version__, config
+from dualtrace.errors import DualtraceError
+
+memory_dir_option = click.option(
+    "--memory-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Memory directory (default: resolved from env, dualtrace.toml, or the project).",
+)
+
+
+def log_error(exc: BaseException, context: str = "") -> Path | None:
+    """Append a pasteable report to <state>/logs/errors.log; never raises."""
+    try:
+        logs = config.state_dir() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        path = logs / "errors.log"
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"--- {stamp} dualtrace {__version__} python {sys.version.split()[0]}\n")
+            fh.write(f"argv: {sys.argv!r}\n")
+            if context:
+                fh.write(f"context: {context}\n")
+            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return path
+    except Exception:  # noqa: BLE001 - the error log must never raise
+        return None
+
+
+def resolve_store(memory_dir: Path | None, *, create: bool = True):
+    from dualtrace.memfs.store import MemoryStore
+
+    settings = config.load_settings(config.project_root())
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    return MemoryStore(
+        root,
+        author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root()),
+        create=create,
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dualtrace")
+def cli() -> None:
+    """dualtrace: durable, git-versioned dual-trace memory for coding agents."""
+
+
+@cli.command()
+@memory_dir_option
+def status(memory_dir: Path | None) -> None:
+    """Show the memory directory, counts per type and tier, and the last commit."""
+    from dualtrace.memfs.summary import store_summary
+
+    store = resolve_store(memory_dir)
+    info = store_summary(store)
+    click.echo(f"memory dir: {store.root}")
+    click.echo(f"project:    {store.project}")
+    click.echo(f"memories:   {info['total']}")
+    for kind, count in sorted(info["types"].items()):
+        click.echo(f"  {kind:<11} {count}")
+    if info["tiers"]:
+        click.echo("tiers:      " + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
+    if info["problems"]:
+        click.echo(f"unreadable: {len(info['problems'])}")
+        for problem in info["problems"][:10]:
+            click.echo(f"  {problem}")
+    click.echo(f"last commit: {info['last_commit'] or '(none)'}")
+
+
+@cli.command("log")
+@memory_dir_option
+@click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")
+def log_cmd(memory_dir: Path | None, limit: int) -> None:
+    """One entry per encoded session: date, session id, each operation."""
+    store = resolve_store(memory_dir)
+    entries = store.git.session_log(limit)
+    if not entries:
+        click.echo("No encoded sessions yet.")
+        return
+    for entry in entries:
+        click.echo(f"{entry.date}  {entry.session or '-'}  {entry.backend or ''}  {entry.sha[:10]}")
+        for line in entry.operations:
+            click.echo(f"    {line}")
+
+
+@cli.command()
+@memory_dir_option
+@click.argument("target")
+def show(memory_dir: Path | None, target: str) -> None:
+    """Show a memory by ANCHOR or PATH: the fact, then its moment."""
+    store = resolve_store(memory_dir)
+    fact, moment = store.lookup(target)
+    click.echo(f"==> {fact.path}")
+    click.echo(store.read_text(fact.path), nl=False)
+    if moment is not None:
+        click.echo(f"\n==> {moment.path}")
+        click.echo(store.read_text(moment.path), nl=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: expected errors are one line, bugs get a logged report."""
+    try:
+        code = cli.main(args=argv, prog_name="dualtrace", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except DualtraceError as exc:
+        log_error(exc)
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - report any bug as one line plus a log
+        path = log_error(exc)
+        where = f" (details in {path})" if path else ""
+        click.echo(f"Error: internal error: {type(exc).__name__}: {exc}{where}", err=True)
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

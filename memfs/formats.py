@@ -1,0 +1,493 @@
+"""The memory file formats of PROTOCOL.md 4-5: fact, moment (scene) and system files.
+
+Parsing is tolerant: unknown frontmatter keys are kept verbatim (their raw YAML text)
+and written back unchanged; a file that cannot be parsed raises FormatError with its
+path and line. Rendering goes through the jinja2 templates in prompts/, so
+``render(parse(render(x))) == render(x)`` byte for byte.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import yaml
+
+from dualtrace.errors import FormatError
+
+TYPES = ("decision", "incident", "convention", "preference", "pattern", "learning")
+CATEGORY = {
+    "decision": "decisions",
+    "incident": "incidents",
+    "convention": "conventions",
+    "preference": "preferences",
+    "pattern": "patterns",
+    "learning": "learning",
+}
+TYPE_OF_CATEGORY = {v: k for k, v in CATEGORY.items()}
+# Types whose fact is a file of its own; conventions/preferences are bullets in system/.
+FACT_FOLDER_TYPES = ("decision", "incident", "pattern", "learning")
+# Singular folder spellings seen in the pilot, accepted when reading.
+FOLDER_ALIASES = {
+    "decision": "decisions",
+    "debug": "incidents",
+    "incident": "incidents",
+    "convention": "conventions",
+    "pattern": "patterns",
+    "preference": "preferences",
+    "learnings": "learning",
+}
+CONFIDENCE = ("LOW", "MEDIUM", "HIGH")
+TIERS = ("SKIP", "RECORD", "FULL")
+SCHEMA = 1
+MOMENT_FOOTER = "(Mnemonic reconstruction only. Not a code specification.)"
+SCORE_KEYS = ("durability", "scope", "rationale", "retrieval")
+
+_FACT_KEYS = (
+    "description", "type", "linked_scene", "related", "confidence", "evidence_score",
+    "stored", "schema", "scores", "tier", "updated", "status", "sessions", "supersedes",
+    "superseded_by",
+)
+_MOMENT_KEYS = ("description", "type", "linked_fact", "confidence", "stored", "schema", "updated")
+_SYSTEM_KEYS = ("description",)
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The four evidence dimensions of PROTOCOL.md 6, each 0-3."""
+
+    durability: int
+    scope: int
+    rationale: int
+    retrieval: int
+
+    @property
+    def total(self) -> int:
+        return self.durability + self.scope + self.rationale + self.retrieval
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in SCORE_KEYS}
+
+    def short(self) -> str:
+        return f"{self.durability}/{self.scope}/{self.rationale}/{self.retrieval}"
+
+    @classmethod
+    def from_any(cls, value: Any) -> Scores | None:
+        if not isinstance(value, dict):
+            return None
+        try:
+            return cls(**{k: int(value[k]) for k in SCORE_KEYS})
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def tier_for(total: int) -> str:
+    """Routing by total score: 0-4 SKIP, 5-7 RECORD, 8-12 FULL."""
+    if total >= 8:
+        return "FULL"
+    if total >= 5:
+        return "RECORD"
+    return "SKIP"
+
+
+@dataclass(frozen=True)
+class Fact:
+    path: str
+    type: str
+    description: str
+    body: str
+    confidence: str = "MEDIUM"
+    stored: str = ""
+    evidence_score: int | None = None
+    linked_scene: str | None = None
+    related: tuple[str, ...] = ()
+    schema: int | None = SCHEMA
+    scores: Scores | None = None
+    tier: str | None = None
+    updated: str | None = None
+    status: str | None = None
+    sessions: tuple[str, ...] = ()
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    extra_raw: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def anchor(self) -> str:
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def kind(self) -> str:
+        return "fact"
+
+
+@dataclass(frozen=True)
+class Moment:
+    path: str
+    anchor: str
+    description: str
+    linked_fact: str
+    narrative: str
+    timeline: tuple[str, ...] = ()
+    prior: str = ""
+    after: str = ""
+    confidence: str = "MEDIUM"
+    stored: str = ""
+    schema: int | None = SCHEMA
+    updated: str | None = None
+    extra_raw: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def kind(self) -> str:
+        return "moment"
+
+
+@dataclass(frozen=True)
+class SystemFile:
+    """system/human.md or system/<project>/conventions.md: description + bullets."""
+
+    path: str
+    description: str
+    body: str = ""
+    extra_raw: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def kind(self) -> str:
+        return "system"
+
+    @property
+    def bullets(self) -> tuple[str, ...]:
+        return tuple(
+            line[2:].strip() for line in self.body.splitlines() if line.startswith(("- ", "* "))
+        )
+
+    def with_bullet(self, text: str) -> SystemFile:
+        """Append a bullet unless an equivalent one is there (case/space/punctuation-insensitive)."""
+        text = " ".join(text.split())
+        key = _bullet_key(text)
+        if not key or any(_bullet_key(b) == key for b in self.bullets):
+            return self
+        body = self.body.rstrip("\n")
+        body = f"{body}\n- {text}" if body else f"- {text}"
+        return replace(self, body=body)
+
+
+def _bullet_key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+Memory = Fact | Moment | SystemFile
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _split(text: str, path: str) -> tuple[str, str, int]:
+    """Return (frontmatter text, body, line number where the body starts)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---"):
+        raise FormatError(path, 1, "missing frontmatter (file must start with '---')")
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        raise FormatError(path, 1, "frontmatter opener must be '---' alone on the line")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() == "---":
+            front = "\n".join(lines[1:i])
+            body = "\n".join(lines[i + 1:])
+            return front, body, i + 2
+    raise FormatError(path, 1, "frontmatter is not closed by a '---' line")
+
+
+def _raw_segments(front: str) -> dict[str, str]:
+    """Top-level key -> its raw text (key line plus indented continuation lines)."""
+    segments: dict[str, str] = {}
+    current: str | None = None
+    for line in front.split("\n"):
+        match = _KEY_LINE.match(line)
+        if match and not line[:1].isspace():
+            current = match.group(1)
+            segments[current] = line
+        elif current is not None:
+            segments[current] += "\n" + line
+    return {k: v.rstrip("\n") for k, v in segments.items()}
+
+
+def _load_front(front: str, path: str) -> dict[str, Any]:
+    try:
+        data = yaml.load(front, Loader=_Loader) if front.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FormatError(path, line, f"invalid YAML frontmatter: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FormatError(path, 2, "frontmatter must be a mapping of keys to values")
+    return data
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _as_str(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()[:10]
+    return str(value)
+
+
+def _as_opt(value: Any) -> str | None:
+    text = _as_str(value).strip()
+    return text or None
+
+
+def _as_tuple(value: Any) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(_as_str(v) for v in value if v is not None)
+    return (_as_str(value),)
+
+
+def _extra(front: str, data: dict[str, Any], known: tuple[str, ...]) -> tuple[str, ...]:
+    raw = _raw_segments(front)
+    return tuple(raw[k] for k in raw if k not in known and k in data)
+
+
+def _confidence(value: Any, path: str) -> str:
+    text = _as_str(value).strip().upper() or "MEDIUM"
+    if text not in CONFIDENCE:
+        raise FormatError(path, 2, f"confidence must be HIGH, MEDIUM or LOW, not {value!r}")
+    return text
+
+
+def _int_or_none(value: Any, path: str, key: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise FormatError(path, 2, f"{key} must be a whole number, not {value!r}") from None
+
+
+def parse_fact(text: str, path: str) -> Fact:
+    front, body, _ = _split(text, path)
+    data = _load_front(front, path)
+    kind = _as_str(data.get("type")).strip().lower()
+    if kind not in TYPES:
+        raise FormatError(path, 2, f"unknown type {data.get('type')!r} (expected one of {', '.join(TYPES)})")
+    return Fact(
+        path=path,
+        type=kind,
+        description=_as_str(data.get("description")).strip(),
+        body=body.strip("\n"),
+        confidence=_confidence(data.get("confidence"), path),
+        stored=_as_str(data.get("stored")),
+        evidence_score=_int_or_none(data.get("evidence_score"), path, "evidence_score"),
+        linked_scene=_as_opt(data.get("linked_scene")),
+        related=_as_tuple(data.get("related")),
+        schema=_int_or_none(data.get("schema"), path, "schema"),
+        scores=Scores.from_any(data.get("scores")),
+        tier=_as_opt(data.get("tier")),
+        updated=_as_opt(data.get("updated")),
+        status=_as_opt(data.get("status")),
+        sessions=_as_tuple(data.get("sessions")),
+        supersedes=_as_opt(data.get("supersedes")),
+        superseded_by=_as_opt(data.get("superseded_by")),
+        extra_raw=_extra(front, data, _FACT_KEYS),
+    )
+
+
+_MOMENT_TAG = re.compile(r"^\[MOMENT:([^\]]*)\]\s*$")
+
+
+def parse_moment(text: str, path: str) -> Moment:
+    front, body, body_line = _split(text, path)
+    data = _load_front(front, path)
+    anchor = path.rsplit("/", 1)[-1].removesuffix(".md")
+    narrative: list[str] = []
+    timeline: list[str] = []
+    prior: list[str] = []
+    after: list[str] = []
+    current: list[str] | None = None
+    for line in body.split("\n"):
+        stripped = line.strip()
+        tag = _MOMENT_TAG.match(stripped)
+        if tag:
+            anchor = tag.group(1).strip() or anchor
+            current = None
+        elif stripped == MOMENT_FOOTER:
+            current = None
+        elif stripped.startswith("Moment:"):
+            current = narrative
+            current.append(stripped[len("Moment:"):].strip())
+        elif stripped.startswith("Timeline:"):
+            timeline.append(stripped[len("Timeline:"):].strip())
+            current = None
+        elif stripped.startswith("Prior:"):
+            current = prior
+            current.append(stripped[len("Prior:"):].strip())
+        elif stripped.startswith("After:"):
+            current = after
+            current.append(stripped[len("After:"):].strip())
+        elif not stripped:
+            if current is narrative:
+                narrative.append("")  # a paragraph break inside the narrative
+            else:
+                current = None
+        elif current is not None:
+            current.append(stripped)
+        else:
+            # Free text a person added outside the known sections stays with the narrative.
+            narrative.append(stripped)
+    return Moment(
+        path=path,
+        anchor=anchor,
+        description=_as_str(data.get("description")).strip(),
+        linked_fact=_as_str(data.get("linked_fact")).strip(),
+        narrative=_join(narrative),
+        timeline=tuple(timeline),
+        prior=_join(prior),
+        after=_join(after),
+        confidence=_confidence(data.get("confidence"), path),
+        stored=_as_str(data.get("stored")),
+        schema=_int_or_none(data.get("schema"), path, "schema"),
+        updated=_as_opt(data.get("updated")),
+        extra_raw=_extra(front, data, _MOMENT_KEYS),
+    )
+
+
+def _join(parts: list[str]) -> str:
+    text = "\n".join(parts).strip()
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def parse_system(text: str, path: str) -> SystemFile:
+    front, body, _ = _split(text, path)
+    data = _load_front(front, path)
+    return SystemFile(
+        path=path,
+        description=_as_str(data.get("description")).strip(),
+        body=body.strip("\n"),
+        extra_raw=_extra(front, data, _SYSTEM_KEYS),
+    )
+
+
+def parse(text: str, path: str) -> Memory:
+    """Parse any memory file by where it lives."""
+    if path.startswith("system/"):
+        return parse_system(text, path)
+    if path.startswith("scenes/"):
+        return parse_moment(text, path)
+    return parse_fact(text, path)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _check_date(value: str, what: str) -> str:
+    if value and not _DATE.match(value):
+        raise ValueError(f"{what} must be YYYY-MM-DD, not {value!r}")
+    return value
+
+
+def render_fact(fact: Fact) -> str:
+    from dualtrace.prompts import render
+
+    return render(
+        "fact.md.j2",
+        description=fact.description,
+        type=fact.type,
+        linked_scene=fact.linked_scene,
+        related=list(fact.related),
+        confidence=fact.confidence,
+        evidence_score=fact.evidence_score,
+        stored=_check_date(fact.stored, "stored"),
+        schema=fact.schema,
+        scores=fact.scores.as_dict() if fact.scores else None,
+        tier=fact.tier,
+        updated=_check_date(fact.updated or "", "updated") or None,
+        status=fact.status,
+        sessions=list(fact.sessions),
+        supersedes=fact.supersedes,
+        superseded_by=fact.superseded_by,
+        extra_raw=list(fact.extra_raw),
+        body=fact.body.strip("\n"),
+    )
+
+
+def render_moment(moment: Moment) -> str:
+    from dualtrace.prompts import render
+
+    return render(
+        "moment.md.j2",
+        description=moment.description,
+        linked_fact=moment.linked_fact,
+        confidence=moment.confidence,
+        stored=_check_date(moment.stored, "stored"),
+        schema=moment.schema,
+        updated=_check_date(moment.updated or "", "updated") or None,
+        extra_raw=list(moment.extra_raw),
+        anchor=moment.anchor,
+        narrative=moment.narrative.strip(),
+        timeline=list(moment.timeline),
+        prior=moment.prior.strip(),
+        after=moment.after.strip(),
+    )
+
+
+def render_system(system: SystemFile) -> str:
+    from dualtrace.prompts import render
+
+    return render(
+        "system.md.j2",
+        description=system.description,
+        extra_raw=list(system.extra_raw),
+        body=system.body.strip("\n"),
+    )
+
+
+def render_memory(memory: Memory) -> str:
+    if isinstance(memory, Fact):
+        return render_fact(memory)
+    if isinstance(memory, Moment):
+        return render_moment(memory)
+    return render_system(memory)
+
+
+# ---------------------------------------------------------------- paths
+
+
+def fact_path(kind: str, anchor: str) -> str:
+    if kind not in FACT_FOLDER_TYPES:
+        raise ValueError(f"{kind} facts live in system files, not {CATEGORY.get(kind)}/")
+    return f"{CATEGORY[kind]}/{anchor}.md"
+
+
+def scene_path(kind: str, anchor: str) -> str:
+    return f"scenes/{CATEGORY[kind]}/{anchor}.md"
+
+
+def human_path() -> str:
+    return "system/human.md"
+
+
+def conventions_path(project: str) -> str:
+    return f"system/{project}/conventions.md"
+
+
+def canonical_folder(folder: str) -> str | None:
+    """Plural category for a folder name, accepting the pilot's singular spellings."""
+    if folder in TYPE_OF_CATEGORY:
+        return folder
+    return FOLDER_ALIASES.get(folder)
+
+
+def today() -> str:
+    return _dt.date.today().isoformat()

@@ -1,0 +1,211 @@
+"""The memory directory's own git repository (GitPython), one commit per session.
+
+Commit messages follow PROTOCOL.md 9. Only the paths an operation touched are
+staged; inherited GIT_* variables are stripped so a hook running inside another
+repository's git process can never redirect our commits there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dualtrace.errors import GitError
+
+SESSION_TRAILER = "Dualtrace-Session"
+BACKEND_TRAILER = "Dualtrace-Backend"
+GITIGNORE = ".dualtrace/\n.*.tmp\n"
+# Variables that only locate helpers or proxies are harmless; everything else
+# (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_AUTHOR_*, ...) is dropped.
+_KEEP_GIT_ENV = ("GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
+                 "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_PYTHON_GIT_EXECUTABLE")
+
+
+def clean_git_env() -> None:
+    for key in list(os.environ):
+        if key.startswith("GIT_") and key not in _KEEP_GIT_ENV:
+            del os.environ[key]
+
+
+@dataclass(frozen=True)
+class OpLine:
+    """One operation as it appears in a commit: ``mem: <verb> <target> (<detail>, evidence:N)``."""
+
+    verb: str  # store | update | upgrade
+    target: str  # e.g. decisions/structured-logging-json or system/human
+    detail: str
+    score: int | None = None
+
+    def line(self) -> str:
+        tail = f", evidence:{self.score}" if self.score is not None else ""
+        return f"mem: {self.verb} {self.target} ({self.detail}{tail})"
+
+
+def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine]) -> str:
+    if not ops:
+        raise ValueError("a commit needs at least one operation")
+    if len(ops) == 1:
+        subject, body = ops[0].line(), []
+    else:
+        stored = sum(1 for op in ops if op.verb == "store")
+        updated = len(ops) - stored
+        short = (session_id or "manual")[:8]
+        subject = f"mem: encode session {short} ({stored} stored, {updated} updated)"
+        body = [op.line() for op in ops]
+    trailers = []
+    if session_id:
+        trailers.append(f"{SESSION_TRAILER}: {session_id}")
+    if backend:
+        trailers.append(f"{BACKEND_TRAILER}: {backend}")
+    parts = [subject]
+    if body:
+        parts.append("\n".join(body))
+    if trailers:
+        parts.append("\n".join(trailers))
+    return "\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    sha: str
+    date: str
+    subject: str
+    session: str | None
+    backend: str | None
+    operations: tuple[str, ...]
+
+
+def parse_message(sha: str, date: str, message: str) -> LogEntry:
+    lines = message.strip("\n").split("\n")
+    subject = lines[0] if lines else ""
+    session = backend = None
+    ops: list[str] = []
+    for line in lines[1:]:
+        if line.startswith(f"{SESSION_TRAILER}:"):
+            session = line.split(":", 1)[1].strip()
+        elif line.startswith(f"{BACKEND_TRAILER}:"):
+            backend = line.split(":", 1)[1].strip()
+        elif line.startswith("mem: "):
+            ops.append(line)
+    if not ops and subject.startswith("mem: "):
+        ops.append(subject)
+    return LogEntry(sha, date, subject, session, backend, tuple(ops))
+
+
+class MemoryRepo:
+    """GitPython wrapper bound to exactly one directory (never a parent repository)."""
+
+    def __init__(self, root: Path, author: tuple[str, str]) -> None:
+        clean_git_env()
+        import git  # imported here: the hook fast path never loads GitPython
+
+        self._git = git
+        self.root = root
+        self.actor = git.Actor(author[0], author[1])
+        if (root / ".git").exists():
+            try:
+                self.repo = git.Repo(root, search_parent_directories=False)
+            except git.exc.GitError as exc:  # corrupt or unreadable .git
+                raise GitError(f"{root} is not a usable git repository: {exc}") from exc
+        else:
+            self.repo = git.Repo.init(root, initial_branch="main")
+        self._ensure_gitignore()
+
+    def close(self) -> None:
+        self.repo.close()
+
+    # -------------------------------------------------------- preflight
+
+    def _preflight(self) -> None:
+        gitdir = Path(self.repo.git_dir)
+        lock = gitdir / "index.lock"
+        if lock.exists():
+            raise GitError(
+                f"{lock} exists: another git command is running in the memory directory, "
+                "or one crashed. If no git command is running, delete that file and retry."
+            )
+        for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
+            if (gitdir / marker).exists():
+                raise GitError(
+                    f"the memory repository {self.root} is in the middle of a merge or rebase "
+                    f"({marker}); finish or abort it, then retry"
+                )
+        if self.repo.head.is_detached:
+            sha = self.repo.head.commit.hexsha[:10]
+            raise GitError(
+                f"the memory repository {self.root} has a detached HEAD (at {sha}); "
+                "check out a branch (e.g. `git switch main`) and retry"
+            )
+
+    def _ensure_gitignore(self) -> None:
+        path = self.root / ".gitignore"
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = ""
+        if ".dualtrace/" in current.split():
+            return
+        from dualtrace.memfs.atomic import atomic_write_text
+
+        text = current + ("" if not current or current.endswith("\n") else "\n") + GITIGNORE
+        atomic_write_text(path, text)
+        if not self.has_commits():
+            self.commit([".gitignore"], "mem: init memory directory\n")
+
+    # -------------------------------------------------------- commits
+
+    def has_commits(self) -> bool:
+        try:
+            self.repo.head.commit  # noqa: B018 - raises on an unborn branch
+            return True
+        except ValueError:
+            return False
+
+    def commit(self, paths: list[str], message: str) -> str | None:
+        """Stage exactly ``paths`` and commit; returns the sha, or None if nothing changed."""
+        self._preflight()
+        if not paths:
+            return None
+        index = self._git.IndexFile(self.repo)
+        index.add(sorted(set(paths)), write=True)
+        if self.has_commits():
+            tree = index.write_tree()
+            if tree.binsha == self.repo.head.commit.tree.binsha:
+                return None
+        commit = index.commit(message, author=self.actor, committer=self.actor, head=True)
+        return commit.hexsha
+
+    def head_sha(self) -> str | None:
+        return self.repo.head.commit.hexsha if self.has_commits() else None
+
+    def session_log(self, limit: int = 20) -> list[LogEntry]:
+        if not self.has_commits():
+            return []
+        entries = []
+        for commit in self.repo.iter_commits(max_count=max(limit, 1) * 4):
+            entry = parse_message(
+                commit.hexsha, commit.committed_datetime.strftime("%Y-%m-%d %H:%M"), commit.message
+            )
+            if entry.session is None and not entry.operations:
+                continue
+            if entry.subject.startswith("mem: init"):
+                continue
+            entries.append(entry)
+            if len(entries) >= limit:
+                break
+        return entries
+
+    def last_commit_line(self) -> str | None:
+        if not self.has_commits():
+            return None
+        commit = self.repo.head.commit
+        when = commit.committed_datetime.strftime("%Y-%m-%d %H:%M")
+        return f"{commit.hexsha[:10]} {when} {commit.summary}"
+
+    def sessions_seen(self) -> set[str]:
+        """Session ids present in trailers (used to refuse double encoding)."""
+        if not self.has_commits():
+            return set()
+        out = self.repo.git.log("--format=%(trailers:key=Dualtrace-Session,valueonly)")
+        return {line.strip() for line in out.splitlines() if line.strip()}

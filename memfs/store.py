@@ -1,0 +1,290 @@
+"""MemoryStore: typed, confined, atomic, locked access to one memory directory.
+
+The store never deletes a memory file: it has no API to do so. Every
+read-modify-write happens under ``store.lock()`` (a filelock in the gitignored
+``.dualtrace/`` folder), and callers re-read state after acquiring it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from dualtrace.errors import DualtraceError, FormatError, PathError
+from dualtrace.memfs import formats
+from dualtrace.memfs.anchors import confine
+from dualtrace.memfs.atomic import atomic_write_text
+from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
+
+STATE_FOLDER = ".dualtrace"
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    memories: tuple[Memory, ...]
+    problems: tuple[FormatError, ...]
+
+    def facts(self) -> list[Fact]:
+        return [m for m in self.memories if isinstance(m, Fact)]
+
+    def moments(self) -> list[Moment]:
+        return [m for m in self.memories if isinstance(m, Moment)]
+
+    def systems(self) -> list[SystemFile]:
+        return [m for m in self.memories if isinstance(m, SystemFile)]
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        author: tuple[str, str] = ("dualtrace", "dualtrace@localhost"),
+        project: str = "project",
+        create: bool = True,
+        lock_timeout: float = 120.0,
+    ) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.author = author
+        self.project = project
+        self.lock_timeout = lock_timeout
+        if self.root.exists() and not self.root.is_dir():
+            raise DualtraceError(f"memory directory {self.root} is not a directory")
+        if create:
+            self.ensure()
+        elif not self.root.is_dir():
+            raise DualtraceError(f"memory directory {self.root} does not exist")
+
+    # -------------------------------------------------------- setup
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / STATE_FOLDER
+
+    def ensure(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.state_path.mkdir(exist_ok=True)
+        with self.lock():
+            _ = self.git  # initialises the repository on first use
+
+    @cached_property
+    def git(self):
+        from dualtrace.memfs.gitrepo import MemoryRepo
+
+        return MemoryRepo(self.root, self.author)
+
+    @cached_property
+    def _lock(self):
+        from filelock import FileLock
+
+        self.state_path.mkdir(parents=True, exist_ok=True)
+        # thread_local=False: one store object may be shared by a worker's threads.
+        return FileLock(str(self.state_path / "lock"), timeout=self.lock_timeout,
+                        thread_local=False)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive access for a read-modify-write-commit; re-entrant per store."""
+        from filelock import Timeout
+
+        try:
+            with self._lock:
+                yield
+        except Timeout:
+            raise DualtraceError(
+                f"memory directory {self.root} is locked by another dualtrace process "
+                f"(waited {self.lock_timeout:.0f}s)"
+            ) from None
+
+    def close(self) -> None:
+        if "git" in self.__dict__:
+            self.git.close()
+
+    # -------------------------------------------------------- paths & reads
+
+    def path(self, rel: str) -> Path:
+        return confine(self.root, rel)
+
+    def exists(self, rel: str) -> bool:
+        return self.path(rel).is_file()
+
+    def read_text(self, rel: str) -> str:
+        path = self.path(rel)
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise DualtraceError(f"no memory file {rel}") from None
+        except IsADirectoryError:
+            raise DualtraceError(f"{rel} is a folder, not a memory file") from None
+
+    def read(self, rel: str) -> Memory:
+        return formats.parse(self.read_text(rel), rel)
+
+    def read_fact(self, rel: str) -> Fact:
+        memory = self.read(rel)
+        if not isinstance(memory, Fact):
+            raise DualtraceError(f"{rel} is not a fact file")
+        return memory
+
+    def read_moment(self, rel: str) -> Moment:
+        memory = self.read(rel)
+        if not isinstance(memory, Moment):
+            raise DualtraceError(f"{rel} is not a moment file")
+        return memory
+
+    def system_file(self, rel: str, description: str) -> SystemFile:
+        """The system file at ``rel``, or a new empty one with ``description``."""
+        if self.exists(rel):
+            memory = self.read(rel)
+            if isinstance(memory, SystemFile):
+                return memory
+        return SystemFile(path=rel, description=description, body="")
+
+    def human_file(self) -> SystemFile:
+        return self.system_file(
+            formats.human_path(), "Preferences of the human I work with (coding style, tools, habits)."
+        )
+
+    def conventions_file(self) -> SystemFile:
+        return self.system_file(
+            formats.conventions_path(self.project),
+            f"Conventions of the {self.project} project (rules the code and team follow).",
+        )
+
+    # -------------------------------------------------------- listing
+
+    def iter_files(self) -> list[str]:
+        """Relative paths of every memory file (plural and singular folders, scenes, system)."""
+        out: list[str] = []
+        if not self.root.is_dir():
+            return out
+        for top in sorted(self.root.iterdir()):
+            name = top.name
+            if name.startswith(".") or not top.is_dir():
+                continue
+            if name == "system" or name == "scenes" or formats.canonical_folder(name):
+                for path in sorted(top.rglob("*.md")):
+                    if path.name.startswith("."):
+                        continue
+                    out.append(path.relative_to(self.root).as_posix())
+        return out
+
+    def scan(self) -> ScanResult:
+        """Parse every memory file; broken ones are reported, never fatal."""
+        memories: list[Memory] = []
+        problems: list[FormatError] = []
+        for rel in self.iter_files():
+            try:
+                text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                memories.append(formats.parse(text, rel))
+            except FormatError as exc:
+                problems.append(exc)
+            except OSError as exc:
+                problems.append(FormatError(rel, 1, f"unreadable: {exc}"))
+        return ScanResult(tuple(memories), tuple(problems))
+
+    def find_fact(self, kind: str, anchor: str) -> Fact | None:
+        """The fact of ``kind`` with ``anchor``, in the plural or a singular folder."""
+        folders = [formats.CATEGORY[kind]] + [
+            alias for alias, plural in formats.FOLDER_ALIASES.items()
+            if plural == formats.CATEGORY[kind] and alias != formats.CATEGORY[kind]
+        ]
+        for folder in folders:
+            rel = f"{folder}/{anchor}.md"
+            if self.exists(rel):
+                memory = self.read(rel)
+                if isinstance(memory, Fact):
+                    return memory
+        return None
+
+    def moment_for(self, memory: Fact | SystemFile, anchor: str | None = None) -> Moment | None:
+        candidates: list[str] = []
+        if isinstance(memory, Fact):
+            if memory.linked_scene:
+                candidates.append(memory.linked_scene)
+            candidates.append(formats.scene_path(memory.type, memory.anchor))
+        elif anchor:
+            for kind in ("convention", "preference"):
+                candidates.append(formats.scene_path(kind, anchor))
+        for rel in candidates:
+            try:
+                if self.exists(rel):
+                    found = self.read(rel)
+                    if isinstance(found, Moment):
+                        return found
+            except (PathError, FormatError):
+                continue
+        return None
+
+    def lookup(self, target: str) -> tuple[Fact | SystemFile | Moment, Moment | None]:
+        """Find a memory by path (``decisions/x.md``, ``decisions/x``) or bare anchor."""
+        rel = target if target.endswith(".md") else f"{target}.md"
+        if "/" in target:
+            if not self.exists(rel):
+                raise DualtraceError(f"no memory file {rel}")
+            memory = self.read(rel)
+            if isinstance(memory, Moment):
+                fact_rel = memory.linked_fact
+                if fact_rel and self.exists(fact_rel):
+                    fact = self.read(fact_rel)
+                    if isinstance(fact, (Fact, SystemFile)):
+                        return fact, memory
+                return memory, None
+            return memory, self.moment_for(memory)
+        anchor = target.removesuffix(".md")
+        for kind in formats.FACT_FOLDER_TYPES:
+            fact = self.find_fact(kind, anchor)
+            if fact is not None:
+                return fact, self.moment_for(fact)
+        for kind in ("convention", "preference"):
+            rel = formats.scene_path(kind, anchor)
+            if self.exists(rel):
+                moment = self.read_moment(rel)
+                if moment.linked_fact and self.exists(moment.linked_fact):
+                    system = self.read(moment.linked_fact)
+                    if isinstance(system, SystemFile):
+                        return system, moment
+                return moment, None
+        raise DualtraceError(f"no memory with anchor or path {target!r}")
+
+    # -------------------------------------------------------- writes
+
+    def write(self, memory: Memory) -> str:
+        """Atomically write one memory; returns its path. Unchanged content is not rewritten."""
+        text = formats.render_memory(memory)
+        return self.write_text(memory.path, text)
+
+    def write_text(self, rel: str, text: str) -> str:
+        path = self.path(rel)
+        if path.is_dir():
+            raise PathError(f"{rel} is a folder")
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                return rel
+        except (FileNotFoundError, UnicodeDecodeError):
+            pass
+        atomic_write_text(path, text)
+        return rel
+
+    def commit(self, paths: list[str], message: str) -> str | None:
+        """Commit exactly these paths (under the lock); None when nothing changed."""
+        for rel in paths:
+            self.path(rel)  # confinement check before anything reaches git
+        with self.lock():
+            sha = self.git.commit(paths, message)
+        if sha:
+            self._after_commit(paths)
+        return sha
+
+    def _after_commit(self, paths: list[str]) -> None:
+        """Keep derived state (the search index) in step with the files."""
+        try:
+            from dualtrace.memfs import index as index_mod
+        except ImportError:  # the index module is optional at this layer
+            return
+        updater = getattr(index_mod, "update_after_commit", None)
+        if updater is not None:
+            updater(self, paths)
