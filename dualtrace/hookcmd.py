@@ -1,0 +1,352 @@
+"""``dualtrace hook EVENT``: the fast path that runs at the end of every agent turn.
+
+Contract with the host (see HOSTS.md): read the hook JSON from stdin with a short
+timeout, record or refresh the session's job in the durable queue, make sure one
+detached worker is running, exit 0. Never print on stdout for stop/session-end
+(output would keep a Stop turn going), never exit non-zero (exit 2 blocks the
+agent), log our own errors to ``<state>/logs/hook.log``.
+
+Speed: this module and what it imports must stay on the standard library's cheap
+modules. No click, no dualtrace.config (dataclasses + tomllib cost ~40 ms here), no
+pipeline, git, jinja2, yaml or anthropic. ``entry`` is the console script: it routes
+``dualtrace hook ...`` here before click is ever imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from dualtrace import queue
+
+EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
+          "notify", "subagent-stop")
+# Host event names (Claude Code / Codex / Letta) -> ours, for payload-driven dispatch.
+_EVENT_ALIASES = {
+    "Stop": "stop", "SessionEnd": "session-end", "SessionStart": "session-start",
+    "UserPromptSubmit": "prompt", "PreCompact": "pre-compact", "PostToolUse": "post-tool-use",
+    "SubagentStop": "subagent-stop",
+}
+IMMEDIATE_EVENTS = frozenset({"session-end", "pre-compact"})
+STDIN_TIMEOUT = 1.5
+STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
+LOG_CAP = 1024 * 1024
+
+
+class HookError(Exception):
+    """A bad payload or environment: logged, never shown to the agent."""
+
+
+# ------------------------------------------------------------------ entry points
+
+def entry() -> None:
+    """Console script: ``hook`` never imports click; everything else goes to the CLI."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"]:
+        sys.exit(run(argv[1:]))
+    from dualtrace.cli import main
+
+    main()
+
+
+def run(argv: list[str]) -> int:
+    """``dualtrace hook EVENT [--host HOST] [NOTIFY_JSON]``; always returns 0."""
+    if _flag("DUALTRACE_CHILD") or _flag("DUALTRACE_DISABLE"):
+        # Our own children (claude -p, the worker) and opted-out shells: do nothing.
+        return 0
+    event, host, extra = _parse_args(argv)
+    state = None
+    try:
+        state = queue.fast_state_dir()
+        output = handle(event, host, extra, state)
+        if output and event in ("session-start", "prompt"):
+            sys.stdout.write(output)
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - a hook must never fail the agent
+        if isinstance(exc, KeyboardInterrupt):
+            return 0
+        log(state, f"{event or '?'}: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _parse_args(argv: list[str]) -> tuple[str, str | None, list[str]]:
+    event, host, extra = "", None, []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--host", "--agent"):
+            host = next(it, None)
+        elif arg.startswith(("--host=", "--agent=")):
+            host = arg.split("=", 1)[1]
+        elif not event:
+            event = arg
+        else:
+            extra.append(arg)
+    event = _EVENT_ALIASES.get(event, event.lower())
+    return event, host, extra
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+# ------------------------------------------------------------------ the work
+
+def handle(event: str, host: str | None, extra: list[str], state: str) -> str | None:
+    """Validate, queue, kick the worker. Returns text to inject (session-start/prompt)."""
+    if event not in EVENTS:
+        raise HookError(f"unknown hook event {event!r}")
+    if event == "subagent-stop":
+        return None
+    if event == "notify" or (extra and host in (None, "codex")):
+        # Codex legacy notify: the payload is the last argv, stdin is unused.
+        from dualtrace.hooks import codex_hooks
+
+        if not extra:
+            raise HookError("notify: missing JSON argument")
+        try:
+            info = codex_hooks.from_notify(extra[-1])
+        except ValueError as exc:
+            raise HookError(f"notify: bad JSON argument: {exc}") from exc
+        return _queue(state, "stop", "codex", info, {})
+    payload = read_payload()
+    host = host or _detect_host(payload)
+    if host == "letta":
+        from dualtrace.hooks import letta
+
+        info = letta.normalize(payload, event, state)
+        if event in ("stop", "post-tool-use"):
+            queue.ensure_dirs(state)
+            info["transcript"] = letta.append(state, payload, event)
+            if event == "post-tool-use":
+                return None
+        else:
+            info["transcript"] = letta.resolve_transcript(state, payload)
+    elif host == "codex":
+        from dualtrace.hooks import codex_hooks
+
+        info = codex_hooks.normalize(payload, event)
+    elif host == "claude-code":
+        from dualtrace.hooks import claude_code_hooks
+
+        info = claude_code_hooks.normalize(payload, event)
+    else:
+        raise HookError(f"unknown host {host!r}")
+    return _queue(state, event, host, info, payload)
+
+
+def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str | None:
+    if info.get("ignore"):
+        return None
+    if event == "prompt":
+        return _inject_prompt(payload)
+    if event == "post-tool-use":
+        return None
+    if _project_disabled(info.get("cwd")):
+        return None
+    session_id = info.get("session_id")
+    if event == "session-start":
+        transcript = info.get("transcript")
+        if transcript and host == "claude-code":
+            # Sessions killed before SessionEnd: the worker compares this project's
+            # transcripts with their encode records and queues the changed ones.
+            folder = os.path.dirname(transcript)
+            queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
+                        kind="sweep", transcript=transcript, cwd=info.get("cwd"))
+            ensure_worker(state)
+        elif queue.list_jobs(state):
+            ensure_worker(state)
+        return _inject_session_start(payload)
+    if not session_id:
+        raise HookError(f"{event}: payload has no session id")
+    if host == "claude-code" and not info.get("transcript"):
+        raise HookError(f"{event}: payload has no transcript_path")
+    transcript = info.get("transcript")
+    if transcript and host != "letta" and not os.path.isfile(transcript):
+        # Queue anyway: the file may appear (Stop can fire before the first flush); the
+        # worker parks the job with this reason if it never does.
+        log(state, f"{event}: transcript not found yet: {transcript}")
+    queue.touch(state, host=host, session_id=session_id, event=event,
+                immediate=event in IMMEDIATE_EVENTS, transcript=transcript,
+                cwd=info.get("cwd"), agent_id=info.get("agent_id"),
+                last_assistant_message=info.get("last_assistant_message"))
+    ensure_worker(state)
+    return None
+
+
+def _detect_host(payload: dict) -> str:
+    if os.environ.get("LETTA_HOOK_EVENT") or "working_directory" in payload \
+            or "conversation_id" in payload:
+        return "letta"
+    from dualtrace.hooks import codex_hooks
+
+    if codex_hooks.looks_like_codex(payload):
+        return "codex"
+    return "claude-code"
+
+
+def _project_disabled(cwd: str | None) -> bool:
+    """``enabled = false`` in the project's dualtrace.toml or the user config.
+
+    Settings are parsed (via dualtrace.config, the one resolver) only when such a
+    file exists, so the common no-config case pays a few stat calls, not the import.
+    """
+    found = os.path.isfile(os.path.join(queue.fast_state_dir(), "config.toml"))
+    if not found and cwd:
+        path = os.path.abspath(cwd)
+        while True:
+            if os.path.isfile(os.path.join(path, "dualtrace.toml")):
+                found = True
+                break
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    if not found:
+        return False
+    from dualtrace import config
+
+    settings = config.load_settings(config.project_root(cwd) if cwd else None)
+    return config.is_disabled(settings)
+
+
+# Injection points for recall (issue 7). They return the text printed on stdout.
+
+def _inject_session_start(payload: dict) -> str | None:
+    """Context to add at SessionStart (recall helper fills this in)."""
+    return None
+
+
+def _inject_prompt(payload: dict) -> str | None:
+    """Context to add for a UserPromptSubmit prompt (recall helper fills this in)."""
+    return None
+
+
+# ------------------------------------------------------------------ stdin
+
+def read_payload(timeout: float = STDIN_TIMEOUT, cap: int = STDIN_CAP) -> dict:
+    """The hook JSON object from stdin; tolerant of a BOM, strict about the shape."""
+    raw = read_stdin(timeout, cap)
+    text = raw.decode("utf-8-sig", errors="replace").strip()
+    if not text:
+        raise HookError("empty payload on stdin")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HookError(f"payload is not JSON ({exc}); first bytes: {text[:60]!r}") from exc
+    if not isinstance(data, dict):
+        raise HookError(f"payload is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def read_stdin(timeout: float, cap: int) -> bytes:
+    """All of stdin until EOF or ``timeout``; a body over ``cap`` is drained and rejected."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    if os.isatty(fd):
+        return b""
+    if os.name == "nt":  # pragma: no cover - select() does not work on Windows pipes
+        data = sys.stdin.buffer.read(cap + 1)
+        if len(data) > cap:
+            raise HookError(f"payload larger than {cap} bytes")
+        return data
+    import select
+
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise HookError(f"stdin not closed after {timeout:.1f}s")
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total <= cap:
+            chunks.append(chunk)
+        else:
+            chunks.clear()  # keep draining so the host's write does not fail
+    if total > cap:
+        raise HookError(f"payload of {total} bytes is larger than {cap}")
+    return b"".join(chunks)
+
+
+# ------------------------------------------------------------------ worker + log
+
+def ensure_worker(state: str) -> bool:
+    """Start a detached worker unless one holds the worker lock. True if started."""
+    lock = queue.FileLock(os.path.join(state, "worker.lock"))
+    if not lock.acquire(blocking=False):
+        return False  # a worker is alive; it re-scans the queue before it exits
+    lock.release()
+    spawn_worker(state)
+    return True
+
+
+def spawn_worker(state: str) -> None:
+    """Double fork + setsid: the worker outlives the hook and is nobody's child."""
+    env = dict(os.environ, DUALTRACE_CHILD="1", DUALTRACE_HOME=state)
+    args = [sys.executable, "-m", "dualtrace.worker"]
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+        import subprocess
+
+        flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+            subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        subprocess.Popen(args, env=env, cwd=state, close_fds=True, creationflags=flags,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        return
+    pid = os.fork()
+    if pid == 0:  # first child: new session, fork again, exit so the worker is orphaned
+        code = 0
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                # The host waits for EOF on the hook's stdout/stderr: the worker must
+                # not hold them open, or the agent hangs until the worker exits.
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.chdir(state)
+                os.execve(sys.executable, args, env)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.waitpid(pid, 0)
+
+
+def log(state: str | None, message: str) -> None:
+    """One line in ``<state>/logs/hook.log``; stderr only if even that fails."""
+    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
+    try:
+        if state is None:
+            state = queue.fast_state_dir()
+        logs = os.path.join(state, queue.LOGS)
+        os.makedirs(logs, exist_ok=True)
+        path = os.path.join(logs, "hook.log")
+        try:
+            if os.path.getsize(path) > LOG_CAP:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", errors="replace"))
+        finally:
+            os.close(fd)
+    except BaseException:  # noqa: BLE001 - last resort; stderr is not fed to the model
+        try:
+            sys.stderr.write(f"dualtrace hook: {message}\n")
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

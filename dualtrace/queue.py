@@ -1,0 +1,347 @@
+"""Durable job queue: one JSON file per session in ``<state>/queue/``.
+
+The hook fast path imports this module, so it uses only the standard library's
+cheapest modules (no dataclasses, typing or pathlib-heavy helpers: each costs
+milliseconds on every agent turn). Jobs are plain dicts for the same reason; the
+keys are documented on ``new_job``.
+
+Concurrency: every read-modify-write of a job file happens under one short
+``flock`` on ``queue/.lock`` and every write is atomic (temp file + fsync +
+rename), so hooks of many agents and the worker never see or leave a torn file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+
+try:  # POSIX; Windows falls back to msvcrt byte-range locks below.
+    import fcntl
+except ImportError:  # pragma: no cover - exercised only on Windows
+    fcntl = None  # type: ignore[assignment]
+
+QUEUE = "queue"
+SEEN = "seen"
+RUNS = "runs.jsonl"
+LOGS = "logs"
+LOCK_NAME = ".lock"
+MAX_MESSAGE_CHARS = 20_000
+BACKOFF_CAP_SECONDS = 3600.0
+
+PENDING = "pending"
+RUNNING = "running"
+PARKED = "parked"
+
+
+# --------------------------------------------------------------------------- paths
+
+def fast_state_dir() -> str:
+    """``config.state_dir()`` without importing config (dataclasses/tomllib cost ~40 ms).
+
+    Must return exactly what ``dualtrace.config.state_dir`` returns; a test checks
+    both with and without DUALTRACE_HOME.
+    """
+    env = os.environ.get("DUALTRACE_HOME")
+    if env:
+        return os.path.realpath(os.path.expanduser(env))
+    import platformdirs
+
+    return os.path.realpath(platformdirs.user_data_dir("dualtrace", appauthor=False))
+
+
+def queue_dir(state: str) -> str:
+    return os.path.join(state, QUEUE)
+
+
+def job_id(host: str, session_id: str) -> str:
+    """A file-name-safe id; ids that needed escaping get a checksum so they stay unique."""
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in session_id)
+    safe = safe.strip(".")[:96] or "session"
+    if safe != session_id:
+        safe = f"{safe}-{zlib.crc32(session_id.encode('utf-8')):08x}"
+    return f"{host}--{safe}"
+
+
+def job_path(state: str, jid: str) -> str:
+    return os.path.join(queue_dir(state), jid + ".json")
+
+
+# --------------------------------------------------------------------------- io
+
+def atomic_write_json(path: str, data: dict) -> None:
+    """Write ``data`` so readers see the old or the new file, never a partial one."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_json(path: str) -> dict | None:
+    """The job at ``path``; None when missing. A corrupt file is returned as a marker."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {"_corrupt": True}
+    return data if isinstance(data, dict) else {"_corrupt": True}
+
+
+def append_line(path: str, record: dict) -> None:
+    """One JSON line, written with a single O_APPEND write (atomic for small lines)."""
+    data = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+class FileLock:
+    """An exclusive advisory lock on a file, released by the kernel if we die."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if fcntl is not None:
+                flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+                fcntl.flock(fd, flags)
+            else:  # pragma: no cover - Windows
+                import msvcrt
+
+                mode = msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK
+                msvcrt.locking(fd, mode, 1)
+        except OSError:
+            os.close(fd)
+            if blocking:
+                raise
+            return False
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            if fcntl is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def queue_lock(state: str) -> FileLock:
+    return FileLock(os.path.join(queue_dir(state), LOCK_NAME))
+
+
+def ensure_dirs(state: str) -> None:
+    os.makedirs(queue_dir(state), exist_ok=True)
+    os.makedirs(os.path.join(state, LOGS), exist_ok=True)
+
+
+# --------------------------------------------------------------------------- jobs
+
+def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
+    """A fresh job. Keys:
+
+    kind            "session" (encode one transcript) or "sweep" (look for changed ones)
+    status          pending | running | parked
+    immediate       True: ready now (SessionEnd, pre-compact, sweep, retry);
+                    False: ready ``debounce`` after ``dirty_at`` (Stop)
+    dirty_at        time of the last event that touched the job
+    not_before      earliest retry time after a failure (backoff)
+    rev             bumped by every hook touch; the worker compares it after a run
+                    to know whether the session changed while it was being encoded
+    attempts, last_error, worker_pid, started_at: retry and crash bookkeeping
+    """
+    return {
+        "id": jid, "kind": "session", "host": host, "session_id": session_id,
+        "transcript": None, "cwd": None, "agent_id": None, "memory_dir": None,
+        "status": PENDING, "immediate": False, "dirty_at": now, "not_before": 0.0,
+        "rev": 0, "attempts": 0, "last_error": None, "events": {},
+        "last_assistant_message": None, "created_at": now, "updated_at": now,
+        "worker_pid": None, "started_at": None,
+    }
+
+
+def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
+          kind: str = "session", transcript: str | None = None, cwd: str | None = None,
+          agent_id: str | None = None, last_assistant_message: str | None = None,
+          now: float | None = None) -> dict:
+    """Create or refresh the job for one session (the hook's only write)."""
+    now = time.time() if now is None else now
+    ensure_dirs(state)
+    jid = job_id(host if kind == "session" else f"{host}-sweep", session_id)
+    path = job_path(state, jid)
+    with queue_lock(state):
+        job = read_json(path)
+        if job is None or job.get("_corrupt"):
+            job = new_job(jid, host, session_id, now)
+        job["kind"] = kind
+        if transcript:
+            job["transcript"] = transcript
+        if cwd:
+            job["cwd"] = cwd
+        if agent_id:
+            job["agent_id"] = agent_id
+        if last_assistant_message:
+            job["last_assistant_message"] = last_assistant_message[:MAX_MESSAGE_CHARS]
+        job["immediate"] = bool(job.get("immediate")) or immediate
+        job["dirty_at"] = now
+        job["updated_at"] = now
+        job["rev"] = int(job.get("rev") or 0) + 1
+        events = job.get("events") if isinstance(job.get("events"), dict) else {}
+        events[event] = int(events.get(event, 0)) + 1
+        job["events"] = events
+        atomic_write_json(path, job)
+    return job
+
+
+def list_jobs(state: str) -> list[dict]:
+    """Every job file, oldest first; corrupt files come back as ``{"_corrupt": path}``."""
+    qdir = queue_dir(state)
+    try:
+        names = sorted(n for n in os.listdir(qdir) if n.endswith(".json"))
+    except FileNotFoundError:
+        return []
+    jobs = []
+    for name in names:
+        job = read_json(os.path.join(qdir, name))
+        if job is None:
+            continue
+        if job.get("_corrupt"):
+            job = {"_corrupt": True, "id": name[:-5], "status": "corrupt"}
+        jobs.append(job)
+    jobs.sort(key=lambda j: (j.get("created_at") or 0.0, j.get("id", "")))
+    return jobs
+
+
+def due_at(job: dict, debounce_seconds: float) -> float:
+    """When a pending job may run: now-ish if immediate, else after the debounce."""
+    base = float(job.get("dirty_at") or 0.0)
+    due = base if job.get("immediate") else base + debounce_seconds
+    return max(due, float(job.get("not_before") or 0.0))
+
+
+def backoff_seconds(attempts: int, base: float) -> float:
+    return min(base * (2 ** max(attempts - 1, 0)), BACKOFF_CAP_SECONDS)
+
+
+def retry(state: str, session: str | None = None) -> list[str]:
+    """Re-queue parked (and failed-pending) jobs, all or those matching ``session``."""
+    requeued = []
+    if not os.path.isdir(queue_dir(state)):
+        return requeued
+    with queue_lock(state):
+        for job in list_jobs(state):
+            if job.get("_corrupt") or job.get("status") == RUNNING:
+                continue
+            if session and session not in (job.get("session_id"), job.get("id")):
+                continue
+            if job.get("status") != PARKED and not job.get("last_error"):
+                continue
+            job.update(status=PENDING, immediate=True, attempts=0, not_before=0.0,
+                       updated_at=time.time())
+            atomic_write_json(job_path(state, job["id"]), job)
+            requeued.append(job["id"])
+    return requeued
+
+
+def read_runs(state: str, limit: int = 10) -> list[dict]:
+    """The last ``limit`` run records (tolerates a torn or foreign line)."""
+    path = os.path.join(state, RUNS)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 256 * 1024))
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines[-limit * 2:]:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out[-limit:]
+
+
+def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5) -> dict:
+    """What ``dualtrace status`` shows about the queue: counts, jobs, last runs, worker."""
+    state = os.fspath(state) if state is not None else fast_state_dir()
+    jobs = list_jobs(state)
+    counts = {PENDING: 0, RUNNING: 0, PARKED: 0, "corrupt": 0}
+    listed = []
+    for job in jobs:
+        status = job.get("status", PENDING)
+        counts[status] = counts.get(status, 0) + 1
+        listed.append({
+            "id": job.get("id"), "session": job.get("session_id"), "host": job.get("host"),
+            "kind": job.get("kind"), "status": status, "attempts": job.get("attempts", 0),
+            "error": job.get("last_error"), "immediate": bool(job.get("immediate")),
+            "dirty_at": job.get("dirty_at"),
+        })
+    pid = None
+    try:
+        with open(os.path.join(state, "worker.pid"), encoding="ascii") as fh:
+            pid = int(fh.read().strip() or 0) or None
+    except (OSError, ValueError):
+        pid = None
+    lock = FileLock(os.path.join(state, "worker.lock"))
+    running = os.path.exists(lock.path) and not lock.acquire(blocking=False)
+    if not running:
+        lock.release()
+    return {
+        "state_dir": state, "counts": counts, "jobs": listed,
+        "worker": {"running": running, "pid": pid if running else None},
+        "runs": read_runs(state, runs),
+    }
+
+
+def format_status(summary: dict) -> list[str]:
+    """Human lines for the queue part of ``dualtrace status``."""
+    c = summary["counts"]
+    worker = summary["worker"]
+    lines = [
+        f"queue:      {c.get(PENDING, 0)} queued, {c.get(RUNNING, 0)} running, "
+        f"{c.get(PARKED, 0)} failed" + (f", {c['corrupt']} corrupt" if c.get("corrupt") else ""),
+        "worker:     " + (f"running (pid {worker['pid']})" if worker["running"] else "idle"),
+    ]
+    for job in summary["jobs"]:
+        if job["status"] == PARKED or job.get("error"):
+            lines.append(f"  {job['status']:<8} {job['session']}  attempts {job['attempts']}: "
+                         f"{job.get('error') or ''}")
+        elif job["status"] == RUNNING:
+            lines.append(f"  running  {job['session']}")
+    if summary["runs"]:
+        lines.append("last runs:")
+        for run in summary["runs"]:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("finished_at") or 0))
+            what = run.get("error") or run.get("skipped") or (
+                f"{len(run.get('operations') or [])} ops, {run.get('tokens') or 0} tokens")
+            lines.append(f"  {when}  {run.get('session')}  {run.get('backend') or '-'}  "
+                         f"{float(run.get('duration') or 0):.1f}s  {what}")
+    return lines

@@ -1,0 +1,353 @@
+"""The background worker: drains the durable queue, then exits.
+
+One worker per state directory (an ``flock`` on ``<state>/worker.lock``, released by
+the kernel when the process dies, so a SIGKILL never leaves a stale lock). It runs
+jobs one at a time, grouped by memory directory; the pipeline takes that
+directory's lock itself, so a manual ``dualtrace encode`` cannot interleave either.
+
+Every job gets a run record in ``<state>/runs.jsonl``. A failed job is retried with
+exponential backoff up to ``max_attempts`` times, then parked with its error until
+``dualtrace retry``. A job left ``running`` by a dead worker is recovered at start.
+The worker waits for debounced jobs that come due within ``MAX_WAIT`` and exits
+when nothing is pending; the next hook starts a new one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from dualtrace import config, queue
+from dualtrace.errors import DualtraceError
+
+POLL_SECONDS = 0.5
+MAX_WAIT_SECONDS = 900.0
+RETRY_BASE_SECONDS = 30.0
+SWEEP_MAX_AGE_DAYS = 7.0
+SETTINGS_TTL = 60.0
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ[name])
+    except (KeyError, ValueError):
+        return default
+
+
+class Worker:
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.s = str(state)
+        self.poll = _env_float("DUALTRACE_WORKER_POLL", POLL_SECONDS)
+        self.max_wait = _env_float("DUALTRACE_WORKER_MAX_WAIT", MAX_WAIT_SECONDS)
+        self.retry_base = _env_float("DUALTRACE_RETRY_SECONDS", RETRY_BASE_SECONDS)
+        self.lock = queue.FileLock(os.path.join(self.s, "worker.lock"))
+        self._settings: dict[str, tuple[float, config.Settings]] = {}
+        self.current_memdir: str | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def run(self) -> int:
+        queue.ensure_dirs(self.s)
+        if not self.lock.acquire(blocking=False):
+            return 0  # another worker owns the queue
+        released = False
+        try:
+            Path(self.s, "worker.pid").write_text(str(os.getpid()), encoding="ascii")
+            self.log("start")
+            self.recover_stale()
+            while True:
+                claimed = self.claim()
+                if claimed is not None:
+                    self.process(*claimed)
+                    continue
+                wait = self.idle_wait()
+                if wait is None:
+                    released = True  # released under the queue lock in idle_wait
+                    break
+                time.sleep(wait)
+        finally:
+            if not released:
+                self.lock.release()
+        self.log("idle, exiting")
+        return 0
+
+    def idle_wait(self) -> float | None:
+        """Seconds to sleep before the next scan, or None to exit.
+
+        Exit is decided and the worker lock released while holding the queue lock:
+        a hook that queues a job after that sees the lock free and starts a worker.
+        """
+        with queue.queue_lock(self.s):
+            now = time.time()
+            dues = [self.due(job) for job in queue.list_jobs(self.s)
+                    if job.get("status") == queue.PENDING]
+            if not dues or min(dues) - now > self.max_wait:
+                try:
+                    os.unlink(os.path.join(self.s, "worker.pid"))
+                except OSError:
+                    pass
+                self.lock.release()
+                return None
+        return max(0.01, min(self.poll, min(dues) - now))
+
+    def recover_stale(self) -> None:
+        """We hold the worker lock, so any job marked running belongs to a dead worker."""
+        with queue.queue_lock(self.s):
+            for job in queue.list_jobs(self.s):
+                if job.get("_corrupt"):
+                    self.log(f"removing corrupt job file {job['id']}")
+                    _unlink(queue.job_path(self.s, job["id"]))
+                    continue
+                if job.get("status") != queue.RUNNING:
+                    continue
+                reason = f"worker pid {job.get('worker_pid')} died during the job"
+                self._fail(job, reason, backoff=False)
+                self.log(f"recovered {job['id']}: {reason}")
+
+    # ---------------------------------------------------------------- scheduling
+
+    def settings_for(self, cwd: str | None) -> config.Settings:
+        key = cwd or ""
+        hit = self._settings.get(key)
+        if hit and time.monotonic() - hit[0] < SETTINGS_TTL:
+            return hit[1]
+        try:
+            settings = config.load_settings(config.project_root(cwd) if cwd else None)
+        except DualtraceError as exc:
+            self.log(f"settings for {cwd}: {exc}; using defaults")
+            settings = config.Settings()
+        self._settings[key] = (time.monotonic(), settings)
+        return settings
+
+    def due(self, job: dict) -> float:
+        debounce = os.environ.get("DUALTRACE_DEBOUNCE_SECONDS")
+        try:
+            seconds = float(debounce) if debounce else \
+                self.settings_for(job.get("cwd")).debounce_minutes * 60.0
+        except ValueError:
+            seconds = self.settings_for(job.get("cwd")).debounce_minutes * 60.0
+        return queue.due_at(job, seconds)
+
+    def memory_dir_for(self, job: dict) -> str:
+        if job.get("memory_dir"):
+            return str(job["memory_dir"])
+        settings = self.settings_for(job.get("cwd"))
+        if job.get("host") == "letta" and not (settings.memory_dir
+                                               or os.environ.get("DUALTRACE_MEMORY_DIR")):
+            from dualtrace.hooks import letta
+
+            memfs = letta.memfs_dir(job.get("agent_id"))
+            if memfs:
+                return memfs
+        return str(config.resolve_memory_dir(None, job.get("cwd"), settings))
+
+    def claim(self) -> tuple[dict, int, str | None] | None:
+        """Mark the next ready job running; sweeps first, then the current memory dir."""
+        with queue.queue_lock(self.s):
+            now = time.time()
+            ready = [j for j in queue.list_jobs(self.s)
+                     if j.get("status") == queue.PENDING and self.due(j) <= now]
+            if not ready:
+                return None
+            sweeps = [j for j in ready if j.get("kind") == "sweep"]
+            memdirs: dict[str, str | None] = {}
+            for job in ready:
+                if job.get("kind") != "sweep":
+                    try:
+                        memdirs[job["id"]] = self.memory_dir_for(job)
+                    except DualtraceError:
+                        memdirs[job["id"]] = None
+            same = [j for j in ready if memdirs.get(j["id"]) == self.current_memdir]
+            job = (sweeps or same or ready)[0]
+            memdir = memdirs.get(job["id"])
+            job.update(status=queue.RUNNING, worker_pid=os.getpid(), started_at=now,
+                       immediate=False)
+            queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
+            return job, int(job.get("rev") or 0), memdir
+
+    # ---------------------------------------------------------------- running
+
+    def process(self, job: dict, rev: int, memdir: str | None) -> None:
+        if job.get("kind") == "sweep":
+            try:
+                self.sweep(job)
+            except Exception as exc:  # noqa: BLE001 - a sweep failure only costs a catch-up
+                self.log(f"sweep {job.get('session_id')}: {type(exc).__name__}: {exc}")
+            self._finish(job, rev, None)
+            return
+        self.current_memdir = memdir
+        started = time.time()
+        record: dict = {
+            "session": job.get("session_id"), "job": job["id"], "host": job.get("host"),
+            "memory_dir": memdir, "attempt": int(job.get("attempts") or 0) + 1,
+            "worker_pid": os.getpid(), "started_at": started, "backend": None,
+            "operations": [], "tokens": 0, "commit": None, "error": None, "skipped": None,
+        }
+        seen = None
+        try:
+            _hold("before")
+            seen = self.encode(job, memdir, record)
+            _hold("after")
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded and retried
+            expected = isinstance(exc, DualtraceError)
+            record["error"] = f"{type(exc).__name__}: {exc}" if not expected else str(exc)
+            if not expected:
+                self.log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        record["finished_at"] = time.time()
+        record["duration"] = round(record["finished_at"] - started, 3)
+        queue.append_line(os.path.join(self.s, queue.RUNS), record)
+        if record["error"]:
+            self.log(f"{job['id']}: failed: {record['error']}")
+            with queue.queue_lock(self.s):
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if current and not current.get("_corrupt"):
+                    self._fail(current, record["error"], backoff=True)
+        else:
+            self._finish(job, rev, seen)
+
+    def encode(self, job: dict, memdir: str | None, record: dict) -> dict | None:
+        """Run the pipeline for one session job; fills ``record``; returns a seen record."""
+        settings = self.settings_for(job.get("cwd"))
+        if config.is_disabled(settings):
+            record["skipped"] = "dualtrace disabled for this project"
+            return None
+        if memdir is None:
+            memdir = self.memory_dir_for(job)
+            record["memory_dir"] = memdir
+        cwd = job.get("cwd")
+        if cwd and _inside(Path(cwd), Path(memdir)):
+            record["skipped"] = "session runs inside the memory directory"
+            return None
+        transcript = job.get("transcript")
+        if not transcript and job.get("host") == "codex":
+            from dualtrace.hooks import codex_hooks
+
+            transcript = codex_hooks.find_rollout(str(job.get("session_id")))
+        if not transcript or not os.path.isfile(transcript):
+            raise DualtraceError(f"transcript not found: {transcript or '(none given)'}")
+        record["transcript"] = transcript
+        stat = os.stat(transcript)
+        from dualtrace.pipeline import encode_session
+
+        report = encode_session(
+            Path(transcript), memory_dir=Path(memdir), backend=settings.backend,
+            settings=settings, host=job.get("host"),
+            last_assistant_message=job.get("last_assistant_message"),
+        )
+        info = report.to_dict() if hasattr(report, "to_dict") else dict(report)
+        for key in ("backend", "operations", "tokens", "commit"):
+            if key in info:
+                record[key] = info[key]
+        record["encode_duration"] = info.get("duration")
+        return {"transcript": transcript, "size": stat.st_size, "mtime": stat.st_mtime,
+                "at": time.time()}
+
+    def sweep(self, job: dict) -> None:
+        """Queue this project's transcripts that grew since we last encoded them.
+
+        Only sessions dualtrace has seen before count (a seen record exists): a
+        first install must not bill a model for every old session on disk.
+        """
+        from dualtrace.hooks import claude_code_hooks
+
+        current = job.get("transcript") or ""
+        horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
+        queued = 0
+        for path in claude_code_hooks.project_transcripts(current or
+                                                          str(job.get("session_id")) + "/x"):
+            if path == current:
+                continue
+            session = os.path.basename(path)[: -len(".jsonl")]
+            jid = queue.job_id("claude-code", session)
+            if os.path.exists(queue.job_path(self.s, jid)):
+                continue
+            seen = queue.read_json(os.path.join(self.s, queue.SEEN, jid + ".json"))
+            if not seen or seen.get("_corrupt"):
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
+                continue
+            queue.touch(self.s, host="claude-code", session_id=session, event="sweep",
+                        immediate=True, transcript=path, cwd=job.get("cwd"))
+            queued += 1
+        self.log(f"sweep {os.path.dirname(current)}: queued {queued}")
+
+    def _finish(self, job: dict, rev: int, seen: dict | None) -> None:
+        path = queue.job_path(self.s, job["id"])
+        with queue.queue_lock(self.s):
+            current = queue.read_json(path)
+            if seen is not None:
+                os.makedirs(os.path.join(self.s, queue.SEEN), exist_ok=True)
+                queue.atomic_write_json(os.path.join(self.s, queue.SEEN, job["id"] + ".json"),
+                                        seen)
+            if current is None or current.get("_corrupt") or int(current.get("rev") or 0) == rev:
+                _unlink(path)
+                return
+            # A hook touched the job while it ran: keep it for the new turns.
+            current.update(status=queue.PENDING, worker_pid=None, started_at=None,
+                           attempts=0, last_error=None, not_before=0.0)
+            queue.atomic_write_json(path, current)
+
+    def _fail(self, job: dict, error: str, *, backoff: bool) -> None:
+        """Record a failed attempt (queue lock held): back off, or park after K tries."""
+        attempts = int(job.get("attempts") or 0) + 1
+        limit = max(1, int(self.settings_for(job.get("cwd")).max_attempts))
+        job.update(attempts=attempts, last_error=error[:2000], worker_pid=None,
+                   started_at=None, updated_at=time.time())
+        if attempts >= limit:
+            job["status"] = queue.PARKED
+        else:
+            job["status"] = queue.PENDING
+            job["immediate"] = True
+            delay = queue.backoff_seconds(attempts, self.retry_base) if backoff else 0.0
+            job["not_before"] = time.time() + delay
+        queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
+
+    def log(self, message: str) -> None:
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
+        try:
+            with open(os.path.join(self.s, queue.LOGS, "worker.log"), "a",
+                      encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError:
+            pass
+
+
+def _hold(phase: str) -> None:
+    """Fault injection for tests: DUALTRACE_WORKER_HOLD=before:SECONDS or after:SECONDS
+    sleeps around the pipeline call so a test can SIGKILL the worker at that point."""
+    spec = os.environ.get("DUALTRACE_WORKER_HOLD", "")
+    if spec.startswith(phase + ":"):
+        time.sleep(float(spec.split(":", 1)[1]))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def main() -> int:
+    """``python -m dualtrace.worker`` / ``dualtrace worker``: run until the queue is idle."""
+    os.environ["DUALTRACE_CHILD"] = "1"  # anything we start must not re-enter our hooks
+    return Worker(config.state_dir()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""``dualtrace install`` / ``uninstall``: merge our hook entries into a host's settings.
+
+Rules: other tools' hooks and keys are never touched; the file's indentation is
+kept; a second install changes nothing; every write is atomic and preceded by a
+backup (``<file>.dualtrace.bak``); uninstall removes only our handlers (recognised
+by their ``dualtrace ... hook`` command) and deletes the file again if install
+created it. Timeouts use each host's unit (Claude Code and Codex: seconds, Letta:
+milliseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from dualtrace import config
+from dualtrace.errors import DualtraceError
+
+# event name -> (our event, timeout seconds, matcher or None)
+_CLAUDE_EVENTS = {
+    "Stop": ("stop", 10, None),
+    "SessionEnd": ("session-end", 5, None),
+    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
+    "UserPromptSubmit": ("prompt", 5, None),
+    "PreCompact": ("pre-compact", 10, None),
+}
+_CODEX_EVENTS = {k: v for k, v in _CLAUDE_EVENTS.items() if k != "SessionEnd"}
+_LETTA_EVENTS = {
+    "Stop": ("stop", 10, None),
+    "PostToolUse": ("post-tool-use", 5, None),
+    "SessionEnd": ("session-end", 5, None),
+    "SessionStart": ("session-start", 10, None),
+    "UserPromptSubmit": ("prompt", 5, None),
+}
+AGENTS = ("claude-code", "codex", "letta")
+SCOPES = ("user", "project", "local")
+# Our handler, however it was installed: ".../dualtrace hook x", "dualtrace.exe" hook,
+# "python -m dualtrace.cli hook x".
+_OURS = re.compile(r"""(?:^|[\s/\\"'])dualtrace(?:\.exe)?["']?\s+hook\s|-m\s+dualtrace\.cli\s+hook\s""")
+BACKUP_SUFFIX = ".dualtrace.bak"
+_CREATED_MARK = "installs.json"
+
+
+def settings_path(agent: str, scope: str, cwd: str | os.PathLike[str] | None = None) -> Path:
+    if agent not in AGENTS:
+        raise DualtraceError(f"unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
+    if scope not in SCOPES:
+        raise DualtraceError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
+    home = Path(os.path.expanduser("~"))
+    root = config.project_root(cwd)
+    if agent == "claude-code":
+        user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
+        return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",
+                "local": root / ".claude" / "settings.local.json"}[scope]
+    if agent == "codex":
+        if scope == "local":
+            raise DualtraceError("codex has no local scope; use --scope user or project")
+        user = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
+        return {"user": user / "hooks.json", "project": root / ".codex" / "hooks.json"}[scope]
+    return {"user": home / ".letta" / "settings.json",
+            "project": root / ".letta" / "settings.json",
+            "local": root / ".letta" / "settings.local.json"}[scope]
+
+
+def dualtrace_command() -> str:
+    """The installed script's absolute path, so hooks work outside the virtualenv."""
+    script = Path(sys.executable).parent / ("dualtrace.exe" if os.name == "nt" else "dualtrace")
+    found = str(script) if script.is_file() else shutil.which("dualtrace")
+    if found:
+        return _quote(Path(found).as_posix())
+    return f"{_quote(Path(sys.executable).as_posix())} -m dualtrace.cli"
+
+
+def _quote(path: str) -> str:
+    return shlex.quote(path) if re.search(r"[^\w@%+=:,./-]", path) else path
+
+
+def wanted_entries(agent: str, command: str) -> dict[str, dict]:
+    """Event -> the hook group we want in that agent's settings."""
+    events = {"claude-code": _CLAUDE_EVENTS, "codex": _CODEX_EVENTS, "letta": _LETTA_EVENTS}[agent]
+    host_flag = "" if agent == "claude-code" else f" --host {agent}"
+    out = {}
+    for name, (ours, seconds, matcher) in events.items():
+        timeout = seconds * 1000 if agent == "letta" else seconds
+        handler = {"type": "command", "command": f"{command} hook {ours}{host_flag}",
+                   "timeout": timeout}
+        group: dict = {"matcher": matcher} if matcher else {}
+        group["hooks"] = [handler]
+        out[name] = group
+    return out
+
+
+def is_ours(handler: object) -> bool:
+    return isinstance(handler, dict) and isinstance(handler.get("command"), str) \
+        and bool(_OURS.search(handler["command"]))
+
+
+def merge(data: dict, wanted: dict[str, dict]) -> tuple[dict, list[str]]:
+    """``data`` with our groups added or updated in place; and what changed."""
+    data = json.loads(json.dumps(data))  # deep copy; the input stays the "before"
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise DualtraceError("the settings file's \"hooks\" is not an object; not touching it")
+    changes = []
+    for event, group in wanted.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise DualtraceError(f"hooks.{event} is not a list; not touching it")
+        want = group["hooks"][0]
+        found = False
+        for existing in groups:
+            handlers = existing.get("hooks") if isinstance(existing, dict) else None
+            if not isinstance(handlers, list):
+                continue
+            for i, handler in enumerate(handlers):
+                if is_ours(handler):
+                    found = True
+                    if handler != want:
+                        handlers[i] = want
+                        changes.append(f"updated {event}: {want['command']}")
+        if not found:
+            groups.append(group)
+            changes.append(f"added {event}: {want['command']} (timeout {want['timeout']})")
+    return data, changes
+
+
+def remove(data: dict) -> tuple[dict, list[str]]:
+    """``data`` without our handlers; groups/events/"hooks" left empty by that go too."""
+    data = json.loads(json.dumps(data))
+    hooks = data.get("hooks")
+    changes: list[str] = []
+    if not isinstance(hooks, dict):
+        return data, changes
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in handlers if not is_ours(h)]
+            if len(kept) != len(handlers):
+                changes.append(f"removed {event}")
+                if not kept:
+                    continue
+                group = {**group, "hooks": kept}
+            kept_groups.append(group)
+        if kept_groups or len(kept_groups) == len(groups):
+            hooks[event] = kept_groups
+        else:  # we emptied it; an event list the user left empty stays
+            del hooks[event]
+    if not hooks and changes:
+        del data["hooks"]
+    return data, changes
+
+
+# ------------------------------------------------------------------ file handling
+
+def _load(path: Path) -> tuple[dict, str | None]:
+    """The parsed file and its raw text (None when missing)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        raise DualtraceError(f"cannot read {path}: {exc}") from exc
+    if not text.strip():
+        return {}, text
+    try:
+        data = json.loads(text.lstrip("\ufeff"))
+    except ValueError as exc:
+        raise DualtraceError(f"{path} is not valid JSON ({exc}); fix it or move it away") from exc
+    if not isinstance(data, dict):
+        raise DualtraceError(f"{path} does not hold a JSON object; not touching it")
+    return data, text
+
+
+def _indent(text: str | None) -> int | str:
+    """Keep the file's indentation (first indented line), default 2."""
+    for line in (text or "").splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) != len(line):
+            lead = line[: len(line) - len(stripped)]
+            return "\t" if lead.startswith("\t") else len(lead)
+    return 2
+
+
+def _dump(data: dict, old_text: str | None) -> str:
+    text = json.dumps(data, indent=_indent(old_text), ensure_ascii=False)
+    return text + "\n" if old_text is None or old_text.endswith("\n") else text
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _created_registry() -> Path:
+    return config.state_dir() / _CREATED_MARK
+
+
+def _created(path: Path, value: bool | None = None) -> bool:
+    """Remember files that install created, so uninstall can delete them again."""
+    reg = _created_registry()
+    try:
+        items = set(json.loads(reg.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        items = set()
+    key = str(path)
+    if value is None:
+        return key in items
+    (items.add if value else items.discard)(key)
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text(json.dumps(sorted(items)), encoding="utf-8")
+    return value
+
+
+def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
+            cwd: str | os.PathLike[str] | None = None, command: str | None = None) -> list[str]:
+    """Merge our hooks into the settings file; return human lines describing it."""
+    path = settings_path(agent, scope, cwd)
+    data, old_text = _load(path)
+    new, changes = merge(data, wanted_entries(agent, command or dualtrace_command()))
+    if not changes:
+        return [f"{path}: dualtrace hooks already installed; nothing changed"]
+    lines = [f"{path}:" + (" (dry run, nothing written)" if dry_run else "")]
+    lines += [f"  {c}" for c in changes]
+    if dry_run:
+        return lines
+    if old_text is not None:
+        backup = path.with_name(path.name + BACKUP_SUFFIX)
+        shutil.copy2(path, backup)
+        lines.append(f"  backup: {backup}")
+    else:
+        _created(path, True)
+    _write(path, _dump(new, old_text))
+    return lines
+
+
+def uninstall(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
+              cwd: str | os.PathLike[str] | None = None) -> list[str]:
+    path = settings_path(agent, scope, cwd)
+    data, old_text = _load(path)
+    new, changes = remove(data)
+    if not changes:
+        return [f"{path}: no dualtrace hooks found; nothing changed"]
+    lines = [f"{path}:" + (" (dry run, nothing written)" if dry_run else "")]
+    lines += [f"  {c}" for c in changes]
+    if dry_run:
+        return lines
+    if not new and _created(path):
+        path.unlink()
+        _created(path, False)
+        lines.append("  deleted the file (install had created it)")
+        return lines
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    shutil.copy2(path, backup)
+    lines.append(f"  backup: {backup}")
+    _write(path, _dump(new, old_text))
+    return lines

@@ -1,0 +1,108 @@
+"""Letta Code: its Stop payloads carry no transcript, so dualtrace keeps one.
+
+Each Stop (user + assistant message) and PostToolUse (tool call) payload is appended
+to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
+(``{"role", "content"}`` per line), which the transcript reader understands; the
+session is encoded from that file. Imported on the hook fast path: stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+HOST = "letta"
+DIR = "letta"
+MAX_FIELD_CHARS = 200_000
+
+
+def conversation_key(payload: dict) -> str:
+    """Stop payloads lack the conversation id; fall back to the agent id (see below)."""
+    for key in ("conversation_id", "session_id"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    env = os.environ.get("LETTA_CONVERSATION_ID")
+    if env:
+        return env
+    return agent_id(payload) or "letta"
+
+
+def agent_id(payload: dict) -> str | None:
+    value = payload.get("agent_id") or os.environ.get("LETTA_AGENT_ID")
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def transcript_path(state: str, key: str) -> str:
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in key)
+    return os.path.join(state, DIR, (safe.strip(".") or "letta") + ".jsonl")
+
+
+def resolve_transcript(state: str, payload: dict) -> str:
+    """The conversation's file; adopts the agent-keyed file Stop wrote before the id was known."""
+    path = transcript_path(state, conversation_key(payload))
+    agent = agent_id(payload)
+    if agent and not os.path.exists(path):
+        fallback = transcript_path(state, agent)
+        if fallback != path and os.path.exists(fallback):
+            try:
+                os.replace(fallback, path)
+            except OSError:
+                return fallback
+    return path
+
+
+def records(payload: dict, event: str) -> list[dict]:
+    """Plain-chat lines for one payload."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out: list[dict] = []
+    if event == "stop":
+        for role, key in (("user", "user_message"), ("assistant", "assistant_message")):
+            text = payload.get(key)
+            if isinstance(text, str) and text.strip():
+                out.append({"role": role, "content": text[:MAX_FIELD_CHARS], "timestamp": now})
+    elif event == "post-tool-use":
+        name = payload.get("tool_name") or "tool"
+        tool_input = json.dumps(payload.get("tool_input"), ensure_ascii=False)[:MAX_FIELD_CHARS]
+        result = payload.get("tool_result")
+        if not isinstance(result, str):
+            result = json.dumps(result, ensure_ascii=False)
+        out.append({"role": "assistant", "timestamp": now,
+                    "content": f"[tool {name}] {tool_input}\n[result] {result[:MAX_FIELD_CHARS]}"})
+    return out
+
+
+def append(state: str, payload: dict, event: str) -> str:
+    """Append this payload's lines to the conversation transcript; return its path."""
+    path = resolve_transcript(state, payload)
+    lines = records(payload, event)
+    if lines:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    return path
+
+
+def memfs_dir(agent: str | None) -> str | None:
+    """``~/.letta/agents/<agent_id>/memory`` when it exists (the agent's own memfs)."""
+    if not agent:
+        return None
+    path = os.path.expanduser(os.path.join("~", ".letta", "agents", agent, "memory"))
+    return path if os.path.isdir(path) else None
+
+
+def normalize(payload: dict, event: str, state: str) -> dict:
+    return {
+        "session_id": conversation_key(payload),
+        "transcript": None,  # set by the caller after append()
+        "cwd": payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR")
+        or payload.get("cwd"),
+        "agent_id": agent_id(payload),
+        "last_assistant_message": None,
+        "ignore": None,
+    }
