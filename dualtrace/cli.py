@@ -81,6 +81,10 @@ def status(memory_dir: Path | None) -> None:
         for problem in info["problems"][:10]:
             click.echo(f"  {problem}")
     click.echo(f"last commit: {info['last_commit'] or '(none)'}")
+    from dualtrace import queue
+
+    for line in queue.format_status(queue.status_summary(config.state_dir())):
+        click.echo(line)
 
 
 @cli.command("log")
@@ -111,6 +115,72 @@ def show(memory_dir: Path | None, target: str) -> None:
     if moment is not None:
         click.echo(f"\n==> {moment.path}")
         click.echo(store.read_text(moment.path), nl=False)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("event")
+@click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
+    """Hook entry for the agent (stdin: the host's JSON). Always exits 0."""
+    from dualtrace import hookcmd
+
+    args = [event, *extra] + (["--host", host] if host else [])
+    sys.exit(hookcmd.run(args))
+
+
+@cli.command(hidden=True)
+def worker() -> None:
+    """Drain the job queue in the foreground, then exit (normally started by hooks)."""
+    from dualtrace.worker import main as worker_main
+
+    sys.exit(worker_main())
+
+
+@cli.command()
+@click.argument("session", required=False)
+def retry(session: str | None) -> None:
+    """Re-queue failed (parked) jobs, all or one SESSION, and start the worker."""
+    from dualtrace import hookcmd, queue
+
+    state = str(config.state_dir())
+    ids = queue.retry(state, session)
+    if not ids:
+        click.echo("Nothing to retry." if not session else f"No failed job for {session}.")
+        return
+    for jid in ids:
+        click.echo(f"re-queued {jid}")
+    hookcmd.ensure_worker(state)
+
+
+_agent_option = click.option("--agent", "agent", default="claude-code", show_default=True,
+                             type=click.Choice(["claude-code", "codex", "letta"]))
+_scope_option = click.option("--scope", default="user", show_default=True,
+                             type=click.Choice(["user", "project", "local"]))
+
+
+@cli.command()
+@_agent_option
+@_scope_option
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
+def install(agent: str, scope: str, dry_run: bool) -> None:
+    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup)."""
+    from dualtrace.hooks.install import install as do_install
+
+    for line in do_install(agent, scope, dry_run=dry_run):
+        click.echo(line)
+
+
+@cli.command()
+@_agent_option
+@_scope_option
+@click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
+def uninstall(agent: str, scope: str, dry_run: bool) -> None:
+    """Remove dualtrace's hooks from the agent's settings file, leaving others untouched."""
+    from dualtrace.hooks.install import uninstall as do_uninstall
+
+    for line in do_uninstall(agent, scope, dry_run=dry_run):
+        click.echo(line)
 
 
 def main(argv: list[str] | None = None) -> None:
