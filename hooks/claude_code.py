@@ -1,0 +1,380 @@
+"""Claude Code transcript reader (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Facts from HOSTS.md: one assistant API message is split over several lines sharing
+``message.id``; ``progress`` and snapshot records are noise; resumed sessions replay
+uuids; compaction appends a boundary plus an ``isCompactSummary`` user line;
+subagents live in ``<session>/subagents/agent-*.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from dualtrace.encoder.session import (
+    MAX_RESULT_CHARS,
+    MAX_TEXT_CHARS,
+    Event,
+    Session,
+    SessionBuilder,
+    commit_events,
+    truncate_middle,
+)
+
+HOST = "claude-code"
+
+_NOISE_TAGS = ("command-name", "command-message", "command-args", "local-command-stdout",
+               "local-command-stderr", "local-command-caveat", "system-reminder",
+               "task-notification", "user-prompt-submit-hook")
+_TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*?</\1>", re.S)
+_OPEN_TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*\Z", re.S)  # unclosed
+_EXIT_CODE = re.compile(r"Exit code (\d+)")
+_EDIT_TOOLS = {"Edit": "modify", "MultiEdit": "modify", "Write": "modify",
+               "NotebookEdit": "modify"}
+_SUBAGENT_TOOLS = ("Task", "Agent")
+
+
+def clean_user_text(text: str) -> str:
+    """Remove host-injected tags; '' when nothing the user typed is left."""
+    if "<" in text:
+        text = _TAG_RE.sub("", text)
+        text = _OPEN_TAG_RE.sub("", text)
+    text = text.strip()
+    if text.startswith(("[Request interrupted by user", "Caveat: The messages",
+                        "Read the output file to retrieve the result")):
+        return ""
+    return text
+
+
+def _blocks_text(content: Any) -> str:
+    """Text of a string or a list of content blocks (images become a marker)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            btype = block.get("type")
+            if btype == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif btype == "image":
+                parts.append("[image]")
+    return "\n".join(parts)
+
+
+def input_summary(name: str, data: Any) -> str:
+    """A one-line summary of a tool input (never the full file contents)."""
+    if not isinstance(data, dict):
+        return truncate_middle(str(data), 200)
+    for key in ("file_path", "notebook_path", "path", "pattern", "url", "query", "command"):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            extra = ""
+            if key == "pattern" and isinstance(data.get("path"), str):
+                extra = f" in {data['path']}"
+            return truncate_middle(value + extra, 300)
+    if name == "TodoWrite" and isinstance(data.get("todos"), list):
+        items = [str(t.get("content", "")) for t in data["todos"] if isinstance(t, dict)]
+        return truncate_middle("; ".join(items), 300)
+    try:
+        return truncate_middle(json.dumps(data, ensure_ascii=False, sort_keys=True), 200)
+    except (TypeError, ValueError):
+        return ""
+
+
+class _Parser:
+    def __init__(self, builder: SessionBuilder, agent: str | None = None) -> None:
+        self.b = builder
+        self.agent = agent
+        self.seen_uuids: set[str] = set()
+        self.msg_index: dict[str, int] = {}  # message.id(+thinking) -> event index
+        self.pending: dict[str, tuple[str, Any, str | None]] = {}  # tool_use id -> call
+        self.subagent_ids: list[tuple[str, int]] = []  # (agentId, event index)
+
+    def feed(self, rec: dict[str, Any]) -> None:
+        b = self.b
+        rtype = rec.get("type")
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        if rtype not in ("user", "assistant", "system"):
+            b.noise[str(rtype)] += 1
+            return
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in self.seen_uuids:  # a resumed session replays earlier lines
+                b.noise["replayed"] += 1
+                return
+            self.seen_uuids.add(uuid)
+        if b.session_id is None and isinstance(rec.get("sessionId"), str):
+            b.session_id = rec["sessionId"]
+        if isinstance(rec.get("cwd"), str):
+            b.cwd = b.cwd or rec["cwd"]
+        if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
+            b.git_branch = rec["gitBranch"]  # the latest branch wins: sessions switch
+        b.saw_time(ts)
+        if rtype == "system":
+            self._system(rec, ts)
+        elif rec.get("isMeta"):
+            b.noise["meta"] += 1
+        elif rtype == "assistant":
+            self._assistant(rec, ts)
+        else:
+            self._user(rec, ts)
+
+    def _system(self, rec: dict[str, Any], ts: str | None) -> None:
+        sub = rec.get("subtype")
+        if sub == "compact_boundary":
+            meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            detail = f"trigger={meta.get('trigger')}, preTokens={meta.get('preTokens')}"
+            self.b.add(Event("compaction", ts, text="", detail=detail, agent=self.agent))
+        elif sub == "api_error":
+            msg = rec.get("content") or rec.get("error") or "API error"
+            text = msg if isinstance(msg, str) else json.dumps(msg)[:500]
+            self.b.add(Event("error", ts, text=truncate_middle(text, 500), is_error=True,
+                             detail="api_error", agent=self.agent))
+        else:
+            self.b.noise[f"system:{sub}"] += 1
+
+    def _assistant(self, rec: dict[str, Any], ts: str | None) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            return
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else rec.get("uuid")
+        content = msg.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype in ("text", "thinking"):
+                text = block.get("text") if btype == "text" else block.get("thinking")
+                if not isinstance(text, str) or not text.strip():
+                    continue
+                self._merge_text(f"{mid}:{btype}", text.strip(), ts,
+                                 "thinking" if btype == "thinking" else None)
+            elif btype == "tool_use":
+                tid = block.get("id")
+                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                if isinstance(tid, str):
+                    self.pending[tid] = (name, block.get("input"), ts)
+
+    def _merge_text(self, key: str, text: str, ts: str | None, detail: str | None) -> None:
+        index = self.msg_index.get(key)
+        if index is not None:  # a later line of the same API message
+            prev = self.b.events[index]
+            merged = truncate_middle(prev.text + "\n\n" + text, MAX_TEXT_CHARS)
+            self.b.replace_at(index, text=merged)
+            return
+        self.msg_index[key] = self.b.add(
+            Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS), detail=detail,
+                  agent=self.agent, uuid=key.split(":")[0]))
+
+    def _user(self, rec: dict[str, Any], ts: str | None) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            return
+        content = msg.get("content")
+        if rec.get("isCompactSummary"):
+            summary = _blocks_text(content).strip()
+            last = self.b.events[-1] if self.b.events else None
+            if last is not None and last.kind == "compaction" and not last.text:
+                self.b.replace_at(len(self.b.events) - 1,
+                                  text=truncate_middle(summary, MAX_TEXT_CHARS))
+            else:
+                self.b.add(Event("compaction", ts, text=truncate_middle(summary, MAX_TEXT_CHARS),
+                                 agent=self.agent))
+            return
+        tur = rec.get("toolUseResult")
+        if isinstance(content, list):
+            texts: list[str] = []
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    self._tool_result(block, tur, ts)
+                elif isinstance(block, dict) and block.get("type") == "text":
+                    if isinstance(block.get("text"), str):
+                        texts.append(block["text"])
+            text = "\n".join(texts)
+        else:
+            text = content if isinstance(content, str) else ""
+        if not text:
+            return
+        cleaned = clean_user_text(text)
+        if not cleaned:
+            self.b.noise["injected-user-text"] += 1
+            return
+        if self.agent is not None and cleaned == "Warmup":
+            return
+        self.b.add(Event("user", ts, text=truncate_middle(cleaned, MAX_TEXT_CHARS),
+                         agent=self.agent, uuid=rec.get("uuid")))
+
+    def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
+        tid = block.get("tool_use_id")
+        name, data, call_ts = self.pending.pop(tid, ("tool", None, ts)) if isinstance(
+            tid, str) else ("tool", None, ts)
+        is_error = bool(block.get("is_error"))
+        output = _blocks_text(block.get("content"))
+        tur = tur if isinstance(tur, dict) else {}
+        data = data if isinstance(data, dict) else {}
+        result = truncate_middle(output, MAX_RESULT_CHARS)
+        b, agent = self.b, self.agent
+        when = ts or call_ts
+        if name == "Bash":
+            command = data.get("command") if isinstance(data.get("command"), str) else ""
+            if is_error:
+                m = _EXIT_CODE.search(output[:200])
+                code: int | None = int(m.group(1)) if m else 1
+            elif tur.get("interrupted"):
+                code = None
+            else:
+                code = 0
+            if tur and not output:
+                output = "\n".join(str(tur.get(k) or "") for k in ("stdout", "stderr")).strip()
+                result = truncate_middle(output, MAX_RESULT_CHARS)
+            b.add(Event("command", when, text=str(data.get("description") or ""), tool=name,
+                        command=command, exit_code=code, is_error=is_error, result=result,
+                        agent=agent, uuid=tid))
+            for ev in commit_events(command, output, when, code == 0, agent):
+                b.add(ev)
+        elif name in _EDIT_TOOLS:
+            path = data.get("file_path") or data.get("notebook_path") or tur.get("filePath")
+            kind = "create" if tur.get("type") == "create" else _EDIT_TOOLS[name]
+            change = ""
+            if name == "Edit":
+                change = f"- {data.get('old_string', '')}\n+ {data.get('new_string', '')}"
+            elif name == "MultiEdit" and isinstance(data.get("edits"), list):
+                change = f"{len(data['edits'])} edits"
+            elif name == "Write" and isinstance(data.get("content"), str):
+                change = f"{data['content'].count(chr(10)) + 1} lines written"
+            b.add(Event("edit", when, text=change and truncate_middle(change, 600), tool=name,
+                        path=str(path) if path else None, edit_kind=kind, is_error=is_error,
+                        result=result if is_error else None, agent=agent, uuid=tid))
+        elif name in _SUBAGENT_TOOLS:
+            prompt = data.get("description") or data.get("prompt") or ""
+            agent_id = tur.get("agentId") if isinstance(tur.get("agentId"), str) else None
+            if not output and isinstance(tur.get("content"), list):
+                output = _blocks_text(tur["content"])
+            idx = b.add(Event("subagent", when, text=truncate_middle(str(prompt), 500),
+                              tool=name, is_error=is_error,
+                              result=truncate_middle(output, MAX_RESULT_CHARS),
+                              detail=str(data.get("subagent_type") or "") or None,
+                              agent=agent_id, uuid=tid))
+            if agent_id:
+                self.subagent_ids.append((agent_id, idx))
+        else:
+            b.add(Event("tool", when, text=input_summary(name, data), tool=name,
+                        path=data.get("file_path") if isinstance(data.get("file_path"), str)
+                        else None, is_error=is_error, result=result, agent=agent, uuid=tid))
+
+    def flush_pending(self) -> None:
+        """Tool calls whose result is not in the file (yet): keep the call itself."""
+        for tid, (name, data, ts) in self.pending.items():
+            self.b.add(Event("tool", ts, text=input_summary(name, data), tool=name,
+                             agent=self.agent, uuid=tid, detail="no result"))
+        self.pending.clear()
+
+
+def _subagent_files(source: Path, session_id: str | None) -> dict[str, Path]:
+    folder = source.with_suffix("") / "subagents"
+    if not folder.is_dir() and session_id:
+        folder = source.parent / session_id / "subagents"
+    if not folder.is_dir():
+        return {}
+    found: dict[str, Path] = {}
+    for f in sorted(folder.glob("agent-*.jsonl")):
+        agent_id = f.stem[len("agent-"):]
+        # acompact-* files are the compaction summarizer: its output already is the
+        # isCompactSummary line of the main file.
+        if agent_id.startswith("acompact"):
+            continue
+        found[agent_id] = f
+    return found
+
+
+def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, str | None] | None:
+    """Nested events worth keeping (edits, commits, failures) and a one-line summary."""
+    from dualtrace.hooks.transcripts import LineReader
+
+    reader = LineReader(path)
+    builder = SessionBuilder(HOST, str(path))
+    parser = _Parser(builder, agent=agent_id)
+    try:
+        for rec in reader.records():
+            parser.feed(rec)
+    except OSError:
+        return None
+    parser.flush_pending()
+    events = builder.events
+    users = [e for e in events if e.kind == "user"]
+    if not users and not [e for e in events if e.kind != "user"]:
+        return None
+    prompt = users[0].text if users else ""
+    if prompt.strip() == "Warmup":
+        return None
+    tools = sum(1 for e in events if e.kind in ("tool", "command", "edit"))
+    commands = [e for e in events if e.kind == "command"]
+    failed = sum(1 for e in commands if e.is_error)
+    edited = sorted({e.path for e in events if e.kind == "edit" and e.path and not e.is_error})
+    summary = f"{tools} tool calls, {len(commands)} commands ({failed} failed)"
+    if edited:
+        summary += ", edited: " + ", ".join(edited[:10])
+    nested = [e for e in events if e.kind in ("edit", "commit")
+              or (e.kind == "command" and e.is_error)]
+    final = next((e.text for e in reversed(events)
+                  if e.kind == "assistant" and e.detail != "thinking"), "")
+    return nested, summary + ("\nprompt: " + truncate_middle(prompt, 300) if prompt else "") + (
+        "\nresult: " + truncate_middle(final, 600) if final else ""), builder.started
+
+
+def read(reader: Any, *, last_assistant_message: str | None = None,
+         follow_subagents: bool = True) -> Session:
+    source = Path(reader.path)
+    builder = SessionBuilder(HOST, str(source))
+    parser = _Parser(builder)
+    for rec in reader.records():
+        parser.feed(rec)
+    parser.flush_pending()
+    if follow_subagents:
+        _attach_subagents(parser, source, reader.cursor == 0)
+    builder.add_stop_message(last_assistant_message)
+    return builder.finish(reader)
+
+
+def _attach_subagents(parser: _Parser, source: Path, whole_file: bool) -> None:
+    files = _subagent_files(source, parser.b.session_id)
+    if not files:
+        return
+    b = parser.b
+    inserts: list[tuple[int, list[Event]]] = []
+    linked = set()
+    for agent_id, idx in parser.subagent_ids:
+        path = files.get(agent_id)
+        if path is None:
+            continue
+        linked.add(agent_id)
+        got = _summarize_subagent(path, agent_id)
+        if got is None:
+            continue
+        nested, summary, _ = got
+        b.replace_at(idx, detail=summary)
+        inserts.append((idx + 1, nested))
+    if whole_file:
+        # Subagents not started through a Task result in this file (e.g. resumed
+        # sessions) still did work: add them at the end, in file order.
+        for agent_id, path in files.items():
+            if agent_id in linked:
+                continue
+            got = _summarize_subagent(path, agent_id)
+            if got is None:
+                continue
+            nested, summary, first_ts = got
+            inserts.append((len(b.events), [Event("subagent", first_ts, text="(subagent)",
+                                                  detail=summary, agent=agent_id), *nested]))
+    for pos, evs in sorted(inserts, key=lambda x: x[0], reverse=True):
+        b.events[pos:pos] = evs

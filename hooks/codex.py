@@ -1,0 +1,220 @@
+"""OpenAI Codex CLI rollout reader (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Lines are ``{timestamp, type, payload}``. ``response_item`` holds the conversation
+(messages, reasoning, function calls joined to their outputs by ``call_id``);
+``event_msg`` repeats visible messages for the UI, so it is dropped; ``compacted``
+carries a compaction summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from dualtrace.encoder.session import (
+    MAX_RESULT_CHARS,
+    MAX_TEXT_CHARS,
+    Event,
+    Session,
+    SessionBuilder,
+    commit_events,
+    truncate_middle,
+)
+
+HOST = "codex"
+
+_SHELL_TOOLS = ("exec_command", "shell", "local_shell", "container.exec", "shell_command")
+# User-role messages Codex injects itself (instructions, environment), not typed by a person.
+_INJECTED_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>",
+                      "<permissions instructions>", "<user_shell_command>", "<turn_aborted>")
+_EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_PATCH_KIND = {"Add": "create", "Update": "modify", "Delete": "delete"}
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif isinstance(block, dict) and block.get("type") in ("input_image", "image"):
+                parts.append("[image]")
+    return "\n".join(parts)
+
+
+def _command_of(args: Any) -> str:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return args
+    if not isinstance(args, dict):
+        return ""
+    cmd = args.get("cmd", args.get("command"))
+    if isinstance(cmd, list):
+        parts = [str(c) for c in cmd]
+        # ["bash", "-lc", "<script>"] is how Codex wraps most commands.
+        if len(parts) == 3 and parts[1] in ("-lc", "-c"):
+            return parts[2]
+        return shlex.join(parts)
+    return str(cmd) if cmd is not None else ""
+
+
+def _output_of(raw: Any) -> tuple[str, int | None]:
+    """Output text and exit code from a function_call_output payload."""
+    if isinstance(raw, dict):
+        raw = raw.get("content", raw.get("output", ""))
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    code: int | None = None
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            meta = data.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+                code = meta["exit_code"]
+            if isinstance(data.get("output"), str):
+                text = data["output"]
+    if code is None:
+        m = _EXIT.search(text[:400])
+        if m:
+            code = int(m.group(1))
+    if "\nOutput:\n" in text[:400]:
+        text = text.split("\nOutput:\n", 1)[1]
+    return text, code
+
+
+def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    b = SessionBuilder(HOST, str(reader.path))
+    pending: dict[str, tuple[str, Any, str | None, bool]] = {}
+    if reader.cursor > 0:
+        _read_meta(Path(reader.path), b)
+    for rec in reader.records():
+        ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
+        rtype = rec.get("type")
+        payload = rec.get("payload")
+        if not isinstance(payload, dict):
+            b.noise[str(rtype)] += 1
+            continue
+        b.saw_time(ts)
+        if rtype == "session_meta":
+            _meta(payload, b)
+        elif rtype == "turn_context":
+            if isinstance(payload.get("cwd"), str):
+                b.cwd = b.cwd or payload["cwd"]
+            b.noise["turn_context"] += 1
+        elif rtype == "compacted":
+            text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+            b.add(Event("compaction", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
+        elif rtype == "response_item":
+            _item(payload, ts, b, pending)
+        else:
+            b.noise[f"{rtype}:{payload.get('type')}"] += 1
+    for call_id, (name, args, ts, _custom) in pending.items():
+        b.add(Event("tool", ts, text=truncate_middle(_command_of(args) or str(args), 300),
+                    tool=name, uuid=call_id, detail="no result"))
+    b.add_stop_message(last_assistant_message)
+    return b.finish(reader)
+
+
+def _meta(payload: dict[str, Any], b: SessionBuilder) -> None:
+    if isinstance(payload.get("id"), str):
+        b.session_id = payload["id"]
+    if isinstance(payload.get("cwd"), str):
+        b.cwd = payload["cwd"]
+    git = payload.get("git")
+    if isinstance(git, dict) and isinstance(git.get("branch"), str):
+        b.git_branch = git["branch"]
+    b.saw_time(payload.get("timestamp"))
+
+
+def _read_meta(path: Path, b: SessionBuilder) -> None:
+    """On an incremental read, the session id and cwd still come from the first line."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(4 * 1024 * 1024)
+        obj = json.loads(first)
+    except (OSError, ValueError):
+        return
+    if isinstance(obj, dict) and obj.get("type") == "session_meta" and isinstance(
+            obj.get("payload"), dict):
+        started, ended = b.started, b.ended
+        _meta(obj["payload"], b)
+        b.started, b.ended = started, ended  # this read's time bounds, not the file's
+
+
+def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
+          pending: dict[str, tuple[str, Any, str | None, bool]]) -> None:
+    ptype = p.get("type")
+    if ptype == "message":
+        role = p.get("role")
+        text = _message_text(p.get("content")).strip()
+        if not text:
+            return
+        if role == "user":
+            if text.startswith(_INJECTED_PREFIXES):
+                b.noise["injected-user-text"] += 1
+                return
+            b.add(Event("user", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
+        elif role == "assistant":
+            b.add(Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
+        else:
+            b.noise[f"message:{role}"] += 1
+    elif ptype == "reasoning":
+        summary = p.get("summary")
+        text = _message_text(summary).strip() if isinstance(summary, list) else ""
+        if text:
+            b.add(Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS),
+                        detail="thinking"))
+    elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+        call_id = p.get("call_id") or p.get("id")
+        name = p.get("name") or ("local_shell" if ptype == "local_shell_call" else "tool")
+        args = p.get("arguments", p.get("input", p.get("action")))
+        if isinstance(call_id, str):
+            pending[call_id] = (str(name), args, ts, ptype == "custom_tool_call")
+    elif ptype in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+        call_id = p.get("call_id")
+        call = pending.pop(call_id, None) if isinstance(call_id, str) else None
+        if call is None:
+            b.noise["orphan-output"] += 1
+            return
+        _joined(call, p.get("output"), ts, b, str(call_id))
+    else:
+        b.noise[f"response_item:{ptype}"] += 1
+
+
+def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | None,
+            b: SessionBuilder, call_id: str) -> None:
+    name, args, call_ts, _custom = call
+    output, code = _output_of(raw_output)
+    when = call_ts or ts
+    result = truncate_middle(output, MAX_RESULT_CHARS)
+    patch = args if isinstance(args, str) and "*** Begin Patch" in args else None
+    command = "" if patch else _command_of(args) if name in _SHELL_TOOLS else ""
+    if command.startswith("apply_patch") and "*** Begin Patch" in command:
+        patch, command = command, ""
+    if name == "apply_patch" or patch:
+        failed = code not in (None, 0)
+        for kind, path in _PATCH_FILE.findall(patch or ""):
+            b.add(Event("edit", when, tool="apply_patch", path=path.strip(),
+                        edit_kind=_PATCH_KIND[kind], is_error=failed,
+                        result=result if failed else None, uuid=call_id))
+        return
+    if name in _SHELL_TOOLS:
+        is_error = code not in (None, 0)
+        b.add(Event("command", when, tool=name, command=command, exit_code=code,
+                    is_error=is_error, result=result, uuid=call_id))
+        for ev in commit_events(command, output, when, code == 0):
+            b.add(ev)
+        return
+    summary = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    b.add(Event("tool", when, text=truncate_middle(summary or "", 300), tool=name,
+                result=result, uuid=call_id))

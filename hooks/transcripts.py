@@ -1,0 +1,200 @@
+"""Transcript entry point: format auto-detection and cursor-based line reading.
+
+``read_transcript`` is what the worker and ``dualtrace digest`` call. It reads only
+whole lines from a byte-offset cursor (the file grows while the host runs), skips and
+counts malformed lines, and hands parsed records to the reader for the detected host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dualtrace.encoder.session import Session
+from dualtrace.errors import TranscriptError
+
+FORMATS = ("claude-code", "codex", "plain")
+
+# A line longer than this is skipped (counted) while being read in bounded chunks,
+# so one pathological record cannot take unbounded memory. Real records up to this
+# size (a 50 MB tool output) are parsed normally: cost is linear in the line.
+MAX_LINE_BYTES = 96 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+# Detection looks at a few records from the start of the file; huge lines are not
+# parsed for it (they are tool outputs, never the record that identifies a format).
+_DETECT_LINES = 40
+_DETECT_MAX_LINE = 4 * 1024 * 1024
+
+_CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_CLAUDE_TYPES = frozenset(
+    {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation",
+     "summary", "attachment", "custom-title", "agent-name", "tag", "last-prompt"}
+)
+
+
+class LineReader:
+    """Iterate JSON records of whole lines from ``cursor``; track where reading stopped.
+
+    After iteration, ``end`` is the offset of the first byte not consumed (the start of
+    a partial last line, or EOF), ``skipped`` counts malformed or oversized lines.
+    """
+
+    def __init__(self, path: Path, cursor: int = 0, max_line: int = MAX_LINE_BYTES) -> None:
+        self.path = path
+        self.cursor = cursor
+        self.max_line = max_line
+        self.end = cursor
+        self.skipped = 0
+        self.lines = 0
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        with self.path.open("rb") as fh:
+            fh.seek(self.cursor)
+            pos = self.cursor
+            while True:
+                line = fh.readline(self.max_line + 1)
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
+                    if len(line) > self.max_line:
+                        skipped_to = _skip_rest(fh, pos + len(line))
+                        if skipped_to is None:  # oversized *and* unfinished: wait
+                            break
+                        pos = skipped_to
+                        self.end = pos
+                        self.skipped += 1
+                        continue
+                    # A partial last line: a writer may still be appending it. A line
+                    # that is already a complete JSON object is safe to take (an
+                    # object's strict prefix is never valid JSON); otherwise leave it.
+                    obj = _parse(line)
+                    if isinstance(obj, dict):
+                        self.lines += 1
+                        self.end = pos + len(line)
+                        yield obj
+                    break
+                pos += len(line)
+                self.end = pos
+                if not line.strip():
+                    continue
+                self.lines += 1
+                obj = _parse(line)
+                if isinstance(obj, dict):
+                    yield obj
+                else:
+                    self.skipped += 1
+
+
+def _skip_rest(fh: Any, pos: int) -> int | None:
+    """Consume an oversized line in bounded chunks; offset after it, or None at EOF."""
+    while True:
+        chunk = fh.readline(_SKIP_CHUNK)
+        if not chunk:
+            return None
+        pos += len(chunk)
+        if chunk.endswith(b"\n"):
+            return pos
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        pass
+    # Invalid UTF-8 is replaced rather than losing the whole record.
+    try:
+        return json.loads(line.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+
+
+def detect_format(path: Path) -> str:
+    """claude-code, codex or plain, from the first records of the file."""
+    votes = {name: 0 for name in FORMATS}
+    seen = 0
+    with path.open("rb") as fh:
+        for _ in range(_DETECT_LINES * 4):
+            line = fh.readline(_DETECT_MAX_LINE + 1)
+            if not line:
+                break
+            if len(line) > _DETECT_MAX_LINE or not line.strip():
+                if len(line) > _DETECT_MAX_LINE:
+                    _skip_rest(fh, 0)
+                continue
+            obj = _parse(line)
+            if not isinstance(obj, dict):
+                continue
+            seen += 1
+            kind = _record_format(obj)
+            if kind:
+                votes[kind] += 1
+            if seen >= _DETECT_LINES:
+                break
+    best = max(FORMATS, key=lambda name: votes[name])
+    if votes[best] == 0:
+        raise TranscriptError(
+            f"unknown transcript format: {path} (expected Claude Code, Codex or plain "
+            '{"role", "content"} JSONL)'
+        )
+    return best
+
+
+def _record_format(obj: dict[str, Any]) -> str | None:
+    rtype = obj.get("type")
+    if rtype in _CODEX_TYPES and isinstance(obj.get("payload"), dict):
+        return "codex"
+    if rtype in _CLAUDE_TYPES and (
+        "uuid" in obj or "sessionId" in obj or "message" in obj or "leafUuid" in obj
+        or "snapshot" in obj
+    ):
+        return "claude-code"
+    if isinstance(obj.get("role"), str) and "content" in obj:
+        return "plain"
+    return None
+
+
+def read_transcript(
+    path: str | os.PathLike[str],
+    *,
+    cursor: int = 0,
+    fmt: str | None = None,
+    last_assistant_message: str | None = None,
+    max_line: int = MAX_LINE_BYTES,
+) -> Session:
+    """Read a transcript (or its unread tail from ``cursor``) into a :class:`Session`.
+
+    Raises TranscriptError for a missing, empty or unrecognized file. Reading past
+    the end (cursor at EOF) is not an error: it returns a session with no events.
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        raise TranscriptError(f"transcript not found: {p}") from None
+    except OSError as exc:
+        raise TranscriptError(f"cannot read transcript {p}: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise TranscriptError(f"transcript is a directory: {p}")
+    if size == 0:
+        raise TranscriptError(f"transcript is empty: {p}")
+    if cursor < 0 or cursor > size:
+        raise TranscriptError(f"cursor {cursor} outside transcript {p} ({size} bytes)")
+    if fmt is None:
+        fmt = detect_format(p)
+    elif fmt not in FORMATS:
+        raise TranscriptError(f"unknown transcript format {fmt!r} (expected one of {FORMATS})")
+    reader = LineReader(p, cursor, max_line)
+    if fmt == "claude-code":
+        from dualtrace.hooks import claude_code
+
+        return claude_code.read(reader, last_assistant_message=last_assistant_message)
+    if fmt == "codex":
+        from dualtrace.hooks import codex
+
+        return codex.read(reader, last_assistant_message=last_assistant_message)
+    from dualtrace.hooks import plain
+
+    return plain.read(reader, last_assistant_message=last_assistant_message)
