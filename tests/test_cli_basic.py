@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from dualtrace import __version__
+from dualtrace.cli import cli
+from dualtrace.memfs import formats
+from dualtrace.memfs.formats import Fact, Moment
+from dualtrace.memfs.gitrepo import OpLine, commit_message
+from dualtrace.memfs.store import MemoryStore
+
+
+def seed(memdir):
+    store = MemoryStore(memdir)
+    f = Fact(path="decisions/structured-logging-json.md", type="decision",
+             description="JSON structured logging", body="Because Datadog.", stored="2026-11-29",
+             evidence_score=11, tier="FULL",
+             linked_scene="scenes/decisions/structured-logging-json.md")
+    m = Moment(path="scenes/decisions/structured-logging-json.md", anchor="structured-logging-json",
+               description="Scene cue", linked_fact=f.path, narrative="In src/log.py ...",
+               timeline=("structured-logging-json -> switched [2026-11-29]",), stored="2026-11-29")
+    store.write(f)
+    store.write(m)
+    store.commit([f.path, m.path], commit_message("sess-abcdef123", "offline",
+                 [OpLine("store", "decisions/structured-logging-json", "decision", 11)]))
+    return store
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_status_log_show(memdir):
+    seed(memdir)
+    runner = CliRunner()
+    status = runner.invoke(cli, ["status", "--memory-dir", str(memdir)])
+    assert status.exit_code == 0, status.output
+    assert "decision" in status.output and "FULL 1" in status.output
+    assert "mem: store decisions/structured-logging-json" in status.output
+    log = runner.invoke(cli, ["log", "--memory-dir", str(memdir)])
+    assert "sess-abcdef123" in log.output
+    assert "mem: store decisions/structured-logging-json (decision, evidence:11)" in log.output
+    show = runner.invoke(cli, ["show", "structured-logging-json", "--memory-dir", str(memdir)])
+    assert show.exit_code == 0
+    assert show.output.index("==> decisions/") < show.output.index("==> scenes/decisions/")
+    assert "[MOMENT:structured-logging-json]" in show.output
+
+
+def test_status_on_fresh_dir_initialises_repo(memdir):
+    result = CliRunner().invoke(cli, ["status", "--memory-dir", str(memdir)])
+    assert result.exit_code == 0
+    assert "memories:   0" in result.output
+    assert (memdir / ".git").is_dir()
+
+
+def test_errors_are_one_line_exit_1(memdir, state_dir):
+    seed(memdir)
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "show", "nope", "--memory-dir",
+                           str(memdir)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == ["Error: no memory with anchor or path 'nope'"]
+    assert (state_dir / "logs" / "errors.log").read_text().count("DualtraceError: no memory with anchor") == 1
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "show", "../../etc/passwd",
+                           "--memory-dir", str(memdir)], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.startswith("Error: memory path")
+
+
+def test_memory_dir_that_is_a_file(tmp_path):
+    bad = tmp_path / "file"
+    bad.write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "status", "--memory-dir", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode in (1, 2)
+    assert proc.stderr.startswith(("Error:", "Usage:"))
+    assert "Traceback" not in proc.stderr
+    assert formats.TYPES  # module import sanity for the CLI path

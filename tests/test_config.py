@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from dualtrace import config
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_state_dir_follows_env(state_dir):
+    assert config.state_dir() == state_dir.resolve()
+
+
+def test_memory_dir_precedence(tmp_path, monkeypatch):
+    project = tmp_path / "proj"
+    project.mkdir()
+    default = config.resolve_memory_dir(None, cwd=project)
+    assert default.parent == config.state_dir() / "memory"
+    assert default.name.startswith("proj-") and len(default.name) == len("proj-") + 8
+    (project / "dualtrace.toml").write_text('memory_dir = "../shared-mem"\n')
+    assert config.resolve_memory_dir(None, cwd=project) == (tmp_path / "shared-mem").resolve()
+    monkeypatch.setenv("DUALTRACE_MEMORY_DIR", str(tmp_path / "env-mem"))
+    assert config.resolve_memory_dir(None, cwd=project) == (tmp_path / "env-mem").resolve()
+    assert config.resolve_memory_dir(tmp_path / "opt", cwd=project) == (tmp_path / "opt").resolve()
+
+
+def test_same_basename_different_projects_get_different_keys(tmp_path):
+    a, b = tmp_path / "one" / "app", tmp_path / "two" / "app"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    assert config.project_key(a) != config.project_key(b)
+
+
+def test_worktrees_share_the_main_worktree_identity(tmp_path):
+    main = tmp_path / "repo"
+    main.mkdir()
+    git("init", "-q", "-b", "main", cwd=main)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x", cwd=main)
+    git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature", cwd=main)
+    (main / "sub").mkdir()
+    assert config.project_root(tmp_path / "wt") == main.resolve()
+    assert config.project_root(main / "sub") == main.resolve()
+    assert config.resolve_memory_dir(None, cwd=tmp_path / "wt") == config.resolve_memory_dir(None, cwd=main)
+
+
+def test_settings_merge_user_then_project(tmp_path, state_dir):
+    (state_dir / "config.toml").write_text('model = "m-user"\nbackend = "offline"\nunknown_key = 1\n')
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "dualtrace.toml").write_text('[dualtrace]\nmodel = "m-project"\nenabled = false\n')
+    settings = config.load_settings(Path(project))
+    assert settings.model == "m-project" and settings.backend == "offline"
+    assert settings.enabled is False and config.is_disabled(settings)
+    assert settings.extra["unknown_key"] == 1
+
+
+def test_bad_toml_is_a_clear_error(tmp_path):
+    import pytest
+
+    from dualtrace.errors import DualtraceError
+
+    (tmp_path / "dualtrace.toml").write_text("memory_dir = [unclosed\n")
+    with pytest.raises(DualtraceError, match="cannot read"):
+        config.load_settings(tmp_path)
