@@ -117,6 +117,55 @@ def show(memory_dir: Path | None, target: str) -> None:
         click.echo(store.read_text(moment.path), nl=False)
 
 
+@cli.command()
+@memory_dir_option
+@click.argument("question", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print state, label and memories as JSON.")
+@click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="Most memories to return (aggregation questions return every match).")
+@click.option("--type", "kind", default=None,
+              type=click.Choice(["decision", "incident", "convention", "preference", "pattern",
+                                 "learning"]), help="Only memories of this type.")
+def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, limit: int,
+           kind: str | None) -> None:
+    """Answer QUESTION from memory: STATE A (fact + moment), B (fact) or C (abstain)."""
+    # Light imports only (no git, jinja2 or anthropic): this path is timed in bench/.
+    import json
+
+    from dualtrace.memfs.recall import recall as do_recall
+
+    root = config.project_root()
+    settings = config.load_settings(root)
+    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
+    if not memdir.is_dir():
+        raise DualtraceError(f"no memory directory at {memdir} (nothing stored yet)")
+    result = do_recall(memdir, " ".join(question), limit=limit, type=kind, settings=settings,
+                       project_root=root)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(result.render(), nl=False)
+
+
+@cli.command()
+@memory_dir_option
+def reindex(memory_dir: Path | None) -> None:
+    """Rebuild the search index of the memory directory from its files."""
+    import time
+
+    from dualtrace.memfs.index import index_path
+    from dualtrace.memfs.index import reindex as do_reindex
+
+    settings = config.load_settings(config.project_root())
+    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
+    if not memdir.is_dir():
+        raise DualtraceError(f"no memory directory at {memdir}")
+    start = time.perf_counter()
+    count = do_reindex(memdir)
+    took = time.perf_counter() - start
+    click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event")
 @click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")

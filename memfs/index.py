@@ -1,0 +1,519 @@
+"""The derived search index: SQLite FTS5 (bm25, porter) over the memory files.
+
+The index is a cache of the markdown files, never the truth. It lives in the
+gitignored ``<memory dir>/.dualtrace/index.sqlite`` and is
+- updated after every commit (``update_after_commit``, called by MemoryStore.commit),
+- rebuilt from scratch when missing, corrupt or of another schema version,
+- brought up to date when the files changed behind its back (hand edits, ``git pull``).
+
+Freshness is checked cheaply on every open: the HEAD commit plus the mtimes of the
+memory folders (an atomic write, an add or a delete renames inside a folder, so its
+mtime moves). In-place edits do not move a folder's mtime, so a full stat pass also
+runs when the last one is older than ``FULL_CHECK_SECONDS``, and every file a recall
+is about to return is re-checked (``verify``) before it is shown.
+
+One row per *document*: a fact file, a moment file, or one bullet of a system file.
+Documents that belong together (a fact and its moment) share a ``unit`` key so recall
+can score them as one memory. Parsed fields are kept as JSON so recall never needs to
+re-read or re-parse the markdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+INDEX_FILE = "index.sqlite"
+STATE_FOLDER = ".dualtrace"
+FULL_CHECK_SECONDS = 300.0
+# bm25 column weights: anchor, type, description, body. The anchor and the
+# description are written to be searchable (PROTOCOL.md 4), so they count more.
+BM25_WEIGHTS = (3.0, 0.5, 2.0, 1.0)
+_FACT_FOLDERS = {"decisions", "incidents", "patterns", "learning", "decision", "debug",
+                 "incident", "pattern", "learnings", "convention", "conventions",
+                 "preference", "preferences"}
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE files(path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER);
+CREATE TABLE docs(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,          -- fact | moment | bullet
+    unit TEXT NOT NULL,          -- memory this document belongs to
+    type TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    stored TEXT NOT NULL,
+    superseded_by TEXT,
+    data TEXT NOT NULL           -- parsed fields as JSON
+);
+CREATE INDEX docs_path ON docs(path);
+CREATE INDEX docs_unit ON docs(unit);
+CREATE VIRTUAL TABLE fts USING fts5(anchor, type, description, body,
+                                    tokenize='porter unicode61');
+"""
+
+
+@dataclass(frozen=True)
+class Doc:
+    id: int
+    path: str
+    kind: str
+    unit: str
+    type: str
+    anchor: str
+    stored: str
+    superseded_by: str | None
+    data: dict[str, Any]
+
+
+def index_path(root: Path) -> Path:
+    return Path(root) / STATE_FOLDER / INDEX_FILE
+
+
+# ------------------------------------------------------------------ files & signature
+
+
+def _is_memory_top(name: str) -> bool:
+    if name.startswith("."):
+        return False
+    return name in ("system", "scenes") or name in _FACT_FOLDERS
+
+
+def _memory_dirs(root: Path) -> list[Path]:
+    """The memory folders and their sub-folders (scenes/<category>, system/<project>)."""
+    out: list[Path] = []
+    stack: list[Path] = []
+    try:
+        with os.scandir(root) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False) and _is_memory_top(entry.name):
+                    stack.append(Path(entry.path))
+    except OSError:
+        return out
+    while stack:
+        folder = stack.pop()
+        out.append(folder)
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                        stack.append(Path(entry.path))
+        except OSError:
+            continue
+    return sorted(out)
+
+
+def _head(root: Path) -> str:
+    """HEAD's commit by reading git's files directly (no git process, no GitPython)."""
+    gitdir = root / ".git"
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+    if not head.startswith("ref:"):
+        return head
+    ref = head[4:].strip()
+    try:
+        return (gitdir / ref).read_text(encoding="utf-8").strip()
+    except OSError:
+        pass
+    try:
+        for line in (gitdir / "packed-refs").read_text(encoding="utf-8").splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0]
+    except OSError:
+        pass
+    return ref
+
+
+def cheap_signature(root: Path) -> str:
+    """HEAD plus every memory folder's mtime: changes on pull, add, delete, atomic write."""
+    parts = [_head(root)]
+    for folder in _memory_dirs(root):
+        try:
+            parts.append(f"{folder.name}:{folder.stat().st_mtime_ns}")
+        except OSError:
+            continue
+    return "|".join(parts)
+
+
+def _stat_files(root: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (mtime_ns, size) for every memory markdown file."""
+    out: dict[str, tuple[int, int]] = {}
+    for folder in _memory_dirs(root):
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    name = entry.name
+                    if not name.endswith(".md") or name.startswith("."):
+                        continue
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    out[rel] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            continue
+    return out
+
+
+# ------------------------------------------------------------------ documents
+
+
+def _canonical_fact(rel: str) -> str:
+    """decision/x.md and decisions/x.md are one memory: key them by the plural folder."""
+    from dualtrace.memfs.formats import canonical_folder
+
+    folder, _, name = rel.partition("/")
+    return f"{canonical_folder(folder) or folder}/{name}"
+
+
+def _words(anchor: str) -> str:
+    return anchor.replace("-", " ")
+
+
+def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str, str, str]]]:
+    """(row fields, fts columns) for one file; raises FormatError when unparsable."""
+    from dualtrace.memfs import formats
+
+    memory = formats.parse(text, rel)
+    if isinstance(memory, formats.Fact):
+        data = {
+            "path": memory.path, "type": memory.type, "description": memory.description,
+            "body": memory.body, "confidence": memory.confidence, "stored": memory.stored,
+            "evidence_score": memory.evidence_score, "linked_scene": memory.linked_scene,
+            "related": list(memory.related), "tier": memory.tier, "updated": memory.updated,
+            "status": memory.status, "sessions": list(memory.sessions),
+            "supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
+        }
+        row = {"path": rel, "kind": "fact", "unit": _canonical_fact(rel), "type": memory.type,
+               "anchor": memory.anchor, "stored": memory.updated or memory.stored,
+               "superseded_by": memory.superseded_by, "data": data}
+        cols = (_words(memory.anchor), memory.type, memory.description, memory.body)
+        return [(row, cols)]
+    if isinstance(memory, formats.Moment):
+        parts = rel.split("/")
+        category = formats.canonical_folder(parts[1]) if len(parts) > 2 else None
+        kind = formats.TYPE_OF_CATEGORY.get(category or "", "decision")
+        linked = memory.linked_fact
+        if linked and not linked.startswith("system/"):
+            unit = _canonical_fact(linked)
+        else:
+            unit = rel  # a convention/preference scene is a memory of its own
+        data = {
+            "path": memory.path, "anchor": memory.anchor, "description": memory.description,
+            "linked_fact": linked, "narrative": memory.narrative,
+            "timeline": list(memory.timeline), "prior": memory.prior, "after": memory.after,
+            "confidence": memory.confidence, "stored": memory.stored, "updated": memory.updated,
+        }
+        row = {"path": rel, "kind": "moment", "unit": unit, "type": kind,
+               "anchor": memory.anchor, "stored": memory.updated or memory.stored,
+               "superseded_by": None, "data": data}
+        body = "\n".join([memory.narrative, *memory.timeline, memory.prior, memory.after])
+        cols = (_words(memory.anchor), kind, memory.description, body)
+        return [(row, cols)]
+    # A system file: every bullet is a small memory of its own (fact only).
+    kind = "preference" if rel.endswith("human.md") else "convention"
+    out = []
+    for i, bullet in enumerate(memory.bullets):
+        data = {"path": rel, "description": memory.description, "bullet": bullet, "index": i}
+        row = {"path": rel, "kind": "bullet", "unit": f"{rel}#{i}", "type": kind,
+               "anchor": "", "stored": "", "superseded_by": None, "data": data}
+        out.append((row, ("", kind, "", bullet)))
+    return out
+
+
+# ------------------------------------------------------------------ the index
+
+
+class Index:
+    """An open index connection for one memory directory."""
+
+    def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
+        self.root = root
+        self.conn = conn
+
+    # ---------------------------------------------------------- open / build
+
+    @classmethod
+    def open(cls, root: Path | str, *, refresh: bool = True) -> Index:
+        """Open (building or refreshing as needed). Never fails on a broken index file."""
+        root = Path(root)
+        path = index_path(root)
+        index: Index | None = None
+        if path.is_file():
+            try:
+                conn = _connect(path)
+                if _meta(conn, "schema") == SCHEMA_VERSION:
+                    index = cls(root, conn)
+                else:
+                    conn.close()
+            except sqlite3.DatabaseError as exc:
+                log.warning("index %s unreadable (%s); rebuilding", path, exc)
+        if index is None:
+            return cls.rebuild(root)
+        if refresh:
+            try:
+                index.refresh()
+            except sqlite3.OperationalError as exc:
+                # Busy (another process is writing): answer from the index as it is.
+                log.info("index refresh skipped: %s", exc)
+            except sqlite3.DatabaseError as exc:
+                log.warning("index %s corrupt (%s); rebuilding", path, exc)
+                index.close()
+                return cls.rebuild(root)
+        return index
+
+    @classmethod
+    def rebuild(cls, root: Path | str) -> Index:
+        """Build a fresh index in a temp file, then swap it in atomically."""
+        root = Path(root)
+        path = index_path(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        conn = _connect(tmp)
+        conn.executescript(_SCHEMA)
+        index = cls(root, conn)
+        with index.write():
+            _set_meta(conn, "schema", SCHEMA_VERSION)
+            index._sync(force=False)
+        conn.close()
+        os.replace(tmp, path)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(str(path) + suffix).unlink()
+        return cls(root, _connect(path))
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """One write transaction, taking the write lock up front (no upgrade deadlocks)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------- freshness
+
+    def refresh(self) -> bool:
+        """Bring the index up to date if the cheap check or the periodic check says so."""
+        sig = cheap_signature(self.root)
+        last = float(_meta(self.conn, "full_check") or 0)
+        if sig == _meta(self.conn, "signature") and time.time() - last < FULL_CHECK_SECONDS:
+            return False
+        with self.write():
+            return self._sync(force=False, signature=sig)
+
+    def _sync(self, *, force: bool, signature: str | None = None,
+              paths: Iterable[str] = ()) -> bool:
+        """Re-index changed files (by mtime/size), ``paths`` unconditionally; drop removed ones.
+
+        Must run inside ``self.write()``.
+        """
+        if signature is None:
+            signature = cheap_signature(self.root)
+        current = _stat_files(self.root)
+        known = {p: (m, s) for p, m, s in self.conn.execute("SELECT path, mtime_ns, size FROM files")}
+        forced = set(paths)
+        changed = [p for p, st in current.items()
+                   if force or p in forced or known.get(p) != st]
+        removed = [p for p in known if p not in current]
+        for rel in removed:
+            self._delete(rel)
+        for rel in changed:
+            self._index_file(rel, current[rel])
+        _set_meta(self.conn, "signature", signature)
+        _set_meta(self.conn, "full_check", str(time.time()))
+        if changed or removed:
+            count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs").fetchone()[0]
+            _set_meta(self.conn, "units", str(count))
+        return bool(changed or removed)
+
+    def _delete(self, rel: str) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM docs WHERE path = ?", (rel,))]
+        for doc_id in ids:
+            self.conn.execute("DELETE FROM fts WHERE rowid = ?", (doc_id,))
+        self.conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
+        self.conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+
+    def _index_file(self, rel: str, stat: tuple[int, int]) -> None:
+        from dualtrace.errors import FormatError
+
+        self._delete(rel)
+        try:
+            text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            docs = _docs_for(rel, text)
+        except (OSError, FormatError) as exc:
+            # An unreadable file is remembered (so it is not re-parsed every time) but
+            # contributes nothing; `dualtrace status` reports it.
+            log.info("not indexing %s: %s", rel, exc)
+            docs = []
+        for row, cols in docs:
+            cur = self.conn.execute(
+                "INSERT INTO docs(path, kind, unit, type, anchor, stored, superseded_by, data)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (row["path"], row["kind"], row["unit"], row["type"], row["anchor"],
+                 row["stored"], row["superseded_by"], json.dumps(row["data"])),
+            )
+            self.conn.execute(
+                "INSERT INTO fts(rowid, anchor, type, description, body) VALUES (?, ?, ?, ?, ?)",
+                (cur.lastrowid, *cols),
+            )
+        self.conn.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size) VALUES (?, ?, ?)",
+                          (rel, stat[0], stat[1]))
+
+    def update_paths(self, paths: Iterable[str]) -> None:
+        """Re-index ``paths`` now, and anything else that changed on disk."""
+        with self.write():
+            self._sync(force=False, paths=[p for p in paths if p.endswith(".md")])
+
+    def verify(self, paths: Iterable[str]) -> bool:
+        """True when every path still has the mtime/size it was indexed with; else re-sync."""
+        stale = False
+        for rel in set(paths):
+            row = self.conn.execute("SELECT mtime_ns, size FROM files WHERE path = ?",
+                                    (rel,)).fetchone()
+            try:
+                st = os.stat(self.root / rel)
+                now: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                now = None
+            if row is None or now != (row[0], row[1]):
+                stale = True
+                break
+        if stale:
+            with self.write():
+                self._sync(force=False)
+        return not stale
+
+    # ---------------------------------------------------------- queries
+
+    @property
+    def unit_count(self) -> int:
+        return int(_meta(self.conn, "units") or 0)
+
+    def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
+        query = _term(term) + _type_clause(types)
+        return self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
+                                 (query,)).fetchone()[0]
+
+    def match(self, terms: list[str], types: tuple[str, ...] | None = None,
+              limit: int = 200) -> list[tuple[int, float]]:
+        """(doc id, bm25 relevance >= 0, larger is better) for docs matching any term."""
+        if not terms:
+            return []
+        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + _type_clause(types)
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        rows = self.conn.execute(
+            f"SELECT rowid, bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+            "ORDER BY s LIMIT ?", (query, limit)).fetchall()
+        return [(r[0], -r[1]) for r in rows]
+
+    def docs_matching(self, term: str, ids: Iterable[int]) -> set[int]:
+        """Which of ``ids`` contain ``term``."""
+        id_list = list(ids)
+        if not id_list:
+            return set()
+        marks = ",".join("?" * len(id_list))
+        rows = self.conn.execute(
+            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
+            (_term(term), *id_list))
+        return {r[0] for r in rows}
+
+    def docs(self, ids: Iterable[int]) -> dict[int, Doc]:
+        return {d.id: d for d in self._select("id", list(ids))}
+
+    def docs_of_units(self, units: Iterable[str]) -> list[Doc]:
+        return list(self._select("unit", list(units)))
+
+    def docs_of_type(self, types: tuple[str, ...]) -> list[Doc]:
+        marks = ",".join("?" * len(types))
+        return list(self._rows(f"SELECT * FROM docs WHERE type IN ({marks})", types))
+
+    def _select(self, column: str, values: list[Any]) -> Iterator[Doc]:
+        # Chunked: SQLite caps the number of bound parameters.
+        for start in range(0, len(values), 500):
+            chunk = values[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            yield from self._rows(f"SELECT * FROM docs WHERE {column} IN ({marks})", chunk)
+
+    def _rows(self, sql: str, params: Iterable[Any]) -> Iterator[Doc]:
+        for r in self.conn.execute(sql, tuple(params)):
+            yield Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
+
+    def all_anchors(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT DISTINCT type, anchor FROM docs WHERE kind = 'fact' ORDER BY type, anchor")]
+
+
+def _term(term: str) -> str:
+    # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _type_clause(types: tuple[str, ...] | None) -> str:
+    if not types:
+        return ""
+    return " AND type : (" + " OR ".join(_term(t) for t in types) + ")"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Autocommit mode: writes are grouped explicitly by Index.write().
+    conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail fast if not a db
+    return conn
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def reindex(root: Path | str) -> int:
+    """Rebuild from scratch (``dualtrace reindex``); returns the number of memories indexed."""
+    with Index.rebuild(root) as index:
+        return index.unit_count
+
+
+def update_after_commit(store: Any, paths: list[str]) -> None:
+    """Called by MemoryStore.commit: keep the index in step. Never raises."""
+    try:
+        with Index.open(store.root, refresh=False) as index:
+            index.update_paths(paths)
+    except Exception as exc:  # noqa: BLE001 - a stale index is rebuilt later; a commit must stand
+        log.warning("search index update after commit failed: %s", exc)

@@ -1,0 +1,187 @@
+"""Text injected into the agent's context: at session start and for each prompt.
+
+Host-agnostic: this module returns plain text; the hook wraps it in the host's JSON.
+Every block is wrapped in ``INJECT_OPEN``/``INJECT_CLOSE`` so the ingestion redactor
+strips it and recalled memories are never encoded again as if they were new.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from dualtrace.memfs.index import Doc, Index
+from dualtrace.memfs.recall import RecalledMemory, recall, render_memory
+
+log = logging.getLogger(__name__)
+
+HOST_CAP = 10_000  # hosts drop anything beyond this many characters
+INDEX_LINES = 40
+HOW_TO_ASK = (
+    'To recall more, run `dualtrace recall "<question>"` (add --json for tools): it returns '
+    "the stored fact with the moment it was learned (STATE A), the fact only (STATE B), or "
+    "\"I don't have that stored in my memory.\" (STATE C) - do not guess past STATE C."
+)
+_CONFIDENCE_RANK = {"HIGH": 2, "MEDIUM": 1, "LOW": 0}
+
+
+def markers() -> tuple[str, str]:
+    """The redactor's markers; literal fallbacks keep injection working without it."""
+    try:
+        from dualtrace.encoder.redact import INJECT_CLOSE, INJECT_OPEN
+    except ImportError:  # pragma: no cover - the encoder package is part of the install
+        return "<dualtrace-memory>", "</dualtrace-memory>"
+    return INJECT_OPEN, INJECT_CLOSE
+
+
+def _wrap(body: str, cap: int) -> str:
+    opening, closing = markers()
+    room = max(cap - len(opening) - len(closing) - 2, 0)
+    if len(body) > room:
+        body = _cut(body, room)
+    return f"{opening}\n{body}\n{closing}"
+
+
+def _cut(text: str, limit: int) -> str:
+    marker = "\n[... truncated]"
+    cut = text[: max(limit - len(marker), 0)]
+    nl = cut.rfind("\n")
+    if nl > limit // 2:
+        cut = cut[:nl]
+    return cut + marker
+
+
+def _cap(settings: Any, name: str, default: int) -> int:
+    value = int(getattr(settings, name, default) or default)
+    return max(200, min(value, HOST_CAP))
+
+
+# ------------------------------------------------------------------ session start
+
+
+def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True) -> str:
+    """Pinned system files, open conflicts, an index of decisions/incidents, how to ask."""
+    cap = _cap(settings, "session_start_chars", 6000)
+    with Index.open(store.root) as index:
+        bullets = _bullets(index)
+        facts = [d for d in index.docs_of_type(("decision", "incident")) if d.kind == "fact"]
+    conflicts = _open_conflicts(store)
+    sections: list[str] = [f"# dualtrace memory for project {store.project}"]
+    for path, (description, items) in bullets.items():
+        title = "Preferences" if path.endswith("human.md") else "Conventions"
+        lines = [f"## {title} ({path})"]
+        if description:
+            lines.append(description)
+        lines += [f"- {b}" for b in items]
+        sections.append("\n".join(lines))
+    if conflicts:
+        lines = ["## Open conflicts (a new decision superseded a stored one; confirm with "
+                 "the developer which holds)"]
+        for item in conflicts:
+            lines.append(f"- {item.get('new')} supersedes {item.get('old')}"
+                         f" (stored {item.get('date') or 'unknown'})")
+        sections.append("\n".join(lines))
+    ranked = sorted(facts, key=_usefulness, reverse=True)
+    if ranked:
+        lines = ["## Stored decisions and incidents (most useful first; "
+                 "`dualtrace show <anchor>` prints one)"]
+        for doc in ranked[:INDEX_LINES]:
+            lines.append(_index_line(doc))
+        sections.append("\n".join(lines))
+    elif not bullets:
+        sections.append("No memories are stored for this project yet.")
+    note = "## Asking\n" + HOW_TO_ASK
+    opening, closing = markers()
+    room = cap - len(opening) - len(closing) - 4 - len(note)
+    body = "\n\n".join(sections)
+    if len(body) > room:
+        body = _cut(body, max(room, 0))
+    text = _wrap(body + "\n\n" + note, cap)
+    if conflicts and mark_shown:
+        _mark_conflicts(store)
+    return text
+
+
+def _bullets(index: Index) -> dict[str, tuple[str, list[str]]]:
+    out: dict[str, tuple[str, list[str]]] = {}
+    docs = [d for d in index.docs_of_type(("preference", "convention")) if d.kind == "bullet"]
+    # human.md first: the person's own preferences are the most general context.
+    docs.sort(key=lambda d: (not d.path.endswith("human.md"), d.path, d.data.get("index", 0)))
+    for doc in docs:
+        entry = out.setdefault(doc.path, (doc.data.get("description", ""), []))
+        entry[1].append(doc.data.get("bullet", ""))
+    return out
+
+
+def _usefulness(doc: Doc) -> tuple[int, int, int, str]:
+    data = doc.data
+    current = 0 if data.get("superseded_by") else 1
+    evidence = data.get("evidence_score") or 0
+    confidence = _CONFIDENCE_RANK.get(data.get("confidence", ""), 0)
+    return (current, int(evidence), confidence, doc.stored or "")
+
+
+def _index_line(doc: Doc) -> str:
+    data = doc.data
+    extra = [data.get("confidence", "")]
+    if data.get("status"):
+        extra.append(str(data["status"]))
+    if data.get("superseded_by"):
+        extra.append(f"superseded by {data['superseded_by']}")
+    if doc.stored:
+        extra.append(doc.stored)
+    description = " ".join(str(data.get("description", "")).split())
+    if len(description) > 160:
+        description = description[:157] + "..."
+    return f"- [{doc.type}] {doc.anchor}: {description} ({', '.join(e for e in extra if e)})"
+
+
+def _open_conflicts(store: Any) -> list[dict[str, Any]]:
+    try:
+        from dualtrace.memfs.conflicts import open_conflicts
+
+        return open_conflicts(store)
+    except Exception as exc:  # noqa: BLE001 - conflicts are a notice, never a failure
+        log.warning("cannot read open conflicts: %s", exc)
+        return []
+
+
+def _mark_conflicts(store: Any) -> None:
+    try:
+        from dualtrace.memfs.conflicts import mark_shown
+
+        mark_shown(store)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("cannot mark conflicts shown: %s", exc)
+
+
+# ------------------------------------------------------------------ per prompt
+
+
+def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) -> str | None:
+    """State A/B memories relevant to ``prompt`` within the budget, or None."""
+    if not prompt or not prompt.strip():
+        return None
+    opening, closing = markers()
+    if opening in prompt:
+        prompt = prompt.split(opening, 1)[0]
+    cap = _cap(settings, "prompt_chars", 2000)
+    result = recall(store, prompt[:4000], limit=limit, settings=settings)
+    if result.state == "C" or not result.memories:
+        return None
+    head = f"dualtrace recalled memories that may be relevant to this prompt {result.label}:"
+    parts = [head]
+    used = len(head) + len(opening) + len(closing) + 4
+    for n, memory in enumerate(result.memories, 1):
+        block = _memory_block(memory, n)
+        if used + len(block) + 2 > cap:
+            if n == 1:  # the best memory always goes in, shortened
+                parts.append(_cut(block, max(cap - used - 2, 0)))
+            break
+        parts.append(block)
+        used += len(block) + 2
+    return _wrap("\n\n".join(parts), cap)
+
+
+def _memory_block(memory: RecalledMemory, n: int) -> str:
+    return render_memory(memory, n)
