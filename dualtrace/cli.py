@@ -232,6 +232,42 @@ def uninstall(agent: str, scope: str, dry_run: bool) -> None:
         click.echo(line)
 
 
+@cli.command()
+@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
+              help="Token budget (default: digest_budget setting, 8000).")
+@click.option("--json", "as_json", is_flag=True, help="Print digest, stats and gates as JSON.")
+def digest(transcript: Path, budget: int | None, as_json: bool) -> None:
+    """Print the redacted digest of a transcript, with its stats and gate verdict."""
+    import json
+    from dataclasses import asdict
+
+    from dualtrace.encoder.digest import prepare
+
+    settings = config.load_settings(config.project_root())
+    got = prepare(str(transcript), budget=budget or settings.digest_budget,
+                  extra_patterns=tuple(settings.redact_patterns))
+    verdict = asdict(got.verdict)
+    verdict["skip_backend"] = got.verdict.skip_backend
+    if as_json:
+        click.echo(json.dumps({"digest": got.digest.text, "stats": got.digest.stats,
+                               "gates": verdict}, indent=2, sort_keys=True))
+        return
+    click.echo(got.digest.text, nl=False)
+    s = got.digest.stats
+    click.echo("\n--- stats")
+    click.echo(f"raw: {s['raw_bytes']} bytes, ~{s['raw_tokens']} tokens; digest: "
+               f"~{s['digest_tokens']} tokens (budget {s['budget']}, {s['compression']}x smaller)")
+    click.echo(f"events: {s['events']} {s['events_by_kind']}")
+    click.echo(f"kept: {s['kept_by_kind']}; dropped for budget: {s['dropped_by_kind']}; "
+               f"lookups dropped: {s['noise_dropped']}")
+    click.echo(f"redactions: {s['redactions'] or 'none'}; skipped lines: {s['skipped_lines']}")
+    click.echo(f"gates: min tier {got.verdict.min_tier or '-'}, skip backend "
+               f"{'yes' if got.verdict.skip_backend else 'no'}")
+    for reason in got.verdict.reasons:
+        click.echo(f"  - {reason}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: expected errors are one line, bugs get a logged report."""
     try:

@@ -34,6 +34,8 @@ _EXIT_CODE = re.compile(r"Exit code (\d+)")
 _EDIT_TOOLS = {"Edit": "modify", "MultiEdit": "modify", "Write": "modify",
                "NotebookEdit": "modify"}
 _SUBAGENT_TOOLS = ("Task", "Agent")
+# Noise record types the line reader drops before JSON parsing.
+PREFILTER_TYPES = frozenset({b"progress", b"file-history-snapshot", b"queue-operation"})
 
 
 def clean_user_text(text: str) -> str:
@@ -301,7 +303,7 @@ def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, st
     """Nested events worth keeping (edits, commits, failures) and a one-line summary."""
     from dualtrace.hooks.transcripts import LineReader
 
-    reader = LineReader(path)
+    reader = LineReader(path, skip_types=PREFILTER_TYPES)
     builder = SessionBuilder(HOST, str(path))
     parser = _Parser(builder, agent=agent_id)
     try:
@@ -343,6 +345,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None,
     if follow_subagents:
         _attach_subagents(parser, source, reader.cursor == 0)
     builder.add_stop_message(last_assistant_message)
+    builder.noise.update(getattr(reader, "prefiltered", {}))
     return builder.finish(reader)
 
 

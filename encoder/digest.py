@@ -1,0 +1,405 @@
+"""Condense a (redacted) session into a chronological digest under a token budget.
+
+The digest is what an encoder backend reads instead of the raw transcript, so it is
+the main cost lever: it keeps every user message, the assistant's reasoning, errors
+and how they were resolved, test fail -> pass transitions, files changed, commands
+and their outcomes, commits and PRs, each with its timestamp; it drops reads,
+searches, listings and repeated retries first, and counts what it dropped.
+
+Token estimate: ``ceil(chars / 4)``, the usual rule of thumb for English and code
+with Claude/GPT tokenizers (it over-counts dense code slightly, which is the safe
+side for a budget). No tokenizer dependency, deterministic, O(1) per string.
+
+Deterministic: same session and budget -> byte-identical digest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from dualtrace.encoder.session import Event, Session, truncate_middle
+
+CHARS_PER_TOKEN = 4
+DEFAULT_BUDGET = 8000
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate used everywhere in dualtrace: ceil(len(text) / 4)."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+# Tools whose calls only look things up: dropped as noise (still counted).
+_NOISE_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "TodoWrite", "TodoRead", "WebSearch",
+                          "WebFetch", "NotebookRead", "TaskOutput", "BashOutput", "ToolSearch",
+                          "view_image", "update_plan", "read_file", "list_dir", "grep"})
+_NOISE_CMD = re.compile(
+    r"^\s*(?:cd\s+\S+\s*&&\s*)?(?:ls|ll|cat|head|tail|less|grep|rg|ag|find|fd|pwd|echo|wc|tree|"
+    r"which|type|file|stat|du|df|env|printenv|sed\s+-n|nl|bd\s+(?:show|ready|list)|"
+    r"git\s+(?:status|diff|log|show|branch|remote|rev-parse|ls-files|blame|stash\s+list))\b"
+)
+_TEST_CMD = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|unittest|mix\s+test|go\s+test|cargo\s+test|jest|vitest|"
+    r"mocha|rspec|phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
+    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test)\b"
+)
+_ERROR_LINE = re.compile(r"(?i)(error|exception|failed|failure|fatal|traceback|panic|"
+                         r"assert|undefined|cannot|not found|denied)")
+
+# Per-level character caps, loosened or tightened as the budget requires.
+_CAPS = (
+    {"user": 1500, "assistant": 700, "thinking": 300, "compaction": 2000, "result": 400,
+     "subagent": 600, "command": 200},
+    {"user": 900, "assistant": 400, "thinking": 200, "compaction": 1200, "result": 240,
+     "subagent": 360, "command": 160},
+    {"user": 500, "assistant": 220, "thinking": 0, "compaction": 700, "result": 160,
+     "subagent": 220, "command": 120},
+    {"user": 300, "assistant": 140, "thinking": 0, "compaction": 400, "result": 120,
+     "subagent": 140, "command": 100},
+)
+# (caps index, highest priority kept): tried in order until the digest fits.
+_LEVELS = ((0, 3), (0, 2), (1, 2), (2, 2), (2, 1), (3, 1), (3, 0))
+
+
+@dataclass(frozen=True)
+class _Item:
+    ts: str | None
+    priority: int  # 0 always kept ... 3 first dropped
+    kind: str  # event kind (for kept/dropped stats)
+    render: Any  # callable(caps) -> str
+    count: int = 1  # events folded into this line
+
+
+@dataclass(frozen=True)
+class Digest:
+    text: str
+    token_estimate: int
+    stats: dict[str, Any] = field(hash=False)
+    session: Session = field(repr=False, compare=False, hash=False)
+
+    @property
+    def artifacts(self) -> frozenset[str]:
+        """Concrete specifics present in the session (computed on first use, cached)."""
+        cached = self.__dict__.get("_artifacts")
+        if cached is None:
+            cached = extract_artifacts(self.session)
+            object.__setattr__(self, "_artifacts", cached)
+        return cached
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _short(text: str | None, cap: int) -> str:
+    if not text or cap <= 0:
+        return ""
+    flat = _one_line(text)
+    if len(flat) <= cap:
+        return flat
+    return truncate_middle(flat, cap).replace("\n", " ")
+
+
+def _error_excerpt(result: str | None, cap: int) -> str:
+    """The lines of a failure that say what failed (tail-biased: errors come last)."""
+    if not result or cap <= 0:
+        return ""
+    lines = [ln.strip() for ln in result.splitlines() if ln.strip()]
+    hits = [ln for ln in lines if _ERROR_LINE.search(ln)]
+    picked = (hits[:2] + hits[-2:]) if len(hits) > 4 else hits
+    text = " | ".join(dict.fromkeys(picked)) if picked else " | ".join(lines[-3:])
+    return _short(text, cap)
+
+
+class _Relativizer:
+    """Paths under the session cwd are shown relative: shorter and still unambiguous."""
+
+    def __init__(self, cwd: str | None) -> None:
+        self.prefix = cwd.rstrip("/") + "/" if cwd and len(cwd) > 1 else None
+
+    def __call__(self, text: str | None) -> str:
+        if not text:
+            return ""
+        return text.replace(self.prefix, "") if self.prefix else text
+
+
+def _hhmm(ts: str | None) -> str:
+    return ts[11:16] if ts and len(ts) >= 16 and ts[10] in "T " else "--:--"
+
+
+def _cmd_key(command: str) -> str:
+    return " ".join(command.split()[:3])
+
+
+def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[str], list[str]]:
+    rel = _Relativizer(session.cwd)
+    items: list[_Item] = []
+    noise: Counter[str] = Counter()
+    files: dict[str, list[str]] = {}
+    commits: list[str] = []
+    failing: dict[str, str] = {}  # command key -> first failing hh:mm
+    events = session.events
+    last_assistant = max((i for i, e in enumerate(events)
+                          if e.kind == "assistant" and e.detail != "thinking"), default=-1)
+    prev_edit: tuple[str, int] | None = None  # (path, item index) to fold repeats
+    prev_cmd: tuple[str, bool, int] | None = None
+    for i, e in enumerate(events):
+        sub = f"[{e.agent}] " if e.agent and e.kind != "subagent" else ""
+        if e.kind == "user":
+            items.append(_Item(e.ts, 0, "user", lambda c, e=e, s=sub: f"{s}USER: "
+                               f"{_short(rel(e.text), c['user'])}"))
+        elif e.kind == "assistant":
+            thinking = e.detail == "thinking"
+            prio = 1 if i == last_assistant else (3 if thinking else 2)
+            label = "THINKING" if thinking else "ASSISTANT"
+            cap = "thinking" if thinking else "assistant"
+            items.append(_Item(e.ts, prio, "assistant", lambda c, e=e, s=sub, lab=label, k=cap:
+                               f"{s}{lab}: {_short(rel(e.text), c[k])}"
+                               if c[k] else ""))
+        elif e.kind == "compaction":
+            items.append(_Item(e.ts, 1, "compaction", lambda c, e=e: "COMPACTED (summary of earlier"
+                               f" context): {_short(rel(e.text), c['compaction'])}"))
+        elif e.kind == "commit":
+            ref = f" {e.detail}" if e.detail else ""
+            line = f"{e.text or 'commit'}{ref}".strip()
+            commits.append(f"{_hhmm(e.ts)} {line}")
+            items.append(_Item(e.ts, 0, "commit", lambda c, s=sub, ln=line: f"{s}COMMIT: {ln}"))
+        elif e.kind == "error":
+            items.append(_Item(e.ts, 1, "error", lambda c, e=e, s=sub:
+                               f"{s}ERROR: {_short(e.text, c['result'])}"))
+        elif e.kind == "edit":
+            path = rel(e.path) or "?"
+            if e.is_error:
+                items.append(_Item(e.ts, 3, "edit", lambda c, p=path, e=e, s=sub:
+                                   f"{s}EDIT FAILED {p}: {_error_excerpt(e.result, c['result'])}"))
+                continue
+            files.setdefault(path, []).append(e.edit_kind or "modify")
+            if prev_edit and prev_edit[0] == path and items and prev_edit[1] == len(items) - 1:
+                old = items[-1]
+                items[-1] = _Item(old.ts, old.priority, "edit", old.render, old.count + 1)
+                stats["folded"] += 1
+                continue
+            items.append(_Item(e.ts, 1, "edit", lambda c, p=path, e=e, s=sub:
+                               f"{s}EDIT {p} ({e.edit_kind or 'modify'})"))
+            prev_edit = (path, len(items) - 1)
+            continue
+        elif e.kind == "command":
+            cmd = rel(e.command) or e.text
+            failed = e.is_error or (e.exit_code not in (None, 0))
+            is_test = bool(_TEST_CMD.search(cmd))
+            key = _cmd_key(cmd)
+            if not failed and not is_test and _NOISE_CMD.match(cmd):
+                noise["command"] += 1
+                continue
+            if prev_cmd and prev_cmd[0] == cmd and prev_cmd[1] == failed and \
+                    prev_cmd[2] == len(items) - 1:
+                old = items[-1]  # a retry with the same outcome: fold it
+                items[-1] = _Item(old.ts, old.priority, old.kind, old.render, old.count + 1)
+                stats["folded"] += 1
+                continue
+            if failed:
+                failing.setdefault(key, _hhmm(e.ts))
+                label = "TEST FAIL" if is_test else f"FAILED (exit {e.exit_code})"
+                items.append(_Item(e.ts, 1, "command", lambda c, cmd=cmd, e=e, s=sub, lab=label:
+                                   f"{s}{lab}: $ {_short(cmd, c['command'])} -> "
+                                   f"{_error_excerpt(e.result, c['result'])}"))
+            else:
+                before = failing.pop(key, None)
+                if before is not None:
+                    label = "TEST PASS" if is_test else "OK"
+                    note = f" (failed at {before}, now passes)"
+                    prio = 1
+                else:
+                    label, note = ("TEST PASS" if is_test else "RAN"), ""
+                    prio = 1 if is_test else 2
+                items.append(_Item(e.ts, prio, "command", lambda c, cmd=cmd, s=sub, lab=label,
+                                   n=note: f"{s}{lab}: $ {_short(cmd, c['command'])}{n}"))
+            prev_cmd = (cmd, failed, len(items) - 1)
+            prev_edit = None
+            continue
+        elif e.kind == "subagent":
+            items.append(_Item(e.ts, 1, "subagent", lambda c, e=e: (
+                f"SUBAGENT{' ' + e.detail.splitlines()[0] if e.detail and ' tool calls' not in e.detail.splitlines()[0] else ''}"
+                f": {_short(rel(e.text), c['subagent'] // 3)} -> "
+                f"{_short(rel(_subagent_result(e)), c['subagent'])}")))
+        elif e.kind == "tool":
+            name = e.tool or "tool"
+            if e.is_error:
+                items.append(_Item(e.ts, 2, "tool", lambda c, e=e, n=name, s=sub:
+                                   f"{s}TOOL FAILED {n} {_short(rel(e.text), c['command'])}: "
+                                   f"{_error_excerpt(e.result, c['result'])}"))
+            elif name in _NOISE_TOOLS:
+                noise["tool"] += 1
+                continue
+            elif name == "AskUserQuestion":
+                items.append(_Item(e.ts, 0, "tool", lambda c, e=e, s=sub:
+                                   f"{s}ASKED USER -> {_short(rel(e.result), c['user'])}"))
+            else:
+                items.append(_Item(e.ts, 3, "tool", lambda c, e=e, n=name, s=sub:
+                                   f"{s}TOOL {n}: {_short(rel(e.text), c['command'])}"))
+        prev_edit = None
+        prev_cmd = None
+    stats["noise_dropped"] = dict(noise)
+    file_lines = []
+    for path, kinds in files.items():
+        counts = Counter(kinds)
+        desc = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in counts.items())
+        file_lines.append(f"{path} ({desc})")
+    return items, file_lines, commits
+
+
+def _subagent_result(e: Event) -> str:
+    if e.detail and "\nresult: " in e.detail:
+        return e.detail.split("\nresult: ", 1)[1]
+    head = e.detail.splitlines()[0] if e.detail else ""
+    return (e.result or "") if not head else f"{head}; {e.result or ''}"
+
+
+def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int) -> tuple[list[str], Counter[str], Counter[str]]:
+    lines: list[str] = []
+    kept: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    day = None
+    for it in items:
+        if it.priority > max_prio:
+            dropped[it.kind] += it.count
+            continue
+        body = it.render(caps)
+        if not body:
+            dropped[it.kind] += it.count
+            continue
+        if it.ts and len(it.ts) >= 10 and it.ts[:10] != day:
+            day = it.ts[:10]
+            lines.append(f"### {day}")
+        times = f" (x{it.count})" if it.count > 1 else ""
+        lines.append(f"[{_hhmm(it.ts)}] {body}{times}")
+        kept[it.kind] += it.count
+    return lines, kept, dropped
+
+
+def build_digest(session: Session, budget: int = DEFAULT_BUDGET) -> Digest:
+    """The digest of ``session`` (redact it first) within ``budget`` estimated tokens."""
+    from dualtrace.prompts import render
+
+    budget = max(int(budget), 200)
+    stats: dict[str, Any] = {"folded": 0}
+    items, files, commits = _items(session, stats)
+    head = {
+        "session_id": session.session_id or "?", "host": session.host,
+        "branch": session.git_branch or "?", "cwd": session.cwd or "?",
+        "started": session.started or "?", "ended": session.ended or "?",
+    }
+    text = ""
+    level = 0
+    kept: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    for level, (caps_i, max_prio) in enumerate(_LEVELS):  # noqa: B007 (reported below)
+        lines, kept, dropped = _timeline(items, _CAPS[caps_i], max_prio)
+        shown_files = files if caps_i < 2 else files[:40]
+        text = render("digest.j2", **head, files=shown_files, commits=commits, lines=lines,
+                      dropped=_dropped_note(stats["noise_dropped"], dropped))
+        if estimate_tokens(text) <= budget:
+            break
+    else:
+        # Even the tightest level is over budget: keep the head and the tail.
+        text = truncate_middle(text, budget * CHARS_PER_TOKEN)
+        stats["hard_truncated"] = True
+    raw_tokens = (session.raw_bytes + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+    digest_tokens = estimate_tokens(text)
+    stats.update({
+        "raw_bytes": session.raw_bytes,
+        "raw_tokens": raw_tokens,
+        "digest_tokens": digest_tokens,
+        "budget": budget,
+        "compression": round(raw_tokens / digest_tokens, 1) if digest_tokens else None,
+        "level": level,
+        "events": len(session.events),
+        "events_by_kind": dict(Counter(e.kind for e in session.events)),
+        "kept_by_kind": dict(kept),
+        "dropped_by_kind": dict(dropped),
+        "files_changed": len(files),
+        "commits": len(commits),
+        "skipped_lines": session.skipped_lines,
+        "noise_records": dict(session.noise),
+    })
+    return Digest(text=text, token_estimate=digest_tokens, stats=stats, session=session)
+
+
+def _dropped_note(noise: dict[str, int], dropped: Counter[str]) -> str:
+    parts = [f"{n} lookup {k}s (reads/searches/listings)" for k, n in sorted(noise.items()) if n]
+    if dropped:
+        parts.append("for budget: " + ", ".join(f"{n} {k}" for k, n in sorted(dropped.items())))
+    return "; ".join(parts)
+
+
+# --- artifacts: concrete specifics a later validator checks moments against ------
+
+_A_PATH = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@\-]+/)+[\w.@\-]+|\b[\w\-]+\.(?:py|pyi|js|jsx|ts|tsx|"
+                     r"ex|exs|heex|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|php|swift|md|json|ya?ml|"
+                     r"toml|ini|cfg|sql|sh|html|css|scss|vue|svelte|lock|txt|env|j2)\b")
+_A_IDENT = re.compile(r"`([^`\n]{2,80})`|\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)\b|"
+                      r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)"
+                      r"|\b([A-Za-z_]\w{2,})\(")
+_A_SHA = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+_A_PR = re.compile(r"(?:PR\s*)?#\d+\b|/pull/\d+")
+_A_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_A_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)*%?(?![\w.])")
+_A_ERR = re.compile(r"^.*(?:[A-Z]\w*(?:Error|Exception)|error:|Error:|FAILED|failed).*$", re.M)
+
+
+def extract_artifacts(session: Session) -> frozenset[str]:
+    """File paths, identifiers, error messages, commands, numbers, SHAs, PR refs, dates."""
+    found: set[str] = set()
+    for e in session.events:
+        if e.path:
+            found.add(e.path)
+            if session.cwd and e.path.startswith(session.cwd.rstrip("/") + "/"):
+                found.add(e.path[len(session.cwd.rstrip("/")) + 1:])
+        if e.command:
+            found.add(e.command.strip().splitlines()[0][:300] if e.command.strip() else "")
+        if e.kind == "commit" and e.detail:
+            found.add(e.detail)
+        for value in (e.text, e.command, e.result, e.detail):
+            if not value:
+                continue
+            found.update(m.group(0) for m in _A_PATH.finditer(value))
+            for m in _A_IDENT.finditer(value):
+                found.add(next(g for g in m.groups() if g))
+            found.update(_A_SHA.findall(value))
+            found.update(_A_PR.findall(value))
+            found.update(_A_DATE.findall(value))
+            found.update(_A_NUM.findall(value))
+            found.update(m.group(0).strip()[:200] for m in _A_ERR.finditer(value))
+    for value in (session.git_branch, session.session_id, session.date):
+        if value:
+            found.add(value)
+    found.discard("")
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything the worker and ``dualtrace digest`` need from one transcript read."""
+
+    session: Session  # redacted
+    digest: Digest
+    verdict: Any  # gates.GateVerdict
+    redactions: dict[str, int]
+
+
+def prepare(path: str, *, cursor: int = 0, budget: int = DEFAULT_BUDGET,
+            extra_patterns: tuple[str, ...] = (), fmt: str | None = None,
+            last_assistant_message: str | None = None) -> Prepared:
+    """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
+    from dualtrace.encoder.gates import evaluate
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    raw = read_transcript(path, cursor=cursor, fmt=fmt,
+                          last_assistant_message=last_assistant_message)
+    session, counts = redact_session(raw, Redactor(extra_patterns))
+    digest = build_digest(session, budget)
+    digest.stats["redactions"] = dict(sorted(counts.items()))
+    return Prepared(session, digest, evaluate(session), dict(counts))

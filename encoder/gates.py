@@ -1,0 +1,129 @@
+"""Cheap gates (no LLM), PROTOCOL.md section 11.
+
+(1) activity: any edit, command or commit; (2) signal: decision phrases, an
+error -> fix -> passing-test arc, convention phrases, three or more file edits.
+Minimum tiers: 3+ file edits -> RECORD; error -> fix -> passing test -> FULL; a commit
+or merged PR -> RECORD. A session with neither activity nor signal skips the backend.
+(The third gate, the memory-dir lock, belongs to the writer, not here.)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dualtrace.encoder.session import Event, Session
+
+_DECISION = re.compile(
+    r"(?i)\b(?:we(?:'ve| have)? decided|(?:we're|we are|i'm|let's go with|we'll go with) switching"
+    r"|we(?:'re| are) switching|switch(?:ed|ing)? (?:from \S+ )?to\b|instead of [^.\n]{1,60}?"
+    r"(?:we'll|we will|let's|i'll|use|go with)|the reason (?:is|was)|trade-?offs?|"
+    r"decided (?:to|on|against)|we chose|going with|opted (?:for|to))"
+)
+_CONVENTION = re.compile(
+    r"(?i)\b(?:from now on|going forward|the rule is|as a rule|by convention|"
+    r"(?:always|never) (?:use|run|call|commit|push|add|put|write|import|edit|modify|touch|"
+    r"merge|deploy|skip|mock|delete|rename|prefer|do))\b"
+)
+_TEST = re.compile(
+    r"\b(?:pytest|py\.test|tox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
+    r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
+    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
+)
+_MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    activity: bool
+    signal: bool
+    min_tier: str | None  # "RECORD" | "FULL" | None
+    reasons: tuple[str, ...]
+    file_edits: int  # successful edit events
+    files_changed: int = 0  # distinct paths edited
+    commands: int = 0
+    failed_commands: int = 0
+    commits: int = 0
+    fix_arc: bool = False  # error -> edit -> passing test
+
+    @property
+    def skip_backend(self) -> bool:
+        """No activity and no signal: nothing for a model to encode."""
+        return not self.activity and not self.signal
+
+
+def _hhmm(ts: str | None) -> str:
+    return ts[11:16] if ts and len(ts) >= 16 else "--:--"
+
+
+def _phrase(events: tuple[Event, ...], pattern: re.Pattern[str]) -> tuple[str, Event] | None:
+    for e in events:
+        if e.kind in ("user", "assistant", "compaction") and e.detail != "thinking":
+            m = pattern.search(e.text)
+            if m:
+                return m.group(0), e
+    return None
+
+
+def _fix_arc(events: tuple[Event, ...]) -> str | None:
+    """A failing test (or error) -> an edit -> the same test passing."""
+    failed_at: dict[str, str] = {}  # test command key -> hh:mm of failure
+    edited_since: set[str] = set()
+    for e in events:
+        if e.kind == "edit" and not e.is_error:
+            edited_since.update(failed_at)
+        elif e.kind == "command" and e.command and _TEST.search(e.command):
+            key = " ".join(e.command.split()[:3])
+            failed = e.is_error or e.exit_code not in (None, 0)
+            if failed:
+                failed_at.setdefault(key, _hhmm(e.ts))
+            elif key in failed_at and key in edited_since:
+                return f"test `{key}` failed at {failed_at[key]}, fixed, passed at {_hhmm(e.ts)}"
+    return None
+
+
+def evaluate(session: Session) -> GateVerdict:
+    events = session.events
+    edits = [e for e in events if e.kind == "edit" and not e.is_error]
+    paths = {e.path for e in edits if e.path}
+    commands = [e for e in events if e.kind == "command"]
+    failed = [e for e in commands if e.is_error or e.exit_code not in (None, 0)]
+    commits = [e for e in events if e.kind == "commit"]
+    merged = [e for e in commits if e.text == "PR merged"] + [
+        e for e in commands if e.command and _MERGED.search(e.command) and not e.is_error]
+    reasons: list[str] = []
+    activity = bool(edits or commands or commits)
+    if activity:
+        reasons.append(f"activity: {len(edits)} file edits ({len(paths)} files), "
+                       f"{len(commands)} commands ({len(failed)} failed), {len(commits)} commits")
+    else:
+        reasons.append("no activity: no edit, command or commit")
+    signal_reasons: list[str] = []
+    hit = _phrase(events, _DECISION)
+    if hit:
+        signal_reasons.append(f"decision phrase '{hit[0]}' ({hit[1].kind} at {_hhmm(hit[1].ts)})")
+    hit = _phrase(events, _CONVENTION)
+    if hit:
+        signal_reasons.append(f"convention phrase '{hit[0]}' ({hit[1].kind} at "
+                              f"{_hhmm(hit[1].ts)})")
+    arc = _fix_arc(events)
+    if arc:
+        signal_reasons.append(f"error -> fix -> passing test: {arc}")
+    if len(paths) >= 3:
+        signal_reasons.append(f"{len(paths)} files edited")
+    reasons.extend("signal: " + r for r in signal_reasons)
+    tier: str | None = None
+    if arc:
+        tier = "FULL"
+        reasons.append("min tier FULL: error -> fix -> passing test")
+    elif len(paths) >= 3 or commits or merged:
+        tier = "RECORD"
+        why = "3+ file edits" if len(paths) >= 3 else "a commit or merged PR"
+        reasons.append(f"min tier RECORD: {why}")
+    if not activity and not signal_reasons:
+        reasons.append("skip backend: no activity and no signal")
+    return GateVerdict(
+        activity=activity, signal=bool(signal_reasons), min_tier=tier, reasons=tuple(reasons),
+        file_edits=len(edits), files_changed=len(paths), commands=len(commands),
+        failed_commands=len(failed), commits=len(commits), fix_arc=arc is not None,
+    )
