@@ -214,13 +214,17 @@ def _project_disabled(cwd: str | None) -> bool:
 # Injection points for recall (issue 7). They return the text printed on stdout.
 
 def _inject_session_start(payload: dict) -> str | None:
-    """Context to add at SessionStart (recall helper fills this in)."""
-    return None
+    """Context to add at SessionStart: pinned system files, memory index, conflicts."""
+    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
+
+    return hook_output("SessionStart", payload)
 
 
 def _inject_prompt(payload: dict) -> str | None:
-    """Context to add for a UserPromptSubmit prompt (recall helper fills this in)."""
-    return None
+    """Recalled State A/B memories for a UserPromptSubmit prompt, or nothing."""
+    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
+
+    return hook_output("UserPromptSubmit", payload)
 
 
 # ------------------------------------------------------------------ stdin

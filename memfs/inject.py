@@ -185,3 +185,38 @@ def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) ->
 
 def _memory_block(memory: RecalledMemory, n: int) -> str:
     return render_memory(memory, n)
+
+
+# ------------------------------------------------------------------ hook glue
+
+
+def hook_output(event: str, payload: dict[str, Any]) -> str | None:
+    """The hook's stdout for SessionStart / UserPromptSubmit, or None for nothing.
+
+    ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` is
+    understood by Claude Code and Codex alike (HOSTS.md). Errors propagate: the hook
+    runner logs them and still exits 0.
+    """
+    from dualtrace import config
+    from dualtrace.memfs.store import MemoryStore
+
+    cwd = payload.get("cwd") or None
+    root = config.project_root(cwd)
+    settings = config.load_settings(root)
+    if config.is_disabled(settings):
+        return None
+    memdir = config.resolve_memory_dir(None, cwd=cwd, settings=settings)
+    if not memdir.is_dir():
+        return None  # nothing stored yet; never create a memory dir from a hook
+    store = MemoryStore(memdir, project=config.project_slug(root), create=False)
+    if event == "SessionStart":
+        text: str | None = session_start_context(store, settings)
+    else:
+        prompt = payload.get("prompt")
+        text = prompt_context(store, prompt, settings) if isinstance(prompt, str) else None
+    if not text:
+        return None
+    import json
+
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event,
+                                              "additionalContext": text[:HOST_CAP]}})
