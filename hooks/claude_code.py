@@ -211,8 +211,6 @@ class _Parser:
         if not cleaned:
             self.b.noise["injected-user-text"] += 1
             return
-        if self.agent is not None and cleaned == "Warmup":
-            return
         self.b.add(Event("user", ts, text=truncate_middle(cleaned, MAX_TEXT_CHARS),
                          agent=self.agent, uuid=rec.get("uuid")))
 
