@@ -46,6 +46,9 @@ THRESHOLD = 0.5
 # coverage, at this fraction of their (maximal) IDF weight: "test coverage
 # threshold" against a store with no "coverage" must not look like a match on "test".
 UNKNOWN_WEIGHT = 0.8
+# Floor for a known word's weight: in a small store a word found in every memory
+# would otherwise weigh ~0 and one unknown word would sink every answer.
+IDF_FLOOR = 1.0
 ROUTE_BOOST = 0.08
 SUPERSEDED_FACTOR = 0.5
 CANDIDATES = 40
@@ -336,7 +339,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     known: list[str] = []
     for term in terms:
         df = index.doc_frequency(term, types)
-        weight = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        weight = max(math.log(1 + (total - df + 0.5) / (df + 0.5)), IDF_FLOOR)
         if df:
             known.append(term)
             idf[term] = weight

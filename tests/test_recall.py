@@ -1,0 +1,230 @@
+"""Recall: three states with the exact PROTOCOL.md 10 labels, ranking, aggregation, staleness."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualtrace.config import Settings
+from dualtrace.memfs import formats
+from dualtrace.memfs.recall import ABSTAIN, LABEL_A, LABEL_B, LABEL_C, THRESHOLD, recall
+from dualtrace.memfs.store import MemoryStore
+
+DATA = Path(__file__).parent / "data" / "recall_questions.py"
+
+
+def _labelled():
+    spec = importlib.util.spec_from_file_location("recall_questions", DATA)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RQ = _labelled()
+
+
+@pytest.fixture(scope="module")
+def labelled_store(tmp_path_factory):
+    store = MemoryStore(tmp_path_factory.mktemp("labelled") / "memory", project="project")
+    RQ.build(store)
+    return store
+
+
+def _fact(anchor, description, kind="decision", stored="2026-11-01", **extra):
+    return formats.Fact(path=formats.fact_path(kind, anchor), type=kind, description=description,
+                        body=extra.pop("body", description), stored=stored, **extra)
+
+
+def _moment(fact, narrative, timeline=()):
+    return formats.Moment(path=formats.scene_path(fact.type, fact.anchor), anchor=fact.anchor,
+                          description=f"Scene cue for {fact.anchor}", linked_fact=fact.path,
+                          narrative=narrative, timeline=tuple(timeline), stored=fact.stored)
+
+
+def test_labels_are_exactly_the_protocol_text():
+    assert LABEL_A == "(STATE A retrieval: fact + scene, high confidence)"
+    assert LABEL_B == "(STATE B retrieval: fact only, medium confidence)"
+    assert LABEL_C == "(STATE C retrieval: no fact found, abstaining)"
+    assert ABSTAIN == "I don't have that stored in my memory."
+
+
+def test_labelled_set_abstention_and_answer_rates(labelled_store):
+    """The calibration targets: STATE C on >= 90% never-stored, A/B on >= 95% answerable."""
+    answered = abstained = found = 0
+    never = [q for q in RQ.QUESTIONS if q[1] == "never"]
+    answerable = [q for q in RQ.QUESTIONS if q[1] == "answerable"]
+    assert len(never) >= 15 and len(answerable) >= 15
+    for question, _, path in answerable:
+        result = recall(labelled_store, question, limit=3)
+        if result.state in ("A", "B"):
+            answered += 1
+            found += path in [m.path for m in result.memories]
+    for question, _, _ in never:
+        abstained += recall(labelled_store, question).state == "C"
+    assert answered / len(answerable) >= 0.95
+    assert found / len(answerable) >= 0.95
+    assert abstained / len(never) >= 0.90
+
+
+def test_pilot_state_a_moment_first_then_fact(labelled_store):
+    result = recall(labelled_store, "Why did we switch to JSON structured logging?")
+    assert result.state == "A" and result.label == LABEL_A
+    text = result.render()
+    assert text.startswith(LABEL_A)
+    assert text.index("Moment (scenes/decisions/structured-logging-json.md)") < text.index("Fact:")
+    assert "Datadog" in text and "log shipper" in text
+
+
+def test_pilot_state_c_guesses_no_number(labelled_store):
+    result = recall(labelled_store, "What's our test coverage threshold?")
+    assert result.state == "C" and result.memories == ()
+    text = result.render()
+    assert text.splitlines()[:2] == [ABSTAIN, LABEL_C]
+    assert not any(ch.isdigit() for ch in text)
+
+
+def test_state_b_for_a_fact_without_moment(labelled_store):
+    result = recall(labelled_store, "cursor or offset pagination?")
+    assert result.state == "B" and result.label == LABEL_B
+    assert result.memories[0].moment is None
+    assert "Moment (" not in result.render()
+
+
+def test_system_bullet_is_a_state_b_answer(labelled_store):
+    result = recall(labelled_store, "how do we store money amounts")
+    assert result.state == "B"
+    assert result.memories[0].bullet == "Money amounts are stored as integer cents, never floats."
+
+
+def test_type_filter(labelled_store):
+    result = recall(labelled_store, "workers exit code 137 export", type="decision")
+    assert all(m.type == "decision" for m in result.memories)
+    result = recall(labelled_store, "workers exit code 137 export", type="incident")
+    assert result.memories[0].path == "incidents/celery-worker-oom.md"
+
+
+def test_scores_are_relevance_between_threshold_and_one(labelled_store):
+    result = recall(labelled_store, "why httpx instead of requests", limit=5)
+    assert all(THRESHOLD <= m.score <= 1.0 for m in result.memories)
+    assert result.memories[0].path == "decisions/http-client-httpx.md"
+
+
+def test_current_decision_ranks_above_superseded_one(memdir):
+    store = MemoryStore(memdir, project="p")
+    old = _fact("session-store-redis", "Session storage uses Redis with a 24h TTL",
+                body="Sessions live in Redis; Redis session storage chosen for speed.",
+                superseded_by="decisions/session-store-postgres.md")
+    new = _fact("session-store-postgres", "Session storage moved to Postgres",
+                body="Sessions moved from Redis to Postgres.",
+                supersedes="decisions/session-store-redis.md")
+    store.commit([store.write(old), store.write(new)], "mem: test\n")
+    result = recall(store, "where do we keep session storage, Redis?")
+    paths = [m.path for m in result.memories]
+    assert paths[:2] == ["decisions/session-store-postgres.md", "decisions/session-store-redis.md"]
+    assert result.memories[1].superseded_by == "decisions/session-store-postgres.md"
+    assert "superseded by decisions/session-store-postgres.md (history)" in result.render()
+
+
+def test_aggregation_returns_every_incident_ordered_by_timeline(memdir):
+    store = MemoryStore(memdir, project="p")
+    paths = []
+    for anchor, stored, when in [("b-incident", "2026-05-01", "2026-05-01"),
+                                 ("a-incident", "2026-09-01", "2026-01-15"),
+                                 ("c-incident", "2026-03-01", None)]:
+        fact = _fact(anchor, f"{anchor} broke the build", kind="incident", stored=stored)
+        paths.append(store.write(fact))
+        if when:
+            paths.append(store.write(_moment(fact, "CI failed in build.py.",
+                                             [f"{anchor} -> broke [{when}]"])))
+    paths.append(store.write(_fact("unrelated", "A decision", kind="decision")))
+    store.commit(paths, "mem: test\n")
+    result = recall(store, "what incidents have we had", limit=1)
+    assert result.aggregation
+    assert [m.path for m in result.memories] == [
+        "incidents/a-incident.md", "incidents/c-incident.md", "incidents/b-incident.md"]
+
+
+def test_aggregation_with_a_topic_keeps_only_matches(labelled_store):
+    result = recall(labelled_store, "list our decisions about session storage")
+    assert result.aggregation
+    assert [m.path for m in result.memories] == ["decisions/session-storage-postgres.md"]
+
+
+def test_staleness_by_age_and_by_changed_project_file(memdir, tmp_path):
+    store = MemoryStore(memdir, project="p")
+    today = dt.date.today()
+    old = _fact("old-thing", "Old zebra decision", stored=(today - dt.timedelta(days=400))
+                .isoformat())
+    fresh = _fact("fresh-thing", "Fresh giraffe decision in src/app.py",
+                  stored=(today - dt.timedelta(days=3)).isoformat())
+    store.commit([store.write(old), store.write(fresh)], "mem: test\n")
+    settings = Settings(stale_days=180)
+    note = "but the referenced files may have changed since then."
+    aged = recall(store, "zebra decision", settings=settings).memories[0]
+    assert aged.stale and aged.stale.startswith(f"I have this stored from {old.stored}")
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("x = 1\n")
+    stamp = (dt.datetime.now() - dt.timedelta(days=10)).timestamp()
+    os.utime(project / "src" / "app.py", (stamp, stamp))
+    assert recall(store, "giraffe decision", settings=settings,
+                  project_root=project).memories[0].stale is None
+    os.utime(project / "src" / "app.py", None)  # modified now, after the stored day
+    changed = recall(store, "giraffe decision", settings=settings, project_root=project)
+    assert changed.memories[0].stale and note in changed.memories[0].stale
+    assert note in changed.render()
+
+
+def test_cli_json_output(labelled_store, tmp_path):
+    env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(labelled_store.root)}
+    out = subprocess.run(
+        [sys.executable, "-m", "dualtrace.cli", "recall", "--json", "--limit", "2",
+         "Why did we switch to JSON structured logging?"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["state"] == "A" and data["label"] == LABEL_A
+    first = data["memories"][0]
+    assert first["path"] == "decisions/structured-logging-json.md"
+    assert set(first) >= {"path", "type", "confidence", "stored", "score"}
+    assert first["type"] == "decision" and first["confidence"] == "HIGH"
+    assert first["stored"] == "2026-03-02" and 0 < first["score"] <= 1
+    assert len(data["memories"]) <= 2
+
+
+def test_cli_abstains_in_text_and_json(labelled_store, tmp_path):
+    env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(labelled_store.root)}
+    text = subprocess.run([sys.executable, "-m", "dualtrace.cli", "recall",
+                           "What's our test coverage threshold?"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[:2] == [ABSTAIN, LABEL_C]
+    data = json.loads(subprocess.run(
+        [sys.executable, "-m", "dualtrace.cli", "recall", "--json", "--type", "incident",
+         "Which database do we use for analytics?"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60).stdout)
+    assert data["state"] == "C" and data["memories"] == [] and data["message"] == ABSTAIN
+
+
+def test_cli_missing_memory_dir_is_a_one_line_error(tmp_path):
+    env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(tmp_path / "nope")}
+    out = subprocess.run([sys.executable, "-m", "dualtrace.cli", "recall", "anything"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.startswith("Error: no memory directory at")
+
+
+def test_cli_reindex(labelled_store, tmp_path):
+    env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(labelled_store.root)}
+    out = subprocess.run([sys.executable, "-m", "dualtrace.cli", "reindex"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    # 9 facts (their moments join them) + 2 preference + 3 convention bullets
+    assert out.stdout.startswith("indexed 14 memories")
