@@ -87,6 +87,55 @@ def status(memory_dir: Path | None) -> None:
         click.echo(line)
 
 
+@cli.command()
+@memory_dir_option
+@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--backend", default=None,
+              help="auto (default: anthropic with an API key, else offline), offline, anthropic, claude.")
+@click.option("--dry-run", is_flag=True, help="Print the files it would write as a diff; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
+@click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
+              help="Digest token budget (default 8000).")
+def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_run: bool,
+           as_json: bool, budget: int | None) -> None:
+    """Encode a finished TRANSCRIPT (JSONL) into the memory directory: one commit."""
+    import json
+
+    from dualtrace.pipeline import encode_session
+
+    root = config.project_root()
+    settings = config.load_settings(root)
+    target = config.resolve_memory_dir(memory_dir, settings=settings)
+    report = encode_session(transcript, memory_dir=target, backend=backend or settings.backend,
+                            settings=settings, dry_run=dry_run, budget=budget)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, default=str))
+        return
+    click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
+    if report.skipped and not report.operations:
+        click.echo(f"SKIP  {report.skipped}")
+    for op in report.operations:
+        scores = op["scores"]
+        dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
+        total = f"({op['evidence']})" if op["evidence"] is not None else ""
+        line = f"{op['tier']:<6} {dims:<15} {total:<5} {op['action']:<8} {op['path'] or '-'}"
+        if op["confidence"]:
+            line += f"  {op['confidence']}"
+        click.echo(line.rstrip())
+        if op["note"]:
+            click.echo(f"       {op['note']}")
+    for note in report.notes + report.usage.get("notes", []):
+        click.echo(f"note: {note}")
+    if dry_run:
+        click.echo(report.diff or "(no changes)", nl=False)
+        click.echo("\n(dry run: nothing written)")
+    elif report.commit:
+        click.echo(f"commit {report.commit[:10]} {(report.message or '').splitlines()[0]}")
+        click.echo("See the history with `dualtrace log` (or `git log -p` in the memory directory).")
+    elif not report.skipped:
+        click.echo("nothing to commit")
+
+
 @cli.command("log")
 @memory_dir_option
 @click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")

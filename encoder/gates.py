@@ -25,6 +25,16 @@ _CONVENTION = re.compile(
     r"(?:always|never) (?:use|run|call|commit|push|add|put|write|import|edit|modify|touch|"
     r"merge|deploy|skip|mock|delete|rename|prefer|do))\b"
 )
+# Phrases that carry a memory even in a session with no tool activity: a stated
+# preference (pilot 1A), a reported problem (pilot 4), something learned, a
+# recurring mistake. Only the user's own words count for these.
+_USER_SIGNAL = re.compile(
+    r"(?i)(?:^|[.!?]\s+)(?:i (?:really )?(?:like|prefer|hate|dislike|tend to|always|never)\b"
+    r"|i don'?t like\b|i'?d rather\b|please (?:always|never|don'?t)\b)"
+    r"|\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|exception|crash(?:es|ed|ing)?|regression|outage"
+    r"|race condition|deadlock|memory leak|flaky|intermittent(?:ly)?|root cause|is back"
+    r"|turns out|today i learned|i learned|lesson learned|keep (?:making|forgetting|hitting))\b"
+)
 _TEST = re.compile(
     r"\b(?:pytest|py\.test|tox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
     r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
@@ -48,8 +58,13 @@ class GateVerdict:
 
     @property
     def skip_backend(self) -> bool:
-        """No activity and no signal: nothing for a model to encode."""
-        return not self.activity and not self.signal
+        """No signal and no minimum tier: nothing for a model to encode.
+
+        Activity alone (a rename, an import reordering, a removed print) is routine
+        editing that PROTOCOL.md 7 says never to encode; it does not justify a model
+        call. Any signal phrase, a fix arc, 3+ edited files or a commit does.
+        """
+        return not self.signal and self.min_tier is None
 
 
 def _hhmm(ts: str | None) -> str:
@@ -106,6 +121,12 @@ def evaluate(session: Session) -> GateVerdict:
     if hit:
         signal_reasons.append(f"convention phrase '{hit[0]}' ({hit[1].kind} at "
                               f"{_hhmm(hit[1].ts)})")
+    for e in events:
+        if e.kind == "user" and e.agent is None:
+            m = _USER_SIGNAL.search(e.text)
+            if m:
+                signal_reasons.append(f"user phrase '{m.group(0).strip(' .!?')}' (at {_hhmm(e.ts)})")
+                break
     arc = _fix_arc(events)
     if arc:
         signal_reasons.append(f"error -> fix -> passing test: {arc}")
@@ -120,8 +141,9 @@ def evaluate(session: Session) -> GateVerdict:
         tier = "RECORD"
         why = "3+ file edits" if len(paths) >= 3 else "a commit or merged PR"
         reasons.append(f"min tier RECORD: {why}")
-    if not activity and not signal_reasons:
-        reasons.append("skip backend: no activity and no signal")
+    if not signal_reasons and tier is None:
+        reasons.append("skip backend: no signal and no minimum tier (routine activity only)"
+                       if activity else "skip backend: no activity and no signal")
     return GateVerdict(
         activity=activity, signal=bool(signal_reasons), min_tier=tier, reasons=tuple(reasons),
         file_edits=len(edits), files_changed=len(paths), commands=len(commands),

@@ -1,0 +1,60 @@
+"""Per-transcript read cursors in the state directory.
+
+A cursor is the byte offset up to which a transcript has been encoded. Encoding
+an unchanged transcript is then a no-op, and an appended one encodes only what is
+new. A file that shrank or was replaced (another inode) starts again from 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from dualtrace import config
+
+
+@dataclass(frozen=True)
+class Cursor:
+    path: str
+    offset: int = 0
+    inode: int | None = None
+    session_id: str | None = None
+    memory_dir: str | None = None
+
+
+def _file(path: Path) -> Path:
+    key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:20]
+    return config.state_dir() / "cursors" / f"{key}.json"
+
+
+def load(path: Path) -> Cursor:
+    """The saved cursor, or offset 0 when absent, unreadable, or the file was replaced."""
+    try:
+        data = json.loads(_file(path).read_text(encoding="utf-8"))
+        cursor = Cursor(**{k: data.get(k) for k in Cursor.__dataclass_fields__})
+    except (FileNotFoundError, ValueError, TypeError):
+        return Cursor(str(path))
+    try:
+        stat = path.stat()
+    except OSError:
+        return cursor
+    if (cursor.inode is not None and cursor.inode != stat.st_ino) or stat.st_size < (cursor.offset or 0):
+        return Cursor(str(path))
+    return cursor
+
+
+def save(cursor: Cursor) -> None:
+    from dualtrace.memfs.atomic import atomic_write_text
+
+    target = _file(Path(cursor.path))
+    atomic_write_text(target, json.dumps(asdict(cursor), indent=1) + "\n")
+
+
+def inode_of(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

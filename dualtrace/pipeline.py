@@ -1,0 +1,222 @@
+"""encode_session: read -> redact -> digest -> gates -> backend -> validate -> apply -> commit.
+
+One call encodes what is new in one transcript (from its cursor) into one memory
+directory, as at most one commit, and returns a report. The memory directory's
+lock is held from the backend call to the commit, so two encoders never
+interleave on one store; the cursor advances only after the commit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import date as _date
+from pathlib import Path
+from typing import Any
+
+from dualtrace import config, cursors
+from dualtrace.config import Settings
+from dualtrace.errors import BackendError, DualtraceError
+
+
+@dataclass
+class EncodeReport:
+    transcript: str
+    memory_dir: str
+    session_id: str | None = None
+    host: str | None = None
+    backend: str | None = None
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    commit: str | None = None
+    skipped: str | None = None
+    gates: dict[str, Any] = field(default_factory=dict)
+    digest: dict[str, Any] = field(default_factory=dict)
+    redactions: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    cursor: tuple[int, int] = (0, 0)
+    dry_run: bool = False
+    diff: str | None = None
+    message: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def stored(self) -> int:
+        return sum(1 for op in self.operations if op["action"] in ("store",))
+
+    @property
+    def updated(self) -> int:
+        return sum(1 for op in self.operations if op["action"] in ("update", "upgrade", "bullet"))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cursor"] = list(self.cursor)
+        return data
+
+
+def _grounding_text(session, digest) -> str:
+    parts: list[str] = [digest.text]
+    for e in session.events:
+        parts.extend(v for v in (e.text, e.path, e.command, e.result, e.detail) if v)
+        if e.exit_code is not None:
+            parts.append(f"exited {e.exit_code}")
+    for v in (session.session_id, session.git_branch, session.started, session.ended):
+        if v:
+            parts.append(v)
+    return "\n".join(parts)
+
+
+def encode_session(
+    transcript: str | Path,
+    *,
+    memory_dir: str | Path | None = None,
+    backend: str = "auto",
+    settings: Settings | None = None,
+    host: str | None = None,
+    last_assistant_message: str | None = None,
+    dry_run: bool = False,
+    budget: int | None = None,
+) -> EncodeReport:
+    from dualtrace.encoder import gates as gates_mod
+    from dualtrace.encoder.digest import build_digest
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round((now - since) * 1000, 2)
+        return now
+
+    path = Path(transcript).expanduser().resolve()
+    if settings is None:
+        settings = config.load_settings(config.project_root())
+    if memory_dir is None:
+        memory_dir = config.resolve_memory_dir(None, settings=settings)
+    memory_dir = Path(memory_dir).expanduser().resolve()
+    report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
+
+    cursor = cursors.load(path)
+    t = time.perf_counter()
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
+                              last_assistant_message=last_assistant_message)
+    t = lap("read", t)
+    report.session_id = session.session_id
+    report.host = session.host
+    report.cursor = (cursor.offset or 0, session.cursor)
+
+    def advance() -> None:
+        if not dry_run:
+            cursors.save(cursors.Cursor(str(path), session.cursor, cursors.inode_of(path),
+                                        session.session_id, str(memory_dir)))
+
+    if session.cwd:
+        try:
+            cwd = Path(session.cwd).resolve()
+            if cwd == memory_dir or memory_dir in cwd.parents:
+                report.skipped = "the session ran inside the memory directory itself"
+                advance()
+                return _done(report, started, timings)
+        except OSError:
+            pass
+    if not session.events:
+        report.skipped = "nothing new in the transcript since the last encode"
+        advance()
+        return _done(report, started, timings)
+
+    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    report.redactions = dict(counts)
+    t = lap("redact", t)
+    digest = build_digest(redacted, budget or settings.digest_budget)
+    report.digest = _plain(digest.stats)
+    t = lap("digest", t)
+    verdict = gates_mod.evaluate(redacted)
+    report.gates = _plain(verdict)
+    t = lap("gates", t)
+    if verdict.skip_backend:
+        report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+        advance()
+        return _done(report, started, timings)
+
+    from dualtrace.encoder.backends import EncodeRequest, get_backend
+    from dualtrace.encoder.context import relevant_memories
+    from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
+    from dualtrace.memfs.store import MemoryStore
+
+    store = MemoryStore(
+        memory_dir,
+        author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root(session.cwd) if session.cwd
+                                    and Path(session.cwd).is_dir() else config.project_root()),
+    )
+    engine = get_backend(backend, settings)
+    day = redacted.date or _date.today().isoformat()
+    grounding = Grounding(_grounding_text(redacted, digest), day,
+                          frozenset(getattr(digest, "artifacts", ()) or ()))
+    try:
+        with store.lock():
+            t = time.perf_counter()
+
+            def run(engine):
+                ctx = Context(redacted.session_id, engine.name, day, grounding, store.project)
+                builder = PlanBuilder(store, ctx)
+                request = EncodeRequest(redacted, digest, verdict,
+                                        relevant_memories(store, digest.text), settings, ctx)
+                usage = engine.encode(request, builder)
+                return builder, usage
+
+            try:
+                builder, usage = run(engine)
+            except BackendError as exc:
+                if settings.fallback != "offline" or engine.name == "offline":
+                    raise
+                report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
+                engine = get_backend("offline", settings)
+                builder, usage = run(engine)
+            report.backend = engine.name
+            report.usage = usage.to_dict()
+            report.operations = [o.to_dict() for o in builder.outcomes]
+            report.message = builder.message()
+            t = lap("backend", t)
+            if dry_run:
+                report.diff = builder.diff()
+            else:
+                report.commit = builder.apply()
+            lap("apply", t)
+    finally:
+        store.close()
+    if not report.commit and not dry_run and not report.skipped:
+        report.skipped = "nothing worth storing"
+    advance()
+    return _done(report, started, timings)
+
+
+def _done(report: EncodeReport, started: float, timings: dict[str, float]) -> EncodeReport:
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    report.timings_ms = timings
+    return report
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A JSON-friendly dict of a stats/verdict object (dataclass, dict or attributes)."""
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        data = dict(obj)
+    elif hasattr(obj, "__dataclass_fields__"):
+        data = {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+    else:
+        data = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, (set, frozenset, tuple)):
+            value = list(value)
+        if hasattr(value, "most_common"):
+            value = dict(value)
+        out[key] = value
+    return out
+
+
+__all__ = ["EncodeReport", "encode_session", "DualtraceError"]

@@ -1,0 +1,561 @@
+"""The offline encoder: deterministic, no network, no API key.
+
+It reads the redacted session, segments it into candidate events from linguistic
+cues (decision, convention, preference, incident, pattern and learning phrases)
+and structural ones (an error followed by a fix and a passing test), scores the
+four evidence dimensions from documented features (``score_candidate``), and
+proposes Store/Update operations to the validator. Everything it writes is the
+session's own words and artifacts: it quotes statements instead of paraphrasing,
+and builds moments only from files, commands, errors, commits, the branch and
+timestamps that the session contains. It is less eloquent than a model, and must
+never be wrong about what happened.
+
+Scoring features (each dimension 0-3):
+
+* durability: architectural subjects (storage, database, logging, auth, API,
+  schema, framework, pipeline, deployment...) 3; other decisions/conventions 2;
+  incidents, patterns, learning 2; preferences 2; "for now"/"temporary" -1.
+* scope: system-wide words ("all", "every", "across", "system", "pipeline",
+  storage/logging subjects) 3; a service/API/middleware/endpoint boundary 2;
+  one file or module 1.
+* rationale: 0 no why; 1 implicit (a hedge or a consequence); 2 an explicit why
+  ("because", "the reason", "main driver", "root cause"); 3 a why plus
+  alternatives or tradeoffs ("instead of", "looked at", "considered",
+  "tradeoff", "worst of both worlds").
+* retrieval: incidents that are intermittent, environment-specific or carry an
+  error code 3, else 2; decisions 2 (+1 with an explicit why and wide scope);
+  conventions 2; patterns 2; learning 2; preferences 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dualtrace.config import Settings
+from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.matching import STOPWORDS, tokens
+from dualtrace.encoder.plan import (
+    MomentDraft,
+    PlanBuilder,
+    Rejected,
+    Skip,
+    Store,
+    Update,
+)
+from dualtrace.errors import PathError
+from dualtrace.memfs.anchors import make_anchor
+from dualtrace.memfs.formats import Fact, Scores
+
+_I = re.I
+LEAD = {
+    "preference": re.compile(
+        r"(?:^|[.!?]\s+)(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
+        r"|i don'?t like\b|my preference\b|i'?d rather\b|please (?:always|never|don'?t)\b)", _I),
+    "convention": re.compile(
+        r"\b(?:from now on|going forward|the rule is|our convention|by convention|as a rule"
+        r"|we always|we never|always use|never use|must always|should always|must never"
+        r"|every (?:new )?[\w-]+ (?:must|should)|(?:team|project) (?:rule|standard))\b", _I),
+    "decision": re.compile(
+        r"\b(?:we(?:'re| are)? (?:switching|moving|migrating|going) (?:to|from|over)"
+        r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
+        r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
+        r"|going with|settled on|opted (?:for|to)|we chose|standardi[sz]e on|replac(?:e|ing) \S+ with"
+        r"|switch(?:ing|ed)? (?:from \S+ )?to|we(?:'re| are) (?:dropping|adopting))\b", _I),
+    "incident": re.compile(
+        r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
+        r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
+        r"|intermittent(?:ly)?|is back|root cause|stack ?trace|segfault|[45]\d\ds?)\b", _I),
+    "learning": re.compile(
+        r"\b(?:til|today i learned|i learned|learned that|turns out|didn'?t know|now i (?:understand|know|get)"
+        r"|i realized|lesson learned|the lesson)\b", _I),
+    "pattern": re.compile(
+        r"\b(?:keep (?:making|forgetting|doing|hitting|running into|breaking)|every time|recurring"
+        r"|(?:second|third|fourth) time|keeps happening|same mistake|again and again|i always forget)\b", _I),
+}
+RATIONALE = re.compile(
+    r"\b(?:because|the reason|main driver|driver (?:was|is)|since|due to|so that|in order to"
+    r"|that'?s why|motivation|root cause|the problem (?:was|is)|couldn'?t|can'?t|caused by)\b", _I)
+ALTERNATIVE = re.compile(
+    r"\b(?:instead of|rather than|looked at|considered|alternatives?|we could have|options?"
+    r"|trade-?offs?|worst of both|pros and cons|versus|but that|over keeping|compared to)\b", _I)
+HEDGE = re.compile(r"\b(?:looks like|seems|maybe|might|probably|i think|suspect|not sure"
+                   r"|hypothesis|possibly|could be)\b", _I)
+CONFIRM = re.compile(r"\b(?:confirmed|verified|root cause (?:is|was)|proved|reproduced|definitely"
+                     r"|turned out)\b", _I)
+RESOLVED = re.compile(r"\b(?:fixed|resolved|now pass(?:es)?|all tests pass|works now|fix (?:is|was) in)\b", _I)
+RECUR = re.compile(r"\b(?:is back|came back|(?:happen\w*|fail\w*|broke\w*) again|recurr\w*|same (?:issue|bug|error|problem)"
+                   r"|another instance|resurfaced|again)\b", _I)
+TRANSIENT = re.compile(r"\b(?:for now|temporar\w*|quick hack|just this once|for today|workaround)\b", _I)
+ARCHITECTURE = re.compile(
+    r"\b(?:architecture|storage|database|postgres\w*|redis|mysql|sqlite|mongo\w*|logging|logs?|auth\w*"
+    r"|api|schema|framework|pipeline|deploy\w*|infrastructure|queue|cache|caching|protocol"
+    r"|migration|session storage|monitoring|observability|datadog|kafka|graphql|rest|grpc)\b", _I)
+SYSTEM_WIDE = re.compile(
+    r"\b(?:all|every|across|system|everywhere|whole|entire|pipeline|storage|logging|org|company"
+    r"|services|codebase|project-wide)\b", _I)
+BOUNDARY = re.compile(r"\b(?:service|api|middleware|endpoint|boundary|client|server|module|interface"
+                      r"|contract|layer|integration)\b", _I)
+ENVIRONMENT = re.compile(r"\b(?:intermittent\w*|staging|production|prod|ci|only on|locally"
+                         r"|[45]\d\ds?|\w+(?:Error|Exception))\b", _I)
+TEST_CMD = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|npm (?:run )?test|yarn test|pnpm test"
+                      r"|go test|cargo test|jest|vitest|mocha|rspec|phpunit|mvn test|gradle test"
+                      r"|make test|ctest)\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z0-9])|\n+")
+_CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
+_IDENT = re.compile(r"`([^`\n]{2,80})`")
+_FILE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w{1,5}\b|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|go|rs|rb|java|sql|yml|yaml|json|toml|md|sh)\b")
+PRIORITY = ("preference", "convention", "decision", "incident", "learning", "pattern")
+_SUBJECT_AFTER = re.compile(
+    r"\b(?:switching to|switch to|moving to|migrating to|move to|go with|going with|use|using|adopt"
+    r"|standardi[sz]e on|settled on|opted for|decided to|replace \S+ with|from now on,?|always|never)\s+(.+)", _I)
+_SUBJECT_STOP = re.compile(r"\b(?:instead of|rather than|because|since|so that|but|and then|for)\b|[,.;:(—–]| -- ", _I)
+_VERBISH = re.compile(r"\b(?:is|are|was|were|keeps?|throws?|throwing|fails?|failing|returns?|crash\w*"
+                      r"|breaks?|hangs?|times out|started|stopped)\b", _I)
+_CAUSE_WORDS = ("race", "timeout", "deadlock", "leak", "overflow", "null", "expired", "idempotent",
+                "retry", "cache", "encoding", "permission", "deadline", "duplicate", "oom")
+GENERIC = STOPWORDS | {
+    "issue", "problem", "thing", "stuff", "something", "like", "think", "looks", "seems", "really",
+    "going", "want", "need", "let", "lets", "okay", "ok", "yes", "please", "actually", "back",
+    "different", "time", "way", "also", "still", "bit", "lot", "sure", "good", "bad", "well",
+    "switching", "decided", "decide", "moving", "instead", "keep", "keeping", "always", "never",
+    "from", "now", "on", "forward", "rule", "throwing", "intermittently", "passes",
+    "fails", "locally", "staging", "condition", "use", "using",
+}
+
+
+@dataclass
+class Candidate:
+    type: str
+    lead: list[str]
+    support: list[str] = field(default_factory=list)
+    event_index: int = 0
+    ts: str | None = None
+    role: str = "user"
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.lead + self.support)
+
+
+def sentences(text: str) -> list[str]:
+    text = _CODE_BLOCK.sub(" ", text)
+    out = []
+    for part in _SENTENCE.split(text):
+        part = " ".join(part.split())
+        if len(part) >= 3:
+            out.append(part)
+    return out
+
+
+def lead_type(sentence: str) -> str | None:
+    for kind in PRIORITY:
+        if LEAD[kind].search(sentence):
+            if kind == "preference" and not re.match(r"^(?:i\b|my\b|please\b|personally\b)", sentence, _I):
+                continue
+            return kind
+    return None
+
+
+def segment(session) -> list[Candidate]:
+    """Candidate events from the user's messages, with support from the assistant."""
+    candidates: list[Candidate] = []
+    for index, event in enumerate(session.events):
+        if event.agent is not None:
+            continue
+        if event.kind == "user":
+            current: Candidate | None = None
+            for sentence in sentences(event.text):
+                kind = lead_type(sentence)
+                supports = bool(RATIONALE.search(sentence) or ALTERNATIVE.search(sentence)
+                                or CONFIRM.search(sentence))
+                if current is not None and (kind is None or kind == current.type or
+                                            (supports and kind not in ("preference", "convention"))):
+                    (current.lead if kind == current.type and not supports else current.support).append(sentence)
+                elif kind is not None:
+                    current = Candidate(kind, [sentence], event_index=index, ts=event.ts)
+                    candidates.append(current)
+        elif event.kind == "assistant" and candidates and event.detail != "thinking":
+            last = candidates[-1]
+            if index - last.event_index > 3 or len(last.support) >= 6:
+                continue
+            for sentence in sentences(event.text)[:12]:
+                if (CONFIRM.search(sentence) or RATIONALE.search(sentence)) and len(sentence) < 400:
+                    last.support.append(sentence)
+                    break
+    return candidates
+
+
+def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """An error -> fix -> passing test arc becomes a resolved incident candidate."""
+    if any(c.type == "incident" for c in covered):
+        return []
+    events = session.events
+    for i, event in enumerate(events):
+        failing = event.kind == "error" or (event.kind == "command" and event.exit_code not in (None, 0))
+        if not failing or event.agent is not None:
+            continue
+        error_line = first_line(event.result or event.text or "")
+        if not error_line:
+            continue
+        edited = any(e.kind == "edit" for e in events[i + 1:])
+        passed = next((e for e in events[i + 1:] if e.kind == "command" and e.exit_code == 0
+                       and TEST_CMD.search(e.command or "")), None)
+        if edited and passed is not None:
+            cand = Candidate("incident", [f"Error: {error_line}"], event_index=i, ts=event.ts,
+                             role="tool")
+            cand.support.append(f"Fixed; `{passed.command}` then passed")
+            return [cand]
+    return []
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line and not line.startswith("[..."):
+            return line[:200]
+    return ""
+
+
+# ----------------------------------------------------------------- scoring
+
+
+def score_candidate(c: Candidate) -> Scores:
+    text = c.text
+    lead = " ".join(c.lead)
+    has_why = bool(RATIONALE.search(text))
+    has_alt = bool(ALTERNATIVE.search(text))
+    rationale = 3 if has_why and has_alt else 2 if has_why or (has_alt and c.type == "decision") else (
+        1 if HEDGE.search(text) or len(c.support) > 0 else 0)
+    arch = bool(ARCHITECTURE.search(text))
+    if c.type in ("decision", "convention"):
+        durability = 3 if arch else 2
+    elif c.type == "preference":
+        durability = 2
+    else:
+        durability = 2
+    if TRANSIENT.search(lead):
+        durability = max(durability - 1, 0)
+    if c.type == "preference":
+        scope = 1
+    elif SYSTEM_WIDE.search(text) and (arch or c.type == "convention"):
+        scope = 3
+    elif BOUNDARY.search(text) or arch:
+        scope = 2
+    else:
+        scope = 1
+    if c.type == "incident":
+        retrieval = 3 if ENVIRONMENT.search(text) else 2
+    elif c.type == "decision":
+        retrieval = 3 if has_why and scope >= 2 else 2
+    elif c.type == "preference":
+        retrieval = 1
+    else:
+        retrieval = 2
+    if c.type == "preference":
+        # A plain preference is native memory (a bullet); only an explained one goes further.
+        if rationale < 2:
+            rationale = 0
+        else:
+            retrieval = 2
+    return Scores(durability, scope, rationale, retrieval)
+
+
+def bump_to(scores: Scores, minimum: int) -> Scores:
+    """Raise retrieval then rationale until the total reaches a gate's minimum tier."""
+    values = scores.as_dict()
+    for key in ("retrieval", "durability", "scope", "rationale"):
+        while sum(values.values()) < minimum and values[key] < 3:
+            values[key] += 1
+    return Scores(**values)
+
+
+# ----------------------------------------------------------------- subjects and anchors
+
+
+def _clean_words(text: str) -> list[str]:
+    words = re.findall(r"[A-Za-z0-9][A-Za-z0-9_.+#-]*", text)
+    out = []
+    for w in words:
+        lw = w.lower().rstrip(".-")
+        if re.fullmatch(r"\d{3}s", lw):
+            lw = lw[:-1]
+        if lw in GENERIC or len(lw) < 2:
+            continue
+        out.append(lw)
+    return out
+
+
+def subject_of(c: Candidate) -> str:
+    lead = c.lead[0]
+    if c.type in ("decision", "convention"):
+        match = _SUBJECT_AFTER.search(lead)
+        if match:
+            phrase = _SUBJECT_STOP.split(match.group(1))[0]
+            words = _clean_words(phrase)
+            if words:
+                return " ".join(words[:6])
+    if c.type == "incident":
+        verb = _VERBISH.search(lead)
+        head = lead[: verb.start()] if verb else lead
+        words = _clean_words(head)[:3]
+        codes = [w.rstrip("s") for w in re.findall(r"\b[45]\d\ds?\b", c.text)][:1]
+        errors = re.findall(r"\b[A-Z]\w*(?:Error|Exception)\b", c.text)[:1]
+        cause = [w for w in _CAUSE_WORDS if re.search(rf"\b{w}", c.text, _I)][:1]
+        parts = words + [x for x in codes + [e.lower() for e in errors] + cause if x not in words]
+        if parts:
+            return " ".join(parts[:5])
+    words = _clean_words(lead)
+    return " ".join(words[:5]) or c.type
+
+
+def one_line(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+# ----------------------------------------------------------------- the backend
+
+
+@dataclass
+class SessionFacts:
+    """The concrete artifacts of a session, for moments (all taken from the session)."""
+
+    session_id: str | None
+    date: str
+    branch: str | None
+    files: list[str]
+    commands: list[tuple[str, int | None]]
+    errors: list[str]
+    commits: list[tuple[str | None, str]]
+    idents: list[str]
+
+    @classmethod
+    def of(cls, session, date: str) -> SessionFacts:
+        files: list[str] = []
+        commands: list[tuple[str, int | None]] = []
+        errors: list[str] = []
+        commits: list[tuple[str | None, str]] = []
+        idents: list[str] = []
+        prefix = (session.cwd or "").rstrip("/") + "/"
+        for e in session.events:
+            if e.kind == "edit" and e.path:
+                # Project-relative paths read better; both forms are in the session text.
+                rel = e.path[len(prefix):] if prefix != "/" and e.path.startswith(prefix) else e.path
+                if rel not in files:
+                    files.append(rel)
+            elif e.kind == "command" and e.command:
+                commands.append((first_line(e.command), e.exit_code))
+            elif e.kind == "error":
+                line = first_line(e.result or e.text or "")
+                if line:
+                    errors.append(line)
+            elif e.kind == "commit":
+                commits.append((e.detail if e.detail and re.fullmatch(r"[0-9a-f]{7,40}", e.detail)
+                                else None, first_line(e.text)))
+            if e.kind in ("user", "assistant"):
+                for ident in _IDENT.findall(e.text):
+                    if ident not in idents and len(idents) < 40:
+                        idents.append(ident)
+                for path in _FILE.findall(e.text):
+                    if path not in idents and len(idents) < 40:
+                        idents.append(path)
+        return cls(session.session_id, date, session.git_branch, files, commands, errors,
+                   commits, idents)
+
+
+class OfflineBackend:
+    name = "offline"
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings
+
+    def encode(self, request: EncodeRequest, builder: PlanBuilder) -> Usage:
+        session = request.session
+        usage = Usage(model="offline")
+        date = request.ctx.date
+        facts = SessionFacts.of(session, date)
+        candidates = segment(session)
+        candidates += structural_incidents(session, candidates)
+        min_tier = getattr(request.gates, "min_tier", None)
+        proposals = []
+        for cand in candidates:
+            scores = score_candidate(cand)
+            proposals.append((cand, scores))
+        if min_tier and proposals:
+            floor = 8 if min_tier == "FULL" else 5
+            best = max(range(len(proposals)), key=lambda i: proposals[i][1].total)
+            cand, scores = proposals[best]
+            if cand.type not in ("preference",) and scores.total < floor:
+                proposals[best] = (cand, bump_to(scores, floor))
+                usage.notes.append(f"gate minimum {min_tier} applied to {cand.type} candidate")
+        for cand, scores in proposals:
+            for op in self.operations(cand, scores, facts, builder):
+                try:
+                    builder.add(op)
+                except (Rejected, PathError) as exc:
+                    usage.notes.append(f"rejected {type(op).__name__.lower()}: {exc}")
+                    if isinstance(op, Store) and op.moment is not None:
+                        # A moment the validator refuses: keep the fact (State B, honest).
+                        try:
+                            builder.add(Store(**{**op.__dict__, "moment": None}))
+                        except (Rejected, PathError) as again:
+                            usage.notes.append(f"rejected fact-only store: {again}")
+        if not proposals:
+            builder.add(Skip("no decision, incident, convention, preference, pattern or "
+                             "learning cues in the session"))
+        return usage
+
+    # ------------------------------------------------------------- operations
+
+    def operations(self, cand: Candidate, scores: Scores, facts: SessionFacts,
+                   builder: PlanBuilder) -> list:
+        subject = subject_of(cand)
+        description = self.describe(cand)
+        confidence = self.confidence(cand)
+        status = None
+        if cand.type == "incident":
+            status = "resolved" if RESOLVED.search(cand.text) else (
+                "root-cause-confirmed" if CONFIRM.search(cand.text) else "investigating")
+        moment = self.moment(cand, subject, facts)
+        existing = self.recurrence(cand, builder)
+        if existing is not None:
+            body = self.body(cand, facts, update=True)
+            verb = "recurred" if cand.type == "incident" else "seen again"
+            return [Update(
+                target=existing.path,
+                reason="recurred" if cand.type == "incident" else "seen again",
+                body=body,
+                description=description,
+                confidence=confidence,
+                status=status,
+                what=f"{verb}: {one_line(subject, 80)}",
+                marker=moment.marker if moment else facts.date,
+                moment=moment,
+                scores=scores,
+            )]
+        body = self.body(cand, facts)
+        try:
+            anchor = make_anchor(subject)
+        except PathError:
+            return [Skip(f"no usable subject for {cand.type}")]
+        return [Store(
+            type=cand.type,
+            anchor=anchor,
+            description=description,
+            body=body,
+            scores=scores,
+            confidence=confidence,
+            status=status,
+            moment=moment,
+            bullet=one_line(" ".join(cand.lead), 300) if cand.type in ("convention", "preference") else None,
+        )]
+
+    @staticmethod
+    def confidence(cand: Candidate) -> str:
+        if cand.type == "incident":
+            if CONFIRM.search(cand.text) or RESOLVED.search(cand.text):
+                return "HIGH"
+            return "MEDIUM"
+        if HEDGE.search(" ".join(cand.lead)):
+            return "MEDIUM"
+        return "HIGH"
+
+    @staticmethod
+    def describe(cand: Candidate) -> str:
+        parts = list(cand.lead[:2])
+        confirm = next((s for s in cand.support if CONFIRM.search(s)), None)
+        if confirm and confirm not in parts:
+            parts.append(confirm)
+        return one_line(" ".join(parts), 240)
+
+    @staticmethod
+    def body(cand: Candidate, facts: SessionFacts, *, update: bool = False) -> str:
+        who = "The user" if cand.role == "user" else "The session"
+        where = f"session {facts.session_id[:8]}, {facts.date}" if facts.session_id else facts.date
+        lead = " ".join(cand.lead)
+        lines = [lead if update else f"{who} stated ({where}): {lead}"]
+        why = [s for s in cand.support if RATIONALE.search(s) or CONFIRM.search(s)]
+        alts = [s for s in cand.support if ALTERNATIVE.search(s) and s not in why]
+        rest = [s for s in cand.support if s not in why and s not in alts]
+        labels = {
+            "decision": ("Rationale", "Alternatives and tradeoffs"),
+            "incident": ("Root cause / evidence", "Other leads"),
+        }.get(cand.type, ("Why", "Alternatives"))
+        if why:
+            lines.append(f"{labels[0]}: " + " ".join(why))
+        if alts:
+            lines.append(f"{labels[1]}: " + " ".join(alts))
+        if rest:
+            lines.append("Context: " + " ".join(rest[:3]))
+        if facts.files:
+            lines.append("Files changed in the session: " + ", ".join(f"`{f}`" for f in facts.files[:6]))
+        if facts.commits:
+            sha, msg = facts.commits[-1]
+            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{msg}".rstrip())
+        return "\n\n".join(lines)
+
+    @staticmethod
+    def recurrence(cand: Candidate, builder: PlanBuilder) -> Fact | None:
+        """The stored memory this candidate revisits (same incident recurring, pattern again)."""
+        if cand.type not in ("incident", "pattern", "decision", "learning"):
+            return None
+        recurring = bool(RECUR.search(cand.text)) or cand.type == "pattern"
+        mine = {t for t in tokens(cand.text) if t not in GENERIC}
+        distinctive = {t for t in mine if re.search(r"\d", t) or len(t) >= 6}
+        best, best_score = None, 0.0
+        for fact in builder.facts():
+            if fact.type != cand.type or fact.superseded_by:
+                continue
+            theirs = tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
+            shared = mine & theirs
+            strong = distinctive & theirs
+            score = len(shared) / max(min(len(mine), len(theirs)), 1)
+            if recurring and strong and (len(strong) >= 1 and score >= 0.15):
+                score += 0.5
+            if score > best_score:
+                best, best_score = fact, score
+        threshold = 0.6 if recurring else 0.75
+        return best if best is not None and best_score >= threshold else None
+
+    @staticmethod
+    def moment(cand: Candidate, subject: str, facts: SessionFacts) -> MomentDraft | None:
+        """A moment made only of the session's contents; None when it has no artifact."""
+        artifacts: list[str] = []
+        if facts.files:
+            artifacts.append("the work touched " + ", ".join(f"`{f}`" for f in facts.files[:3]))
+        mentioned = [i for i in facts.idents if i.lower() in cand.text.lower()][:3]
+        if mentioned:
+            artifacts.append("it mentions " + ", ".join(f"`{m}`" for m in mentioned))
+        runs = [c for c in facts.commands if c[1] is not None][-2:]
+        if runs:
+            artifacts.append("; ".join(f"`{one_line(cmd, 80)}` exited {code}" for cmd, code in runs))
+        if facts.errors:
+            artifacts.append(f"the session hit \"{one_line(facts.errors[0], 120)}\"")
+        if facts.commits:
+            sha, msg = facts.commits[-1]
+            artifacts.append(f"commit {sha[:10] + ' ' if sha else ''}\"{one_line(msg, 80)}\"")
+        if not artifacts:
+            return None
+        where = f" on branch `{facts.branch}`" if facts.branch else ""
+        sid = f"session {facts.session_id[:8]}" if facts.session_id else "a session"
+        who = "the user" if cand.role == "user" else "the session"
+        narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(cand.lead[0], 300)}\""
+                     + (f" Then: \"{one_line(cand.support[0], 240)}\"" if cand.support else "")
+                     + " Concretely, " + "; ".join(artifacts) + ".")
+        verbs = {"decision": "decided", "incident": "reported", "convention": "set convention",
+                 "preference": "stated preference", "pattern": "noticed again", "learning": "learned"}
+        what = f"{verbs[cand.type]}: {one_line(subject, 80)}"
+        sha = facts.commits[-1][0] if facts.commits else None
+        marker = f"commit {sha[:10]}" if sha else facts.date
+        prior = ""
+        alt = next((s for s in cand.support if ALTERNATIVE.search(s)), None)
+        if alt:
+            prior = one_line(alt, 200)
+        after = ""
+        if facts.commits:
+            after = f"Committed: \"{one_line(facts.commits[-1][1], 120)}\""
+        elif runs and runs[-1][1] == 0:
+            after = f"`{one_line(runs[-1][0], 80)}` exited 0"
+        return MomentDraft(narrative=narrative, what=what, marker=marker, prior=prior, after=after)
