@@ -122,7 +122,9 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
             if event == "post-tool-use":
                 return None
         else:
-            info["transcript"] = letta.resolve_transcript(state, payload)
+            info["transcript"], adopted = letta.resolve_transcript(state, payload)
+            if adopted:  # the agent-keyed job's lines now live in this conversation's file
+                queue.remove(state, queue.job_id("letta", adopted))
     elif host == "codex":
         from dualtrace.hooks import codex_hooks
 

@@ -217,6 +217,19 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
     return job
 
 
+def remove(state: str, jid: str) -> bool:
+    """Drop a job that is not running (its work moved elsewhere)."""
+    path = job_path(state, jid)
+    if not os.path.exists(path):
+        return False
+    with queue_lock(state):
+        job = read_json(path)
+        if job is None or job.get("status") == RUNNING:
+            return False
+        os.unlink(path)
+    return True
+
+
 def list_jobs(state: str) -> list[dict]:
     """Every job file, oldest first; corrupt files come back as ``{"_corrupt": path}``."""
     qdir = queue_dir(state)

@@ -39,18 +39,24 @@ def transcript_path(state: str, key: str) -> str:
     return os.path.join(state, DIR, (safe.strip(".") or "letta") + ".jsonl")
 
 
-def resolve_transcript(state: str, payload: dict) -> str:
-    """The conversation's file; adopts the agent-keyed file Stop wrote before the id was known."""
-    path = transcript_path(state, conversation_key(payload))
+def resolve_transcript(state: str, payload: dict) -> tuple[str, str | None]:
+    """The conversation's file, and the key it was adopted from (else None).
+
+    Stop payloads carry no conversation id, so their lines go to an agent-keyed file;
+    the first payload that names the conversation renames that file to it.
+    """
+    key = conversation_key(payload)
+    path = transcript_path(state, key)
     agent = agent_id(payload)
-    if agent and not os.path.exists(path):
+    if agent and agent != key and not os.path.exists(path):
         fallback = transcript_path(state, agent)
-        if fallback != path and os.path.exists(fallback):
+        if os.path.exists(fallback):
             try:
                 os.replace(fallback, path)
             except OSError:
-                return fallback
-    return path
+                return fallback, None
+            return path, agent
+    return path, None
 
 
 def records(payload: dict, event: str) -> list[dict]:
@@ -75,7 +81,7 @@ def records(payload: dict, event: str) -> list[dict]:
 
 def append(state: str, payload: dict, event: str) -> str:
     """Append this payload's lines to the conversation transcript; return its path."""
-    path = resolve_transcript(state, payload)
+    path, _ = resolve_transcript(state, payload)
     lines = records(payload, event)
     if lines:
         os.makedirs(os.path.dirname(path), exist_ok=True)

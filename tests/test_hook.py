@@ -1,0 +1,259 @@
+"""The hook fast path as the hosts run it: a real process, stdin JSON, exit 0, silence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_hook_util import (  # noqa: F401 - hook_env is a fixture
+    PY,
+    claude_payload,
+    hook_env,
+    run_hook,
+    runs,
+    stop_worker,
+    wait_drained,
+)
+
+from dualtrace import config, queue
+
+BUDGET = 5.0  # seconds; the hosts' timeouts are 5-10 s, a healthy hook takes ~0.05 s
+
+
+def _transcript(tmp_path: Path, session: str = "s1") -> Path:
+    path = tmp_path / "proj" / f"{session}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"type":"user","message":{"role":"user","content":"hi"}}\n')
+    return path
+
+
+def _log(state: Path) -> str:
+    path = state / "logs" / "hook.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_stop_queues_a_debounced_job_silently(hook_env, state_dir, tmp_path):
+    transcript = _transcript(tmp_path)
+    payload = claude_payload("Stop", "s1", transcript, str(tmp_path), stop_hook_active=False,
+                             last_assistant_message="done")
+    proc = run_hook("stop", payload, env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    jobs = queue.list_jobs(str(state_dir))
+    assert len(jobs) == 1
+    job = jobs[0]
+    assert job["session_id"] == "s1" and job["host"] == "claude-code"
+    assert job["transcript"] == str(transcript) and job["immediate"] is False
+    assert job["last_assistant_message"] == "done" and job["events"] == {"stop": 1}
+    # A second Stop refreshes the same job (one file per session), not a second job.
+    run_hook("stop", payload, env=hook_env)
+    jobs = queue.list_jobs(str(state_dir))
+    assert len(jobs) == 1 and jobs[0]["rev"] == 2 and jobs[0]["events"] == {"stop": 2}
+
+
+@pytest.mark.parametrize("var", ["DUALTRACE_CHILD", "DUALTRACE_DISABLE"])
+def test_child_and_disable_queue_nothing(hook_env, state_dir, tmp_path, var):
+    env = dict(hook_env, **{var: "1"})
+    transcript = _transcript(tmp_path)
+    for event in ("stop", "session-end", "session-start"):
+        proc = run_hook(event, claude_payload("Stop", "s1", transcript, str(tmp_path)), env=env)
+        assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    assert not (state_dir / "queue").exists() or queue.list_jobs(str(state_dir)) == []
+    assert not (state_dir / "worker.lock").exists()
+
+
+def test_project_disabled_in_dualtrace_toml(hook_env, state_dir, tmp_path):
+    project = tmp_path / "proj"
+    transcript = _transcript(tmp_path)
+    (project / "dualtrace.toml").write_text("enabled = false\n")
+    proc = run_hook("session-end", claude_payload("SessionEnd", "s1", transcript, str(project)),
+                    env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert queue.list_jobs(str(state_dir)) == []
+
+
+@pytest.mark.parametrize("payload", [
+    {"agent_id": "a1", "agent_type": "Explore"},
+    {"hook_event_name": "SubagentStop"},
+])
+def test_subagent_events_are_ignored(hook_env, state_dir, tmp_path, payload):
+    transcript = _transcript(tmp_path)
+    body = claude_payload("Stop", "s1", transcript, str(tmp_path))
+    body.update(payload)
+    proc = run_hook("stop", body, env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert queue.list_jobs(str(state_dir)) == []
+
+
+def _bom_payload(tmp_path: Path) -> bytes:
+    return b"\xef\xbb\xbf" + json.dumps(claude_payload(
+        "Stop", "bom", _transcript(tmp_path, "bom"), str(tmp_path))).encode()
+
+
+@pytest.mark.parametrize("name,body,error", [
+    ("garbage", b"\x00\xffnot json at all{{{", "not JSON"),
+    ("empty", b"", "empty payload"),
+    ("truncated", b'{"session_id": "s1", "transcript_path": "/x', "not JSON"),
+    ("array", b"[1, 2]", "not an object"),
+    ("huge", b'{"session_id": "' + b"x" * (20 * 1024 * 1024) + b'"}', "larger than"),
+])
+def test_bad_stdin_exits_zero_silently_and_logs(hook_env, state_dir, name, body, error):
+    started = time.monotonic()
+    proc = run_hook("stop", body, env=hook_env)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert elapsed < BUDGET, f"{name}: {elapsed:.2f}s"
+    assert error in _log(state_dir)
+    assert queue.list_jobs(str(state_dir)) == []
+
+
+def test_bom_prefixed_payload_is_accepted(hook_env, state_dir, tmp_path):
+    proc = run_hook("stop", _bom_payload(tmp_path), env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert [j["session_id"] for j in queue.list_jobs(str(state_dir))] == ["bom"]
+
+
+def test_missing_transcript_is_logged_and_still_queued(hook_env, state_dir, tmp_path):
+    missing = tmp_path / "gone.jsonl"
+    proc = run_hook("stop", claude_payload("Stop", "s9", missing, str(tmp_path)), env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert "transcript not found yet" in _log(state_dir)
+    assert [j["session_id"] for j in queue.list_jobs(str(state_dir))] == ["s9"]
+
+
+def test_unwritable_queue_dir_exits_zero_and_logs(hook_env, state_dir, tmp_path):
+    (state_dir / "queue").write_text("a file where the queue directory should be")
+    transcript = _transcript(tmp_path)
+    started = time.monotonic()
+    proc = run_hook("session-end", claude_payload("SessionEnd", "s1", transcript,
+                                                  str(tmp_path)), env=hook_env)
+    assert time.monotonic() - started < BUDGET
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert "session-end:" in _log(state_dir) and "Error" in _log(state_dir)
+
+
+def test_unusable_state_dir_exits_zero_with_stderr_note(hook_env, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    env = dict(hook_env, DUALTRACE_HOME=str(blocker / "state"))
+    proc = run_hook("stop", claude_payload("Stop", "s1", _transcript(tmp_path), str(tmp_path)),
+                    env=env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert b"dualtrace hook:" in proc.stderr
+
+
+def test_stdin_left_open_times_out(hook_env, state_dir):
+    # A host that never closes stdin: the hook gives up after its short timeout.
+    proc = subprocess.Popen([PY, "-m", "dualtrace.hookcmd", "stop"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=hook_env)
+    try:
+        proc.stdin.write(b'{"session_id": ')  # a partial body, then silence
+        proc.stdin.flush()
+        code = proc.wait(timeout=BUDGET)  # stdin stays open while we wait
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    assert code == 0 and out == b""
+    assert "stdin not closed" in _log(state_dir)
+
+
+def test_session_start_sweeps_grown_transcripts(hook_env, state_dir, tmp_path):
+    current = _transcript(tmp_path, "now")
+    grown = _transcript(tmp_path, "killed")  # encoded once, then grew, never ended
+    unseen = _transcript(tmp_path, "old")  # never seen by dualtrace: left alone
+    seen_dir = state_dir / "seen"
+    seen_dir.mkdir(parents=True)
+    jid = queue.job_id("claude-code", "killed")
+    (seen_dir / f"{jid}.json").write_text(json.dumps({"transcript": str(grown), "size": 1}))
+    assert unseen.exists()
+    proc = run_hook("session-start", claude_payload("SessionStart", "now", current,
+                                                    str(tmp_path), source="startup"),
+                    env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    wait_drained(state_dir)
+    assert {r["session"] for r in runs(state_dir)} == {"killed"}
+    assert "sweep" in (state_dir / "logs" / "worker.log").read_text()
+
+
+def test_codex_notify_argument_and_null_transcript(hook_env, state_dir, tmp_path):
+    note = {"type": "agent-turn-complete", "thread-id": "th-1", "turn-id": "t1",
+            "cwd": str(tmp_path), "last-assistant-message": "ok"}
+    proc = run_hook("notify", None, args=(json.dumps(note),), env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    payload = {"session_id": "cx-2", "turn_id": "t9", "transcript_path": None,
+               "cwd": str(tmp_path), "hook_event_name": "Stop", "model": "gpt-5"}
+    proc = run_hook("stop", payload, env=hook_env)
+    assert proc.returncode == 0
+    jobs = {j["session_id"]: j for j in queue.list_jobs(str(state_dir))}
+    assert set(jobs) == {"th-1", "cx-2"}
+    assert all(j["host"] == "codex" for j in jobs.values())
+    assert jobs["th-1"]["last_assistant_message"] == "ok" and jobs["cx-2"]["transcript"] is None
+
+
+def test_letta_payloads_build_a_plain_chat_transcript(hook_env, state_dir, tmp_path):
+    env = dict(hook_env, LETTA_AGENT_ID="agent-7", LETTA_HOOK_EVENT="Stop")
+    stop = {"stop_reason": "end_turn", "message_count": 2, "tool_call_count": 1,
+            "user_message": "Use Postgres for sessions", "assistant_message": "Switched.",
+            "working_directory": str(tmp_path)}
+    tool = {"tool_name": "Bash", "tool_input": {"command": "pytest"}, "tool_result": "3 passed",
+            "working_directory": str(tmp_path)}
+    assert run_hook("post-tool-use", tool, env=env, args=("--host", "letta")).returncode == 0
+    assert run_hook("stop", stop, env=env, args=("--host", "letta")).returncode == 0
+    end = {"agent_id": "agent-7", "conversation_id": "conv-1",
+           "working_directory": str(tmp_path)}
+    proc = run_hook("session-end", end, env=env, args=("--host", "letta"))
+    assert proc.returncode == 0 and proc.stdout == b""
+    transcript = state_dir / "letta" / "conv-1.jsonl"
+    lines = [json.loads(x) for x in transcript.read_text().splitlines()]
+    assert [x["role"] for x in lines] == ["assistant", "user", "assistant"]
+    assert "pytest" in lines[0]["content"] and lines[1]["content"] == "Use Postgres for sessions"
+    wait_drained(state_dir)
+    done = [r for r in runs(state_dir) if r["session"] == "conv-1"]
+    assert done and all(r["host"] == "letta" for r in done)
+    assert done[-1].get("transcript") == str(transcript)
+
+
+def test_fast_path_imports_nothing_heavy(hook_env, tmp_path):
+    transcript = _transcript(tmp_path)
+    body = json.dumps(claude_payload("Stop", "s1", transcript, str(tmp_path))).encode()
+    script = Path(sys.executable).parent / "dualtrace"
+    cmd = [PY, "-X", "importtime", str(script)] if script.is_file() else \
+        [PY, "-X", "importtime", "-m", "dualtrace.hookcmd"]
+    proc = subprocess.run([*cmd, "hook", "stop"], input=body, capture_output=True, env=hook_env)
+    assert proc.returncode == 0
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+               if line.startswith("import time:")}
+    assert "dualtrace.hookcmd" in modules
+    heavy = {"anthropic", "jinja2", "git", "yaml", "click", "dualtrace.pipeline",
+             "dualtrace.config", "dataclasses", "subprocess"}
+    assert not heavy & modules, heavy & modules
+
+
+def test_fast_state_dir_matches_config(monkeypatch, tmp_path):
+    assert queue.fast_state_dir() == str(config.state_dir())
+    monkeypatch.delenv("DUALTRACE_HOME")
+    assert queue.fast_state_dir() == str(config.state_dir())
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "x" / ".." / "y"))
+    assert queue.fast_state_dir() == str(config.state_dir())
+
+
+def test_hook_never_exits_nonzero_on_unknown_event(hook_env, state_dir):
+    proc = run_hook("bogus", b"{}", env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert "unknown hook event" in _log(state_dir)
+
+
+def test_cli_module_route_works(hook_env, state_dir, tmp_path):
+    body = json.dumps(claude_payload("Stop", "m1", _transcript(tmp_path), str(tmp_path)))
+    proc = subprocess.run([PY, "-m", "dualtrace.cli", "hook", "stop"], input=body.encode(),
+                          capture_output=True, env=hook_env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert [j["session_id"] for j in queue.list_jobs(str(state_dir))] == ["m1"]
+    assert os.path.exists(state_dir / "worker.lock")
