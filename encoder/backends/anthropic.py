@@ -1,0 +1,535 @@
+"""The Anthropic tool-use sub-agent: a model reads the digest and proposes memories.
+
+The model only *proposes*: every store/update/skip call goes through the plan
+validator (``PlanBuilder.add``), and a refusal goes back as an ``is_error``
+tool_result with the validator's reason so the model can correct itself. The
+tools cannot delete, rename or write outside the memory directory.
+
+Cost: the system prompt and tool definitions are a cached prefix (``cache_control``
+on the system block), and the conversation carries a moving cache breakpoint on
+the newest user turn, so turn N re-reads turns 1..N-1 from the cache.
+
+Retries (a deliberate choice): the SDK's own retries are off (``max_retries=0``)
+and this module retries 408/409/429/5xx/529 and connection errors itself, with
+exponential backoff and jitter, honouring ``retry-after-ms`` / ``retry-after``,
+and never past the wall-clock budget (``timeout_seconds``). One policy in one
+place, bounded by one deadline - the SDK's retries would not know the deadline.
+
+Bounds: ``max_turns`` requests, ``max_output_tokens`` per request, and the wall
+clock. A model failure (retries exhausted, deadline, auth) raises BackendError
+before anything is written: the builder only holds pending operations, which
+the pipeline applies after ``encode`` returns. Reaching ``max_turns`` is not a
+failure: operations the validator already accepted are kept (each was validated
+on its own), the run report notes the cap.
+
+``anthropic`` is imported only inside the call path (it costs about a second).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from dualtrace.config import Settings, api_key
+from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.backends.pricing import cost_usd
+from dualtrace.errors import BackendError, DualtraceError
+
+if TYPE_CHECKING:
+    from dualtrace.encoder.plan import PlanBuilder
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+SEARCH_LIMIT = 8
+READ_LIMIT = 12000  # characters of one memory file returned to the model
+MAX_INDEX = 40  # memories listed in the user turn
+
+_SCORES_SCHEMA = {
+    "type": "object",
+    "description": "evidence score, each dimension an integer 0-3",
+    "properties": {k: {"type": "integer", "minimum": 0, "maximum": 3}
+                   for k in ("durability", "scope", "rationale", "retrieval")},
+    "required": ["durability", "scope", "rationale", "retrieval"],
+}
+_MOMENT_SCHEMA = {
+    "type": "object",
+    "description": "the scene, for FULL memories only; no invented specifics",
+    "properties": {
+        "narrative": {"type": "string", "description": "one paragraph: who, what, where in the code, when, why"},
+        "what": {"type": "string", "description": "what happened (Timeline line)"},
+        "marker": {"type": "string", "description": "temporal marker: commit, PR, release or session date"},
+        "prior": {"type": "string"},
+        "after": {"type": "string"},
+    },
+    "required": ["narrative", "what", "marker"],
+}
+_CONFIDENCE = {"type": "string", "enum": ["HIGH", "MEDIUM", "LOW"]}
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "search_memory",
+        "description": "Search stored memories by subject words. Returns path | type | confidence | description lines.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"},
+                           "limit": {"type": "integer", "minimum": 1, "maximum": 20}},
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "read_memory",
+        "description": "Read one memory file by its path in the memory directory (e.g. incidents/auth-timeout.md).",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
+                         "required": ["path"]},
+    },
+    {
+        "name": "store_memory",
+        "description": "Store a new memory. The path is derived from type and anchor. If the subject already exists the validator turns this into an update.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": ["decision", "incident", "convention",
+                                                    "preference", "pattern", "learning"]},
+                "anchor": {"type": "string", "description": "lowercase-hyphenated, <= 64 chars, no type prefix"},
+                "description": {"type": "string"},
+                "body": {"type": "string"},
+                "scores": _SCORES_SCHEMA,
+                "confidence": _CONFIDENCE,
+                "status": {"type": "string"},
+                "related": {"type": "array", "items": {"type": "string"}},
+                "moment": _MOMENT_SCHEMA,
+                "supersedes": {"type": "string", "description": "path of a stored decision this one contradicts"},
+                "bullet": {"type": "string", "description": "conventions/preferences: the bullet text"},
+            },
+            "required": ["type", "anchor", "description", "body", "scores"],
+        },
+    },
+    {
+        "name": "update_memory",
+        "description": "Update a stored fact in place (never renames). Appends a dated body paragraph and optionally a Timeline entry (what + marker).",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "target": {"type": "string", "description": "path or anchor of the stored fact"},
+                "reason": {"type": "string"},
+                "body": {"type": "string"},
+                "description": {"type": "string"},
+                "confidence": _CONFIDENCE,
+                "confidence_reason": {"type": "string"},
+                "status": {"type": "string"},
+                "what": {"type": "string"},
+                "marker": {"type": "string"},
+                "moment": _MOMENT_SCHEMA,
+                "scores": _SCORES_SCHEMA,
+            },
+            "required": ["target", "reason"],
+        },
+    },
+    {
+        "name": "skip",
+        "description": "Record that a notable event is deliberately not encoded, and why.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"reason": {"type": "string"}, "subject": {"type": "string"},
+                           "scores": _SCORES_SCHEMA},
+            "required": ["reason"],
+        },
+    },
+    {
+        "name": "finish",
+        "description": "End the encoding run with a one-line summary.",
+        "input_schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+    },
+]
+
+
+# ------------------------------------------------------------------ prompts
+
+
+def system_text(mode: str = "tools") -> str:
+    from dualtrace.prompts import render
+
+    return render("encoder_system.j2", mode=mode)
+
+
+def _text_of(obj: Any) -> str:
+    """The digest as text, whatever shape the digest stage hands over."""
+    if obj is None:
+        return ""
+    if isinstance(obj, str):
+        return obj
+    for attr in ("text", "rendered"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, str):
+            return value
+    render = getattr(obj, "render", None)
+    if callable(render):
+        return str(render())
+    return str(obj)
+
+
+def _gates_text(gates: Any) -> str:
+    if gates is None:
+        return ""
+    parts = []
+    for attr in ("min_tier", "reasons", "signals"):
+        value = getattr(gates, attr, None)
+        if value:
+            parts.append(f"{attr}={', '.join(map(str, value)) if isinstance(value, (list, tuple, set, frozenset)) else value}")
+    return "; ".join(parts)
+
+
+def user_text(request: EncodeRequest) -> str:
+    from dualtrace.prompts import render
+
+    session = request.session
+    return render(
+        "encoder_user.j2",
+        session_id=request.ctx.session_id or getattr(session, "session_id", None) or "unknown",
+        host=getattr(session, "host", None) or "session",
+        date=request.ctx.date,
+        project=request.ctx.project,
+        gates=_gates_text(request.gates),
+        memories=list(request.memories[:MAX_INDEX]),
+        digest=_text_of(request.digest).strip(),
+    )
+
+
+def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, Any]:
+    """The first request body (pure: no SDK, no network). Used live and for batches."""
+    settings = request.settings
+    return {
+        "model": settings.model,
+        "max_tokens": settings.max_output_tokens,
+        "system": [{"type": "text", "text": system_text(mode),
+                    "cache_control": {"type": "ephemeral"}}],
+        "tools": TOOLS,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": user_text(request)}]}],
+    }
+
+
+# ------------------------------------------------------------------ tools
+
+
+class MemoryTools:
+    """Executes the model's tool calls against the builder; nothing is written here."""
+
+    def __init__(self, builder: PlanBuilder) -> None:
+        self.builder = builder
+        self.finished = False
+        self.summary = ""
+        self.rejected = 0
+        self.accepted = 0
+
+    def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
+        """(tool_result content, is_error)."""
+        from dualtrace.encoder.plan import Rejected  # noqa: F401 - DualtraceError covers it
+
+        data = raw_input
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError:
+                self.rejected += 1
+                return "tool input is not valid JSON; send an object matching the schema", True
+        if not isinstance(data, dict):
+            self.rejected += 1
+            return "tool input must be a JSON object matching the schema", True
+        handler = getattr(self, f"_t_{name}", None)
+        if handler is None:
+            self.rejected += 1
+            return (f"unknown tool {name!r}; available: search_memory, read_memory, "
+                    "store_memory, update_memory, skip, finish (nothing can be deleted)"), True
+        try:
+            return handler(data), False
+        except DualtraceError as exc:  # Rejected, PathError, ...: the model can act on it
+            self.rejected += 1
+            return f"rejected: {exc}", True
+
+    # -- read-only
+
+    def _t_search_memory(self, data: dict[str, Any]) -> str:
+        query = data.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise DualtraceError("'query' is required")
+        limit = data.get("limit", SEARCH_LIMIT)
+        limit = limit if isinstance(limit, int) and 0 < limit <= 20 else SEARCH_LIMIT
+        hits = self._search(query, limit)
+        if not hits:
+            return "no matching memories"
+        return "\n".join(hits)
+
+    def _search(self, query: str, limit: int) -> list[str]:
+        from dualtrace.encoder.matching import similarity
+
+        scored = []
+        for fact in self.builder.facts():
+            text = f"{fact.anchor.replace('-', ' ')} {fact.description} {fact.body[:400]}"
+            score = similarity(query, text)
+            if score > 0:
+                scored.append((score, fact.path, fact))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [f"{path} | {f.type} | {f.confidence} | {f.description}"
+                for _s, path, f in scored[:limit]]
+
+    def _t_read_memory(self, data: dict[str, Any]) -> str:
+        from dualtrace.memfs import formats
+
+        rel = data.get("path")
+        if not isinstance(rel, str) or not rel.strip():
+            raise DualtraceError("'path' is required")
+        rel = rel.strip()
+        if not rel.endswith(".md"):
+            rel += ".md"
+        store = self.builder.store
+        store.path(rel)  # confinement: raises PathError for ../ or absolute paths
+        pending = self.builder.pending.get(rel)
+        if pending is not None:
+            text = formats.render_memory(pending)
+        elif rel in set(store.iter_files()):
+            text = store.read_text(rel)
+        else:
+            raise DualtraceError(f"no memory file {rel}")
+        return text[:READ_LIMIT]
+
+    # -- proposals
+
+    def _outcome(self, outcome: Any) -> str:
+        self.accepted += 1
+        return "accepted: " + json.dumps(outcome.to_dict(), separators=(",", ":"))
+
+    def _t_store_memory(self, data: dict[str, Any]) -> str:
+        from dualtrace.encoder.plan import parse_store
+
+        return self._outcome(self.builder.add(parse_store(data)))
+
+    def _t_update_memory(self, data: dict[str, Any]) -> str:
+        from dualtrace.encoder.plan import parse_update
+
+        return self._outcome(self.builder.add(parse_update(data)))
+
+    def _t_skip(self, data: dict[str, Any]) -> str:
+        from dualtrace.encoder.plan import parse_skip
+
+        return self._outcome(self.builder.add(parse_skip(data)))
+
+    def _t_finish(self, data: dict[str, Any]) -> str:
+        self.finished = True
+        summary = data.get("summary")
+        self.summary = summary.strip()[:500] if isinstance(summary, str) else ""
+        return "done"
+
+
+# ------------------------------------------------------------------ responses
+
+
+def message_dict(message: Any) -> dict[str, Any]:
+    """An SDK Message (or a dict from a batch result file) as a plain dict."""
+    if isinstance(message, dict):
+        return message
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True, warnings=False)
+    raise BackendError(f"unexpected response object {type(message).__name__}")
+
+
+def add_usage(usage: Usage, message: dict[str, Any]) -> None:
+    u = message.get("usage") or {}
+    usage.input_tokens += int(u.get("input_tokens") or 0)
+    usage.output_tokens += int(u.get("output_tokens") or 0)
+    usage.cache_read_tokens += int(u.get("cache_read_input_tokens") or 0)
+    usage.cache_write_tokens += int(u.get("cache_creation_input_tokens") or 0)
+
+
+def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What we send back as the assistant turn (only text and tool_use; inputs as objects)."""
+    out = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text" and block.get("text"):
+            out.append({"type": "text", "text": block["text"]})
+        elif kind == "tool_use":
+            value = block.get("input")
+            out.append({"type": "tool_use", "id": block.get("id"), "name": block.get("name"),
+                        "input": value if isinstance(value, dict) else {}})
+    return out
+
+
+def _with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copy of messages with one cache breakpoint on the newest user turn's last block."""
+    out = []
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    for i, message in enumerate(messages):
+        content = [dict(b) for b in message["content"]]
+        for block in content:
+            block.pop("cache_control", None)
+        if i == last_user and content:
+            content[-1]["cache_control"] = {"type": "ephemeral"}
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+# ------------------------------------------------------------------ the backend
+
+
+class AnthropicBackend:
+    name = "anthropic"
+
+    def __init__(self, settings: Settings, *,
+                 prefetched: tuple[dict[str, Any], Any] | None = None,
+                 sleep: Any = time.sleep) -> None:
+        self.settings = settings
+        # (request params, response) of a turn 1 already answered through the
+        # Message Batches API: the loop continues from it instead of calling the
+        # API for turn 1, with exactly the prompt the model saw.
+        self.prefetched = prefetched
+        self._sleep = sleep
+        extra = settings.extra or {}
+        self.retries = int(extra.get("api_retries", 4))
+        self.retry_base = float(extra.get("retry_base_seconds", 1.0))
+        self.retry_cap = float(extra.get("retry_max_seconds", 30.0))
+        self.request_timeout = float(extra.get("request_timeout_seconds", 90.0))
+
+    # -- client
+
+    def client(self) -> Any:
+        key = api_key(self.settings)
+        if not key:
+            raise BackendError("no Anthropic API key: set ANTHROPIC_API_KEY or api_key in config")
+        import anthropic  # only here: the import costs about a second
+
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0,
+                                  "timeout": self.request_timeout}
+        if self.settings.base_url:
+            kwargs["base_url"] = self.settings.base_url
+        return anthropic.Anthropic(**kwargs)
+
+    # -- encode
+
+    def encode(self, request: EncodeRequest, builder: PlanBuilder) -> Usage:
+        settings = request.settings
+        usage = Usage(model=settings.model)
+        deadline = time.monotonic() + float(settings.timeout_seconds)
+        if self.prefetched is not None:
+            params = self.prefetched[0]
+        else:
+            params = build_params(request)
+        tools = MemoryTools(builder)
+        messages: list[dict[str, Any]] = list(params["messages"])
+        client = None
+        batch_turn = False
+        for turn in range(1, max(1, settings.max_turns) + 1):
+            if turn == 1 and self.prefetched is not None:
+                reply = message_dict(self.prefetched[1])
+                batch_turn = True
+            else:
+                if client is None:
+                    client = self.client()
+                body = {**params, "messages": _with_breakpoint(messages)}
+                reply = message_dict(self._call(client, body, deadline, usage))
+            usage.turns = turn
+            add_usage(usage, reply)
+            if batch_turn and turn == 1:
+                usage.cost_usd += cost_usd(settings.model, batch=True, **_usage_kw(reply))
+            else:
+                usage.cost_usd += cost_usd(settings.model, **_usage_kw(reply))
+            content = [b for b in reply.get("content") or [] if isinstance(b, dict)]
+            calls = [b for b in content if b.get("type") == "tool_use"]
+            if reply.get("stop_reason") == "max_tokens":
+                usage.notes.append(f"turn {turn}: output hit max_tokens")
+            if not calls:
+                break
+            results = []
+            for call in calls:
+                text, is_error = tools.run(str(call.get("name")), call.get("input"))
+                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.get("id"),
+                                          "content": text}
+                if is_error:
+                    result["is_error"] = True
+                results.append(result)
+            if tools.finished:
+                break
+            messages.append({"role": "assistant", "content": _assistant_blocks(content)})
+            messages.append({"role": "user", "content": results})
+        else:
+            usage.notes.append(
+                f"max_turns ({settings.max_turns}) reached before finish: "
+                f"{tools.accepted} accepted operation(s) kept")
+        usage.cost_usd = round(usage.cost_usd, 6)
+        if tools.rejected:
+            usage.notes.append(f"{tools.rejected} tool call(s) rejected by the validator")
+        if tools.summary:
+            usage.notes.append(f"model summary: {tools.summary}")
+        return usage
+
+    # -- one request with retries
+
+    def _call(self, client: Any, body: dict[str, Any], deadline: float, usage: Usage) -> Any:
+        import anthropic
+
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BackendError(
+                    f"model call exceeded the {self.settings.timeout_seconds:.0f}s budget")
+            usage.requests += 1
+            try:
+                return client.messages.create(**body, timeout=min(remaining, self.request_timeout))
+            except anthropic.APIStatusError as exc:
+                status = exc.status_code
+                retry_after = _retry_after(exc.response.headers)
+                what = f"HTTP {status}: {_short(exc)}"
+                if status not in RETRYABLE_STATUS:
+                    raise BackendError(f"Anthropic API refused the request ({what})") from None
+            except anthropic.APITimeoutError:
+                retry_after, what = None, "request timed out"
+            except anthropic.APIConnectionError as exc:
+                retry_after, what = None, f"connection error: {_short(exc)}"
+            except anthropic.APIError as exc:  # malformed response body and the like
+                raise BackendError(f"Anthropic API error: {_short(exc)}") from None
+            if attempt >= self.retries:
+                raise BackendError(f"Anthropic API failed after {attempt + 1} attempts ({what})")
+            delay = self.backoff(attempt, retry_after)
+            if time.monotonic() + delay >= deadline:
+                raise BackendError(f"Anthropic API failed ({what}); no time left to retry")
+            usage.notes.append(f"retry {attempt + 1} after {what}, waiting {delay:.2f}s")
+            self._sleep(delay)
+            attempt += 1
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Server's retry-after when given (plus up to 10% jitter), else capped
+        exponential backoff with equal jitter."""
+        if retry_after is not None:
+            return min(retry_after, 300.0) * (1 + random.uniform(0, 0.1))
+        ceiling = min(self.retry_cap, self.retry_base * (2 ** attempt))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def _usage_kw(reply: dict[str, Any]) -> dict[str, int]:
+    u = reply.get("usage") or {}
+    return {
+        "input_tokens": int(u.get("input_tokens") or 0),
+        "output_tokens": int(u.get("output_tokens") or 0),
+        "cache_read_tokens": int(u.get("cache_read_input_tokens") or 0),
+        "cache_write_tokens": int(u.get("cache_creation_input_tokens") or 0),
+    }
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(float(ms) / 1000.0, 0.0)
+        sec = headers.get("retry-after")
+        if sec is not None:
+            return max(float(sec), 0.0)
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200]
