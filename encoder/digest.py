@@ -342,6 +342,16 @@ _A_PATH = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@\-]+/)+[\w.@\-]+|\b[\w\-]+\.(?:py
 _A_IDENT = re.compile(r"`([^`\n]{2,80})`|\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)\b|"
                       r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)"
                       r"|\b([A-Za-z_]\w{2,})\(")
+# Proper nouns and acronyms (Datadog, Redis, JSON, HTTP): products and services are
+# exactly the specifics a model likes to invent. Sentence-initial function words are
+# not specifics, so a small stoplist keeps them out.
+_A_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]{2,}\b")
+_A_STOP = frozenset("""the this that then there these they their when what why how let now but and
+for yes not also all any are was were will with from into our your its it's here have has had
+can could should would may might must just only some such than very well good great perfect
+done okay sure please thanks thank first next finally note see check found added updated
+created removed fixed using use run running looks look let's i'll i'm we're we'll you're
+""".split())
 _A_SHA = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 _A_PR = re.compile(r"(?:PR\s*)?#\d+\b|/pull/\d+")
 _A_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -367,6 +377,7 @@ def extract_artifacts(session: Session) -> frozenset[str]:
             found.update(m.group(0) for m in _A_PATH.finditer(value))
             for m in _A_IDENT.finditer(value):
                 found.add(next(g for g in m.groups() if g))
+            found.update(w for w in _A_NAME.findall(value) if w.lower() not in _A_STOP)
             found.update(_A_SHA.findall(value))
             found.update(_A_PR.findall(value))
             found.update(_A_DATE.findall(value))

@@ -1,0 +1,145 @@
+"""Digest: budget, determinism, what is kept and dropped, artifacts, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualtrace.encoder.digest import build_digest, estimate_tokens, prepare
+from dualtrace.hooks.transcripts import read_transcript
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_estimate_tokens_is_chars_over_four():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("x" * 4000) == 1000
+
+
+def test_claude_digest_content():
+    s = read_transcript(DATA / "claude_session.jsonl")
+    d = build_digest(s)
+    text = d.text
+    # Every user message, the failure and its resolution, files, commit, compaction.
+    assert "USER: The auth middleware is throwing 401s intermittently" in text
+    assert "USER: Thanks. From now on always run the auth tests" in text
+    assert "TEST FAIL: $ pytest tests/test_auth.py -q -> FAILED tests/test_auth.py::" \
+           "test_concurrent_refresh - AssertionError: 401 != 200" in text
+    assert "TEST PASS: $ pytest tests/test_auth.py -q (failed at 10:05, now passes)" in text
+    assert "- src/auth/lock.py (create)" in text and "- src/auth/refresh.py (modify)" in text
+    assert "COMMIT: fix: serialize token refresh 9f3c2ab" in text
+    assert "COMPACTED" in text and "[a11ce01] EDIT api/user_session.py" in text
+    # Timestamps kept for Timeline markers: a day header and HH:MM per line.
+    assert "### 2026-03-02" in text and "[10:05] TEST FAIL" in text
+    # The Read is a lookup: dropped and counted.
+    assert "refresh.py\n    ..." not in text and d.stats["noise_dropped"] == {"tool": 1}
+    assert "(dropped: 1 lookup tools" in text
+    assert d.stats["raw_bytes"] == (DATA / "claude_session.jsonl").stat().st_size
+    assert d.token_estimate == estimate_tokens(text) == d.stats["digest_tokens"]
+
+
+def test_deterministic():
+    s = read_transcript(DATA / "claude_session.jsonl")
+    assert build_digest(s, 300).text == build_digest(s, 300).text
+    assert build_digest(s).text == build_digest(read_transcript(DATA / "claude_session.jsonl")).text
+
+
+def _big_plain(path: Path, turns: int) -> None:
+    with path.open("w") as fh:
+        for i in range(turns):
+            ts = f"2026-03-04T{10 + i // 60:02d}:{i % 60:02d}:00Z"
+            fh.write(json.dumps({"role": "user", "content": f"question {i}: " + "why " * 60,
+                                 "timestamp": ts}) + "\n")
+            fh.write(json.dumps({"role": "assistant", "content": f"answer {i}: " + "because " * 200,
+                                 "timestamp": ts}) + "\n")
+            fh.write(json.dumps({"role": "tool", "name": "Read", "content": "x" * 3000,
+                                 "timestamp": ts}) + "\n")
+
+
+@pytest.mark.parametrize("budget", [400, 1500, 8000])
+def test_budget_respected_and_drops_counted(tmp_path: Path, budget: int):
+    path = tmp_path / "big.jsonl"
+    _big_plain(path, 120)
+    d = build_digest(read_transcript(path), budget)
+    assert d.token_estimate <= budget
+    assert d.stats["noise_dropped"] == {"tool": 120}
+    # User messages outrank assistant text: under pressure assistant text goes first.
+    kept, dropped = d.stats["kept_by_kind"], d.stats["dropped_by_kind"]
+    if budget == 8000:
+        assert kept.get("user") == 120
+    assert kept.get("user", 0) >= kept.get("assistant", 0) or dropped == {}
+    assert d.stats["raw_tokens"] / d.token_estimate > 10
+
+
+def test_retries_folded(tmp_path: Path):
+    path = tmp_path / "t.jsonl"
+    lines = []
+    for i in range(4):
+        lines.append({"type": "assistant", "uuid": f"a{i}", "sessionId": "s", "timestamp":
+                      f"2026-03-04T10:0{i}:00Z", "message": {"id": f"m{i}", "content": [
+                          {"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                           "input": {"command": "npm run build"}}]}})
+        lines.append({"type": "user", "uuid": f"r{i}", "sessionId": "s", "timestamp":
+                      f"2026-03-04T10:0{i}:30Z", "message": {"content": [
+                          {"type": "tool_result", "tool_use_id": f"t{i}", "is_error": True,
+                           "content": "Exit code 2\nerror TS2304: Cannot find name 'foo'"}]}})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    d = build_digest(read_transcript(path))
+    assert d.text.count("FAILED (exit 2): $ npm run build") == 1
+    assert "(x4)" in d.text and d.stats["folded"] == 3
+
+
+def test_artifacts_from_redacted_session():
+    got = prepare(str(DATA / "claude_session.jsonl"))
+    arts = got.digest.artifacts
+    for expected in ("/home/dev/proj/src/auth/refresh.py", "src/auth/refresh.py", "9f3c2ab",
+                     "pytest tests/test_auth.py -q", "refresh_token", "2026-03-02", "401",
+                     "test_concurrent_refresh", "feature/auth"):
+        assert expected in arts, expected
+    assert "AssertionError: 401 != 200" in " ".join(arts)
+    assert "datadog" not in {a.lower() for a in arts}  # not in this session: not invented
+
+
+def test_pilot_text_plain(tmp_path: Path):
+    path = tmp_path / "pilot.jsonl"
+    msg = ("We're switching to JSON structured logging instead of plain text. The main driver "
+           "was that our Datadog pipeline couldn't parse free-form strings reliably.")
+    path.write_text(json.dumps({"role": "user", "content": msg}) + "\n")
+    got = prepare(str(path))
+    assert msg in got.digest.text
+    assert "Datadog" in got.digest.artifacts
+    assert got.verdict.signal and not got.verdict.skip_backend
+
+
+def test_cli_digest_subprocess_json():
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "digest", "--json", "--budget",
+                           "2000", str(DATA / "codex_session.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["stats"]["budget"] == 2000 and data["stats"]["skipped_lines"] == 0
+    assert data["gates"]["min_tier"] == "FULL" and data["gates"]["skip_backend"] is False
+    assert "TEST PASS" in data["digest"] and data["stats"]["redactions"] == {}
+
+
+def test_cli_digest_text_and_error(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from dualtrace.cli import cli, main
+
+    out = CliRunner().invoke(cli, ["digest", str(DATA / "claude_session.jsonl")])
+    assert out.exit_code == 0
+    assert "--- stats" in out.output and "gates: min tier FULL" in out.output
+    assert "skipped lines: 1" in out.output
+    proc = subprocess.run([sys.executable, "-c", "from dualtrace.cli import main; main()",
+                           "digest", str(tmp_path / "missing.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("Error: transcript not found")
+    assert main  # the console entry point exists
