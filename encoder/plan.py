@@ -164,12 +164,16 @@ _CALL = re.compile(r"\b([A-Za-z_][\w.]*)\(\)")
 _ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.]*\d|(?<![\w.])\d(?![\w])")
 _SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
-_WORD_NUMBERS = ("one", "two", "three")
+_DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}:\d{2}\b")
 
 
 def specifics(text: str) -> set[str]:
     """Concrete tokens a moment asserts: paths, calls, error names, numbers, SHAs."""
     found: set[str] = set()
+    # Dates and clock times are one specific each, not three numbers.
+    for m in _DATE_TIME.finditer(text):
+        found.add(m.group(0))
+    text = _DATE_TIME.sub(" ", text)
     for pattern in (_PATH, _ERROR, _SHA):
         found.update(m.group(0).strip(".,;:") for m in pattern.finditer(text))
     found.update(m.group(1) for m in _CALL.finditer(text))

@@ -1,0 +1,231 @@
+"""The validator: the rules of PROTOCOL.md 6-8 enforced in code."""
+
+from __future__ import annotations
+
+import git
+import pytest
+
+from dualtrace.encoder.plan import (
+    Context,
+    Grounding,
+    MomentDraft,
+    PlanBuilder,
+    Rejected,
+    Skip,
+    Store,
+    Update,
+    parse_operation,
+)
+from dualtrace.errors import PathError
+from dualtrace.memfs.conflicts import open_conflicts
+from dualtrace.memfs.formats import Scores
+from dualtrace.memfs.store import MemoryStore
+
+SESSION_TEXT = (
+    "We switched the cache in src/app/cache.py to use cache_get() after TimeoutError at 14:02; "
+    "commit 4e1f2ab; pytest -q passed; 401 errors; Postgres replaces Redis"
+)
+
+
+def builder(memdir, session="sess-0001", day="2026-05-01") -> PlanBuilder:
+    return PlanBuilder(MemoryStore(memdir), Context(session, "test", day, Grounding(SESSION_TEXT, day)))
+
+
+def moment(**kw) -> MomentDraft:
+    base = dict(narrative="While editing src/app/cache.py the team saw TimeoutError and moved to cache_get().",
+                what="switched cache", marker="commit 4e1f2ab")
+    base.update(kw)
+    return MomentDraft(**base)
+
+
+def store_op(**kw) -> Store:
+    base = dict(type="decision", anchor="cache-get-wrapper", description="Use cache_get() for cache reads",
+                body="Because TimeoutError.", scores=Scores(3, 2, 3, 2), confidence="MEDIUM", moment=moment())
+    base.update(kw)
+    return Store(**base)
+
+
+@pytest.mark.parametrize("scores,tier", [((1, 1, 1, 1), "SKIP"), ((2, 1, 1, 1), "RECORD"),
+                                         ((2, 2, 1, 2), "RECORD"), ((2, 2, 2, 2), "FULL")])
+def test_tier_is_computed_from_scores(memdir, scores, tier):
+    b = builder(memdir)
+    outcome = b.add(store_op(type="incident", anchor="cache-timeouts", scores=Scores(*scores)))
+    assert outcome.tier == tier
+    written = set(b.pending)
+    if tier == "SKIP":
+        assert written == set()
+    elif tier == "RECORD":
+        assert written == {"incidents/cache-timeouts.md"}
+        assert b.pending["incidents/cache-timeouts.md"].linked_scene is None
+    else:
+        assert written == {"incidents/cache-timeouts.md", "scenes/incidents/cache-timeouts.md"}
+
+
+def test_stakes_override_and_decision_rationale(memdir):
+    b = builder(memdir)
+    assert b.add(store_op(type="incident", anchor="outage", description="production outage of the API",
+                          scores=Scores(2, 1, 1, 1))).tier == "FULL"
+    assert b.add(store_op(anchor="db-choice", description="Postgres replaces Redis",
+                          body="Database migration", scores=Scores(2, 1, 1, 1))).tier == "FULL"
+    assert b.add(store_op(anchor="x-choice", description="minor choice", body="no why",
+                          scores=Scores(2, 1, 0, 2), moment=None)).tier == "RECORD"
+
+
+def test_pattern_is_record_first_then_full_on_second_sighting(memdir):
+    b = builder(memdir)
+    first = b.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",
+                           scores=Scores(3, 3, 2, 3)))
+    assert first.tier == "RECORD"
+    b.apply()
+    b2 = builder(memdir, session="sess-0002")
+    second = b2.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",
+                             scores=Scores(3, 3, 2, 3)))
+    assert second.action == "upgrade"
+    b2.apply()
+    repo = git.Repo(memdir)
+    assert repo.head.commit.summary == "mem: upgrade patterns/forgets-migrations (added scene, evidence:11)"
+    assert (memdir / "scenes" / "patterns" / "forgets-migrations.md").exists()
+
+
+@pytest.mark.parametrize("data,needle", [
+    ({"op": "store", "type": "decision", "anchor": "a", "description": "d", "body": "b",
+      "scores": {"durability": 4, "scope": 1, "rationale": 1, "retrieval": 1}}, "0-3"),
+    ({"op": "store", "type": "decision", "anchor": "a", "description": "d", "body": "b",
+      "scores": {"durability": "3", "scope": 1, "rationale": 1, "retrieval": 1}}, "integer"),
+    ({"op": "store", "type": "wish", "anchor": "a", "description": "d", "body": "b",
+      "scores": {"durability": 1, "scope": 1, "rationale": 1, "retrieval": 1}}, "unknown type"),
+    ({"op": "delete", "target": "decisions/a.md"}, "nothing can be deleted"),
+    ({"op": "store", "type": "decision", "anchor": "a", "description": "", "body": "b",
+      "scores": {"durability": 1, "scope": 1, "rationale": 1, "retrieval": 1}}, "description"),
+])
+def test_parse_rejects_bad_input(data, needle):
+    with pytest.raises(Rejected, match=needle):
+        parse_operation(data)
+
+
+@pytest.mark.parametrize("anchor", ["../../etc/passwd", "/etc/passwd", "a/b", "x" * 65, "Ünïcode", ""])
+def test_bad_anchors_rejected_nothing_written(memdir, anchor):
+    b = builder(memdir)
+    with pytest.raises(PathError):
+        b.add(store_op(anchor=anchor))
+    assert b.pending == {}
+
+
+def test_update_target_outside_is_rejected(memdir):
+    b = builder(memdir)
+    for target in ("../../etc/passwd", "/etc/passwd.md"):
+        with pytest.raises((Rejected, PathError)):
+            b.add(Update(target=target, reason="x", body="y"))
+
+
+def test_duplicate_store_becomes_update(memdir):
+    b = builder(memdir)
+    b.add(store_op())
+    b.apply()
+    b2 = builder(memdir, session="sess-0002", day="2026-05-02")
+    same_anchor = b2.add(store_op(body="Second session: still TimeoutError.", confidence="HIGH"))
+    assert same_anchor.action == "update" and same_anchor.path == "decisions/cache-get-wrapper.md"
+    other_anchor = b2.add(store_op(anchor="cache-get-reads", description="Use cache_get() for all cache reads"))
+    assert other_anchor.path == "decisions/cache-get-wrapper.md"
+    b2.apply()
+    assert sorted(p.name for p in (memdir / "decisions").iterdir()) == ["cache-get-wrapper.md"]
+
+
+def test_update_rules_confidence_body_timeline(memdir):
+    b = builder(memdir)
+    b.add(store_op(confidence="HIGH"))
+    b.apply()
+    b2 = builder(memdir, session="sess-0002", day="2026-05-02")
+    outcome = b2.add(Update(target="cache-get-wrapper", reason="revisited", body="New detail at 14:02.",
+                            confidence="LOW", what="revisited the cache", marker="2026-05-02"))
+    assert "kept confidence HIGH" in outcome.note
+    b2.apply()
+    store = MemoryStore(memdir)
+    fact = store.read_fact("decisions/cache-get-wrapper.md")
+    assert fact.confidence == "HIGH"
+    assert fact.body.startswith("Because TimeoutError.")
+    assert "**Update 2026-05-02, session sess-000:** New detail at 14:02." in fact.body
+    assert fact.sessions == ("sess-0001", "sess-0002") and fact.updated == "2026-05-02"
+    scene = store.read_moment("scenes/decisions/cache-get-wrapper.md")
+    assert scene.timeline[-1] == "cache-get-wrapper -> revisited the cache [2026-05-02]"
+    assert len(scene.timeline) == 2
+    b3 = builder(memdir, session="sess-0003")
+    b3.add(Update(target="cache-get-wrapper", reason="downgrade", confidence="LOW",
+                  confidence_reason="the benchmark was wrong"))
+    b3.apply()
+    assert MemoryStore(memdir).read_fact("decisions/cache-get-wrapper.md").confidence == "LOW"
+
+
+def test_record_then_full_is_an_upgrade(memdir):
+    b = builder(memdir)
+    b.add(store_op(type="incident", anchor="cache-timeouts", scores=Scores(2, 1, 1, 2), moment=None))
+    b.apply()
+    assert not (memdir / "scenes").exists()
+    b2 = builder(memdir, session="s2")
+    outcome = b2.add(Update(target="incidents/cache-timeouts.md", reason="recurred", body="Again.",
+                            moment=moment(), scores=Scores(2, 2, 2, 3)))
+    assert outcome.action == "upgrade" and outcome.tier == "FULL"
+    b2.apply()
+    fact = MemoryStore(memdir).read_fact("incidents/cache-timeouts.md")
+    assert fact.linked_scene == "scenes/incidents/cache-timeouts.md"
+    assert git.Repo(memdir).head.commit.summary.startswith("mem: upgrade incidents/cache-timeouts (added scene")
+
+
+def test_contradicting_decision_supersedes_and_records_conflict(memdir):
+    b = builder(memdir)
+    b.add(store_op(anchor="redis-sessions", description="Keep sessions in Redis", moment=None))
+    b.apply()
+    b2 = builder(memdir, session="s2")
+    outcome = b2.add(store_op(anchor="postgres-sessions", description="Postgres replaces Redis for sessions",
+                              supersedes="decisions/redis-sessions.md", moment=None))
+    assert "supersedes" in outcome.note
+    b2.apply()
+    store = MemoryStore(memdir)
+    old = store.read_fact("decisions/redis-sessions.md")
+    new = store.read_fact("decisions/postgres-sessions.md")
+    assert old.superseded_by == "decisions/postgres-sessions.md"
+    assert new.supersedes == "decisions/redis-sessions.md"
+    assert [(c["old"], c["new"]) for c in open_conflicts(store)] == [
+        ("decisions/redis-sessions.md", "decisions/postgres-sessions.md")]
+
+
+@pytest.mark.parametrize("draft,needle", [
+    (dict(narrative="Edited src/app/other.py after ValueError.", what="x", marker="2026-05-01"),
+     "not in the session"),
+    (dict(narrative="Cache reads were slow, 250 ms.", what="x", marker="2026-05-01"), "250"),
+    (dict(narrative="The team talked about caching in general.", what="decided", marker="2026-05-01"),
+     "no concrete artifact"),
+    (dict(narrative="Edited src/app/cache.py.", what="x", marker=""), "temporal marker"),
+    (dict(narrative="Edited src/app/cache.py.", what="x", marker="commit deadbee"), "deadbee"),
+])
+def test_moments_with_invented_specifics_are_rejected(memdir, draft, needle):
+    b = builder(memdir)
+    with pytest.raises(Rejected, match=needle):
+        b.add(store_op(moment=MomentDraft(**draft)))
+    assert b.pending == {}
+
+
+def test_conventions_and_preferences_become_bullets(memdir):
+    b = builder(memdir)
+    low = b.add(store_op(type="preference", anchor="short-functions", description="keeps functions short",
+                         scores=Scores(2, 1, 0, 1), moment=None))
+    assert low.tier == "SKIP" and low.action == "bullet"
+    full = b.add(store_op(type="convention", anchor="cache-get-only", description="Always use cache_get()",
+                          scores=Scores(3, 3, 2, 2)))
+    assert full.tier == "FULL"
+    dup = b.add(store_op(type="convention", anchor="cache-get-only", description="always use cache_get().",
+                         scores=Scores(3, 3, 2, 2), moment=None))
+    assert dup.action == "skip"
+    b.apply()
+    store = MemoryStore(memdir)
+    conventions = store.read("system/project/conventions.md")
+    assert conventions.bullets == ("Always use cache_get()",)
+    scene = store.read_moment("scenes/conventions/cache-get-only.md")
+    assert scene.linked_fact == "system/project/conventions.md"
+
+
+def test_skip_writes_nothing_and_apply_without_ops_makes_no_commit(memdir):
+    b = builder(memdir)
+    b.add(Skip("routine rename"))
+    assert b.apply() is None
+    assert len(list(git.Repo(memdir).iter_commits())) == 1  # only the init commit
