@@ -25,15 +25,17 @@ class Cursor:
     memory_dir: str | None = None
 
 
-def _file(path: Path) -> Path:
-    key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:20]
+def _file(path: Path, memory_dir: str | None) -> Path:
+    # Keyed by transcript *and* memory directory: encoding the same transcript into
+    # a fresh memory directory must not be mistaken for "already encoded".
+    key = hashlib.sha256(f"{path}\0{memory_dir or ''}".encode()).hexdigest()[:20]
     return config.state_dir() / "cursors" / f"{key}.json"
 
 
-def load(path: Path) -> Cursor:
+def load(path: Path, memory_dir: str | None = None) -> Cursor:
     """The saved cursor, or offset 0 when absent, unreadable, or the file was replaced."""
     try:
-        data = json.loads(_file(path).read_text(encoding="utf-8"))
+        data = json.loads(_file(path, memory_dir).read_text(encoding="utf-8"))
         cursor = Cursor(**{k: data.get(k) for k in Cursor.__dataclass_fields__})
     except (FileNotFoundError, ValueError, TypeError):
         return Cursor(str(path))
@@ -49,7 +51,7 @@ def load(path: Path) -> Cursor:
 def save(cursor: Cursor) -> None:
     from dualtrace.memfs.atomic import atomic_write_text
 
-    target = _file(Path(cursor.path))
+    target = _file(Path(cursor.path), cursor.memory_dir)
     atomic_write_text(target, json.dumps(asdict(cursor), indent=1) + "\n")
 
 

@@ -98,7 +98,7 @@ def encode_session(
     memory_dir = Path(memory_dir).expanduser().resolve()
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
-    cursor = cursors.load(path)
+    cursor = cursors.load(path, str(memory_dir))
     t = time.perf_counter()
     session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
                               last_assistant_message=last_assistant_message)

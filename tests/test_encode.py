@@ -197,3 +197,9 @@ def test_session_in_memory_dir_is_never_encoded(tmp_path):
     report = encode(memdir, str(path))
     assert "memory directory itself" in report["skipped"]
     assert not (memdir / "decisions").exists()
+
+
+def test_same_transcript_into_a_new_memory_dir_is_encoded_again(tmp_path):
+    first = encode(tmp_path / "one", "pilot-5-session-storage.jsonl")
+    second = encode(tmp_path / "two", "pilot-5-session-storage.jsonl")
+    assert first["commit"] and second["commit"]
