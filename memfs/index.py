@@ -33,7 +33,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -92,24 +92,27 @@ def _is_memory_top(name: str) -> bool:
 
 
 def _memory_dirs(root: Path) -> list[Path]:
-    """The memory folders and their sub-folders (scenes/<category>, system/<project>)."""
+    """The memory folders, plus the sub-folders of scenes/ and system/.
+
+    Fact folders are flat (PROTOCOL.md 2), so their listings are not walked here:
+    listing a folder of 10,000 files to look for sub-folders would cost more than
+    the whole query.
+    """
     out: list[Path] = []
-    stack: list[Path] = []
     try:
         with os.scandir(root) as it:
-            for entry in it:
-                if entry.is_dir(follow_symlinks=False) and _is_memory_top(entry.name):
-                    stack.append(Path(entry.path))
+            tops = [Path(e.path) for e in it
+                    if _is_memory_top(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return out
-    while stack:
-        folder = stack.pop()
+    for folder in tops:
         out.append(folder)
+        if folder.name not in ("scenes", "system"):
+            continue
         try:
             with os.scandir(folder) as it:
-                for entry in it:
-                    if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
-                        stack.append(Path(entry.path))
+                out.extend(Path(e.path) for e in it
+                           if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
         except OSError:
             continue
     return sorted(out)
@@ -354,6 +357,8 @@ class Index:
         if changed or removed:
             count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs").fetchone()[0]
             _set_meta(self.conn, "units", str(count))
+            docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            _set_meta(self.conn, "docs", str(docs))
         return bool(changed or removed)
 
     def _delete(self, rel: str) -> None:
@@ -416,6 +421,10 @@ class Index:
     # ---------------------------------------------------------- queries
 
     @property
+    def doc_count(self) -> int:
+        return int(_meta(self.conn, "docs") or 0)
+
+    @property
     def unit_count(self) -> int:
         return int(_meta(self.conn, "units") or 0)
 
@@ -446,6 +455,31 @@ class Index:
             f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
             (_term(term), *id_list))
         return {r[0] for r in rows}
+
+    def hit_info(self, ids: Iterable[int]) -> dict[int, tuple[str, str, str, str | None]]:
+        """id -> (unit, kind, type, superseded_by), without decoding the JSON fields."""
+        id_list = list(ids)
+        out: dict[int, tuple[str, str, str, str | None]] = {}
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute("SELECT id, unit, kind, type, superseded_by FROM docs "
+                                       f"WHERE id IN ({marks})", chunk):
+                out[r[0]] = (r[1], r[2], r[3], r[4])
+        return out
+
+    def superseded(self, units: Iterable[str]) -> dict[str, str]:
+        """unit -> the memory that supersedes it, for the units whose fact says so."""
+        keys = list(units)
+        out: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for unit, succ in self.conn.execute(
+                    f"SELECT unit, superseded_by FROM docs WHERE unit IN ({marks}) "
+                    "AND kind = 'fact' AND superseded_by IS NOT NULL", chunk):
+                out[unit] = succ
+        return out
 
     def docs(self, ids: Iterable[int]) -> dict[int, Doc]:
         return {d.id: d for d in self._select("id", list(ids))}

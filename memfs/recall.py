@@ -50,6 +50,8 @@ UNKNOWN_WEIGHT = 0.8
 # would otherwise weigh ~0 and one unknown word would sink every answer.
 IDF_FLOOR = 1.0
 ROUTE_BOOST = 0.08
+COMMON_SHARE = 0.25
+COMMON_MIN = 50
 SUPERSEDED_FACTOR = 0.5
 CANDIDATES = 40
 
@@ -271,6 +273,8 @@ class _Unit:
     ids: list[int] = field(default_factory=list)
     coverage: float = 0.0
     final: float = 0.0
+    type: str = ""
+    superseded_by: str | None = None
     docs: list[Doc] = field(default_factory=list)
 
 
@@ -325,6 +329,7 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
     passing = [u for u in units if u.coverage >= THRESHOLD]
     if not passing:
         return RecallResult(question, "C", terms=tuple(terms))
+    _complete(index, passing[:limit])
     memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
     state = memories[0].state
     return RecallResult(question, state, tuple(memories), terms=tuple(terms))
@@ -334,28 +339,37 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
            routed: tuple[str, ...], candidates: int = CANDIDATES) -> list[_Unit]:
     if not terms:
         return []
-    total = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0] or 1
+    total = index.doc_count or 1
     idf: dict[str, float] = {}
     known: list[str] = []
+    common: list[str] = []
     for term in terms:
         df = index.doc_frequency(term, types)
         weight = max(math.log(1 + (total - df + 0.5) / (df + 0.5)), IDF_FLOOR)
-        if df:
+        if df > max(total * COMMON_SHARE, COMMON_MIN):
+            # In a quarter of all memories: no evidence of relevance, and scanning its
+            # postings for coverage would dominate the query time on a big store.
+            common.append(term)
+        elif df:
             known.append(term)
             idf[term] = weight
         else:
             idf[term] = weight * UNKNOWN_WEIGHT
     if not known:
+        known, common = common, []
+        for term in known:
+            idf[term] = IDF_FLOOR
+    if not known:
         return []
     denominator = sum(idf.values())
     units: dict[str, _Unit] = {}
     hits = index.match(known, types, limit=candidates * 4)
-    docs = index.docs(i for i, _ in hits)
+    info = index.hit_info(i for i, _ in hits)
     for doc_id, score in hits:
-        doc = docs.get(doc_id)
-        if doc is None:
+        meta = info.get(doc_id)
+        if meta is None:
             continue
-        unit = units.setdefault(doc.unit, _Unit(doc.unit))
+        unit = units.setdefault(meta[0], _Unit(meta[0], type=meta[2]))
         # A fact and its moment both matching is stronger evidence than either alone,
         # but the second document counts for less (it repeats the first).
         unit.bm25 = max(unit.bm25, score) + 0.5 * min(unit.bm25, score)
@@ -368,22 +382,21 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             if any(i in present for i in unit.ids):
                 unit.coverage += idf[term]
     best = ranked[0].bm25 if ranked else 1.0
+    superseded = index.superseded(u.key for u in ranked)
     for unit in ranked:
         unit.coverage /= denominator
         unit.final = 0.5 * unit.bm25 / best + 0.5 * unit.coverage
-        unit.docs = [docs[i] for i in unit.ids]
-        if routed and unit.docs[0].type in routed:
+        if routed and unit.type in routed:
             unit.final += ROUTE_BOOST
-    # Pull the rest of each unit (a moment that did not match the words, say).
-    _complete(index, ranked)
-    for unit in ranked:
-        if _superseded_by(unit):
+        unit.superseded_by = superseded.get(unit.key)
+        if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
     ranked.sort(key=lambda u: -u.final)
     return _successors_first(ranked)
 
 
 def _complete(index: Index, units: list[_Unit]) -> None:
+    """Load every document of these units (a moment that did not match the words, say)."""
     by_key = {u.key: u for u in units}
     for doc in index.docs_of_units(by_key):
         unit = by_key[doc.unit]
@@ -392,6 +405,8 @@ def _complete(index: Index, units: list[_Unit]) -> None:
 
 
 def _superseded_by(unit: _Unit) -> str | None:
+    if unit.superseded_by:
+        return unit.superseded_by
     for doc in unit.docs:
         if doc.kind == "fact" and doc.superseded_by:
             return doc.superseded_by
@@ -425,6 +440,8 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
         units = list(groups.values())
     if not units:
         return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
+    if topic:
+        _complete(index, units)
     memories = [_materialise(index, u, settings, project_root) for u in units]
     memories.sort(key=_timeline_key)
     state = "A" if any(m.state == "A" for m in memories) else "B"
