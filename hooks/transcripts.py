@@ -171,6 +171,8 @@ def detect_format(path: Path) -> str:
 
 def _record_format(obj: dict[str, Any]) -> str | None:
     rtype = obj.get("type")
+    if not isinstance(rtype, str):
+        rtype = None
     if rtype in _CODEX_TYPES and isinstance(obj.get("payload"), dict):
         return "codex"
     if rtype in _CLAUDE_TYPES and (
