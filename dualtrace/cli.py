@@ -136,6 +136,31 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo("nothing to commit")
 
 
+@cli.command()
+@memory_dir_option
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--backend", default=None, help="auto, anthropic, claude or offline (live mode).")
+@click.option("--batch", is_flag=True, help="Send turn 1 through the Message Batches API (half price).")
+@click.option("--dry-run", is_flag=True, help="Estimate prompt tokens and cost; write nothing.")
+@click.option("--model", default=None, help="Model id (default: the configured model).")
+@click.option("--cheap", is_flag=True, help="Use the configured cheap (Haiku-class) model.")
+@click.option("--limit", type=click.IntRange(1, None), default=None, help="At most N transcripts (oldest first).")
+@click.option("--poll-interval", type=float, default=30.0, show_default=True, help="Batch poll seconds.")
+@click.option("--max-wait", type=float, default=3600.0, show_default=True,
+              help="Stop polling after this many seconds (re-run to resume the batch).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | None, batch: bool,
+             dry_run: bool, model: str | None, cheap: bool, limit: int | None,
+             poll_interval: float, max_wait: float, as_json: bool) -> None:
+    """Encode past transcripts (default: this project's Claude Code and Codex sessions),
+    oldest first; resumable through the cursors."""
+    from dualtrace.backfill import cli_run
+
+    cli_run(memory_dir=memory_dir, paths=paths, backend=backend, batch=batch, dry_run=dry_run,
+            model=model, cheap=cheap, limit=limit, poll_interval=poll_interval,
+            max_wait=max_wait, as_json=as_json)
+
+
 @cli.command("log")
 @memory_dir_option
 @click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")

@@ -380,3 +380,110 @@ def test_importing_backend_does_not_import_sdk():
     code = ("import sys, dualtrace.encoder.backends.anthropic, dualtrace.encoder.backends.claude_cli;"
             "assert 'anthropic' not in sys.modules, 'sdk imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------ end to end through the CLI
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def cli(args: list[str], cwd: Path, api: FakeAnthropic | None = None, **env_extra: str):
+    import os
+
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy", **env_extra)
+    if api is not None:
+        # base_url through dualtrace's own config (Settings.base_url), not the SDK's env var
+        from dualtrace import config
+        (config.state_dir() / "config.toml").write_text(
+            f'base_url = "{api.url}"\nmax_turns = 6\n')
+    return subprocess.run([sys.executable, "-m", "dualtrace.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+LOGGING_DECISION = {
+    "type": "decision", "anchor": "structured-logging-json",
+    "description": "Switched to JSON structured logging because Datadog could not parse free-form strings",
+    "body": "Logging in src/shop/logging_config.py moved from plain text to JSON. Datadog could not "
+            "parse free-form strings; a log shipper was rejected as extra complexity.",
+    "scores": {"durability": 3, "scope": 3, "rationale": 3, "retrieval": 2}, "confidence": "HIGH",
+    "moment": {"narrative": "The developer switched src/shop/logging_config.py to a JSON formatter "
+                            "because the Datadog pipeline could not parse free-form strings.",
+               "what": "switched to JSON structured logging", "marker": "commit 4e1f2ab"},
+}
+
+
+def test_cli_encode_with_anthropic_backend_commits_one_session(api, tmp_path):
+    mem = tmp_path / "mem"
+    api.enqueue(message(tool_use("store_memory", LOGGING_DECISION)),
+                message(tool_use("finish", {"summary": "stored the logging decision"})))
+    proc = cli(["encode", "--backend", "anthropic", "--memory-dir", str(mem),
+                str(EXAMPLES / "pilot-1b-structured-logging.jsonl")], tmp_path, api)
+    assert proc.returncode == 0, proc.stderr
+    assert "decisions/structured-logging-json.md" in proc.stdout
+    assert (mem / "scenes/decisions/structured-logging-json.md").is_file()
+    log = subprocess.run(["git", "log", "--format=%B"], cwd=mem, capture_output=True, text=True).stdout
+    assert log.count("Dualtrace-Backend: anthropic") == 1
+    assert "mem: store decisions/structured-logging-json" in log
+    assert len(api.message_requests()) == 2
+    # the digest, not the raw transcript, was sent
+    user = api.message_requests()[0]["messages"][0]["content"][0]["text"]
+    assert "<session_digest>" in user and "Datadog" in user
+
+
+def test_cli_repeated_overload_fails_cleanly_and_stays_retryable(api, tmp_path):
+    mem = tmp_path / "mem"
+    transcript = str(EXAMPLES / "pilot-1b-structured-logging.jsonl")
+    api.enqueue(message(tool_use("store_memory", LOGGING_DECISION)),
+                *[error(529, "Overloaded", {"retry-after": "0"}) for _ in range(5)])
+    proc = cli(["encode", "--backend", "anthropic", "--memory-dir", str(mem), transcript], tmp_path, api)
+    assert proc.returncode == 1 and "Error:" in proc.stderr and "529" in proc.stderr
+    assert not (mem / "decisions").exists()  # the store accepted on turn 1 was never written
+    heads = subprocess.run(["git", "rev-list", "--all"], cwd=mem, capture_output=True, text=True).stdout
+    assert heads.strip() == "" or "structured" not in subprocess.run(
+        ["git", "log", "--format=%s"], cwd=mem, capture_output=True, text=True).stdout
+    # retryable: the cursor did not move, so the same transcript encodes on the next attempt
+    api.enqueue(message(tool_use("store_memory", LOGGING_DECISION)), message(tool_use("finish", {})))
+    proc = cli(["encode", "--backend", "anthropic", "--memory-dir", str(mem), transcript], tmp_path, api)
+    assert proc.returncode == 0, proc.stderr
+    assert (mem / "decisions/structured-logging-json.md").is_file()
+
+
+def test_cli_fallback_offline_on_model_failure(api, tmp_path):
+    from dualtrace import config
+
+    mem = tmp_path / "mem"
+    api.default = error(500, "boom")
+    (config.state_dir() / "config.toml").write_text(
+        f'base_url = "{api.url}"\nfallback = "offline"\n')
+    import os
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--memory-dir", str(mem),
+                           str(EXAMPLES / "pilot-1b-structured-logging.jsonl")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "fell back to offline" in proc.stdout
+    log = subprocess.run(["git", "log", "--format=%B"], cwd=mem, capture_output=True, text=True).stdout
+    assert "Dualtrace-Backend: offline" in log
+
+
+def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
+    from tests.test_redact import lookalikes, secrets_by_kind, write_corpus
+
+    secrets = secrets_by_kind()
+    transcript = tmp_path / "secrets.jsonl"
+    write_corpus(transcript, secrets, lookalikes())
+    with transcript.open("a") as fh:  # a decision so the gates let it reach the model
+        fh.write(json.dumps({
+            "type": "user", "uuid": "u-final", "sessionId": "s-redact", "cwd": "/home/dev/proj",
+            "timestamp": "2026-03-03T10:59:00.000Z",
+            "message": {"role": "user", "content": "We decided to keep secrets in .env, the "
+                        "reason is that the vault migration is a tradeoff we skip for now."}}) + "\n")
+    api.default = lambda body: message(tool_use("finish", {}))
+    proc = cli(["encode", "--backend", "anthropic", "--memory-dir", str(tmp_path / "mem"),
+                str(transcript)], tmp_path, api)
+    assert proc.returncode == 0, proc.stderr
+    raw = b"\n".join(r.raw for r in api.requests).decode()
+    assert len(api.message_requests()) >= 1 and "REDACTED" in raw
+    leaked = [kind for kind, value, _text in secrets
+              if value in raw or json.dumps(value)[1:-1] in raw]
+    assert leaked == []

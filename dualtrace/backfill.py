@@ -1,0 +1,510 @@
+"""``dualtrace backfill``: encode past transcripts, oldest first, resumably.
+
+Live mode runs ``pipeline.encode_session`` per transcript; the per-transcript
+cursors make it resumable (an interrupted run re-encodes nothing that was
+committed) and a failing transcript does not stop the others (its cursor stays,
+so the next run retries it).
+
+Batch mode (``--batch``) sends turn 1 of every session through the Message
+Batches API at half price:
+1. prepare: each transcript runs through the pipeline in dry-run with a capture
+   backend, which records the exact first request (system, tools, digest, index);
+   gate-skipped or already-encoded sessions drop out here;
+2. submit: one batch; its id, items and their request bodies are saved in
+   ``<state>/backfill/`` *before* anything else, so an interrupted run resumes
+   polling the same batch instead of paying twice;
+3. poll until the batch has ended (``--max-wait`` bounds a run; re-run to resume);
+4. apply: each succeeded item continues through the normal tool loop from the
+   batch reply (validator, is_error corrections at live price) and commits as one
+   session; errored/expired/canceled items are reported and left for the next run.
+
+``--dry-run`` estimates prompt tokens and cost from the same captured requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from dualtrace import config, cursors
+from dualtrace.config import Settings
+from dualtrace.encoder.backends import BACKENDS, EncodeRequest, Usage
+from dualtrace.encoder.backends.anthropic import AnthropicBackend, build_params
+from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens
+from dualtrace.errors import BackendError, DualtraceError
+
+CAPTURE = "batch-capture"
+BATCH_RESULT = "anthropic-batch"
+_PREFETCH_KEY = "_batch_prefetched"
+_CAPTURE_KEY = "_batch_capture"
+# Planning figures for --dry-run: a typical run is turn 1, a short turn on tool
+# results, and finish; each later turn re-reads the prefix from the cache.
+EST_TURNS = 3
+EST_OUTPUT_TOKENS = 1500
+EST_FRESH_TOKENS_PER_TURN = 400
+
+
+# ------------------------------------------------------------------ discovery
+
+
+def claude_projects_dir(root: Path) -> Path:
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    return base / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root))
+
+
+def codex_rollouts(root: Path) -> list[Path]:
+    """Codex rollouts whose session_meta cwd is the project (or inside it)."""
+    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+    found = []
+    for path in sorted((home / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        try:
+            with path.open("r", encoding="utf-8", errors="replace") as fh:
+                first = json.loads(fh.readline() or "{}")
+        except (OSError, ValueError):
+            continue
+        cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
+        if isinstance(cwd, str):
+            try:
+                where = Path(cwd).expanduser().resolve()
+            except OSError:
+                continue
+            if where == root or root in where.parents:
+                found.append(path)
+    return found
+
+
+def _jsonl_under(folder: Path) -> list[Path]:
+    # Subagent transcripts are read as part of their parent session.
+    return [p for p in sorted(folder.rglob("*.jsonl")) if "subagents" not in p.parts]
+
+
+def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]:
+    """Transcripts to backfill, oldest first. No paths: this project's Claude Code
+    sessions and Codex rollouts."""
+    found: list[Path] = []
+    for p in paths:
+        p = Path(p).expanduser().resolve()
+        if p.is_dir():
+            found.extend(_jsonl_under(p))
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise DualtraceError(f"no such transcript or folder: {p}")
+    if not paths:
+        root = root or config.project_root()
+        folder = claude_projects_dir(root)
+        if folder.is_dir():
+            found.extend(p for p in sorted(folder.glob("*.jsonl")))
+        found.extend(codex_rollouts(root))
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    return sorted(unique, key=lambda p: (started_at(p), str(p)))
+
+
+_TS = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.+Z-]{10,40})"')
+
+
+def started_at(path: Path) -> str:
+    """The first timestamp in the file (ISO, sortable), else its mtime."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64 * 1024)
+        m = _TS.search(head)
+        if m:
+            return m.group(1).decode()
+        from datetime import datetime, timezone
+
+        return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()
+    except OSError:
+        return ""
+
+
+# ------------------------------------------------------------------ helper backends
+
+
+class CaptureBackend:
+    """Records the first request the Anthropic backend would send; proposes nothing."""
+
+    name = CAPTURE
+
+    def __init__(self, settings: Settings) -> None:
+        self.sink: dict[str, Any] = settings.extra.get(_CAPTURE_KEY, {})
+
+    def encode(self, request: EncodeRequest, builder: Any) -> Usage:
+        self.sink["params"] = build_params(request, mode=self.sink.get("mode", "tools"))
+        self.sink["session_id"] = request.ctx.session_id
+        return Usage(model=request.settings.model)
+
+
+class BatchResultBackend(AnthropicBackend):
+    """The tool loop, continuing from a turn 1 answered by the Message Batches API."""
+
+    name = BATCH_RESULT
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings, prefetched=settings.extra.get(_PREFETCH_KEY))
+
+
+def _register() -> None:
+    BACKENDS.setdefault(CAPTURE, "dualtrace.backfill:CaptureBackend")
+    BACKENDS.setdefault(BATCH_RESULT, "dualtrace.backfill:BatchResultBackend")
+
+
+def _with_extra(settings: Settings, **extra: Any) -> Settings:
+    return replace(settings, extra={**settings.extra, **extra})
+
+
+def capture(path: Path, memory_dir: Path, settings: Settings, mode: str = "tools") -> dict[str, Any]:
+    """Run the pipeline up to the backend, writing nothing; returns {params?, skipped?}."""
+    from dualtrace.pipeline import encode_session
+
+    _register()
+    sink: dict[str, Any] = {"mode": mode}
+    report = encode_session(path, memory_dir=memory_dir, backend=CAPTURE,
+                            settings=_with_extra(settings, **{_CAPTURE_KEY: sink}), dry_run=True)
+    sink["report"] = report
+    return sink
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass
+class Item:
+    path: str
+    session_id: str | None = None
+    status: str = "pending"  # encoded | nothing | skipped | failed | estimated
+    stored: int = 0
+    updated: int = 0
+    prompt_tokens: int = 0
+    cost_usd: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class Summary:
+    items: list[Item] = field(default_factory=list)
+    mode: str = "live"
+    batch_id: str | None = None
+
+    def count(self, status: str) -> int:
+        return sum(1 for i in self.items if i.status == status)
+
+    @property
+    def cost_usd(self) -> float:
+        return round(sum(i.cost_usd for i in self.items), 6)
+
+    def table(self) -> str:
+        rows = [("#", "session", "status", "stored", "updated", "tokens", "cost $", "note")]
+        for n, item in enumerate(self.items, 1):
+            rows.append((str(n), (item.session_id or Path(item.path).stem)[:12], item.status,
+                         str(item.stored), str(item.updated), str(item.prompt_tokens),
+                         f"{item.cost_usd:.4f}", item.note[:60]))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+                 for r in rows]
+        totals = (f"{len(self.items)} transcript(s): {self.count('encoded')} encoded, "
+                  f"{self.count('nothing') + self.count('skipped')} skipped, "
+                  f"{self.count('failed')} failed; prompt tokens "
+                  f"{sum(i.prompt_tokens for i in self.items)}, cost ${self.cost_usd:.4f}")
+        if self.mode == "dry-run":
+            totals += " (estimate)"
+        return "\n".join(lines + [totals])
+
+
+def _item_from_report(path: Path, report: Any) -> Item:
+    usage = report.usage or {}
+    item = Item(str(path), report.session_id)
+    item.stored, item.updated = report.stored, report.updated
+    item.prompt_tokens = int(usage.get("input_tokens", 0) + usage.get("cache_read_tokens", 0)
+                             + usage.get("cache_write_tokens", 0))
+    item.cost_usd = float(usage.get("cost_usd") or 0.0)
+    if report.commit:
+        item.status = "encoded"
+    else:
+        item.status = "skipped" if report.skipped and "nothing new" not in report.skipped else "nothing"
+        item.note = report.skipped or ""
+    notes = list(report.notes) + list(usage.get("notes") or [])
+    if notes and not item.note:
+        item.note = "; ".join(notes)
+    return item
+
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_label: str) -> None:
+    pass
+
+
+# ------------------------------------------------------------------ live and dry-run
+
+
+def run_live(paths: list[Path], memory_dir: Path, settings: Settings, backend: str,
+             progress: Progress = _quiet) -> Summary:
+    from dualtrace.pipeline import encode_session
+
+    summary = Summary(mode="live")
+    for path in paths:
+        progress(path.name)
+        try:
+            report = encode_session(path, memory_dir=memory_dir, backend=backend,
+                                    settings=settings)
+        except DualtraceError as exc:  # cursor untouched: the next run retries it
+            summary.items.append(Item(str(path), status="failed", note=str(exc)))
+            continue
+        summary.items.append(_item_from_report(path, report))
+    return summary
+
+
+def estimate(params: dict[str, Any], model: str, *, batch: bool = False) -> tuple[int, float]:
+    """(prompt tokens of turn 1, estimated cost of the whole run for this session)."""
+    prompt = estimate_request_tokens(params)
+    later = EST_TURNS - 1
+    fresh = EST_FRESH_TOKENS_PER_TURN * later
+    turn1 = cost_usd(model, cache_write_tokens=prompt, output_tokens=EST_OUTPUT_TOKENS // EST_TURNS,
+                     batch=batch)
+    rest = cost_usd(model, cache_read_tokens=prompt * later, input_tokens=fresh,
+                    output_tokens=EST_OUTPUT_TOKENS - EST_OUTPUT_TOKENS // EST_TURNS)
+    return prompt, round(turn1 + rest, 6)
+
+
+def run_dry(paths: list[Path], memory_dir: Path, settings: Settings, *, batch: bool = False,
+            progress: Progress = _quiet) -> Summary:
+    summary = Summary(mode="dry-run")
+    for path in paths:
+        progress(path.name)
+        try:
+            sink = capture(path, memory_dir, settings, "batch" if batch else "tools")
+        except DualtraceError as exc:
+            summary.items.append(Item(str(path), status="failed", note=str(exc)))
+            continue
+        report = sink["report"]
+        item = Item(str(path), report.session_id)
+        if "params" in sink:
+            item.status = "estimated"
+            item.prompt_tokens, item.cost_usd = estimate(sink["params"], settings.model, batch=batch)
+        else:
+            item.status = "skipped"
+            item.note = report.skipped or ""
+        summary.items.append(item)
+    return summary
+
+
+# ------------------------------------------------------------------ batch
+
+
+def state_file(memory_dir: Path) -> Path:
+    key = hashlib.sha256(str(memory_dir).encode()).hexdigest()[:16]
+    return config.state_dir() / "backfill" / f"batch-{key}.json"
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    from dualtrace.memfs.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps(state, indent=1) + "\n")
+
+
+def custom_id(path: Path, offset: int) -> str:
+    return f"t{hashlib.sha256(str(path).encode()).hexdigest()[:24]}-{offset}"
+
+
+def _retrying(call: Callable[[], Any], backend: AnthropicBackend, what: str) -> Any:
+    """Batch-API calls get the same retry policy as the tool loop."""
+    import anthropic
+
+    for attempt in range(backend.retries + 1):
+        try:
+            return call()
+        except anthropic.APIStatusError as exc:
+            from dualtrace.encoder.backends.anthropic import RETRYABLE_STATUS, _retry_after
+
+            if exc.status_code not in RETRYABLE_STATUS or attempt == backend.retries:
+                raise BackendError(f"{what} failed (HTTP {exc.status_code})") from None
+            backend._sleep(backend.backoff(attempt, _retry_after(exc.response.headers)))
+        except anthropic.APIConnectionError as exc:
+            if attempt == backend.retries:
+                raise BackendError(f"{what} failed ({exc})") from None
+            backend._sleep(backend.backoff(attempt, None))
+    raise BackendError(f"{what} failed")  # pragma: no cover
+
+
+def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
+              poll_interval: float = 30.0, max_wait: float = 24 * 3600.0,
+              progress: Progress = _quiet, echo: Callable[[str], None] = _quiet,
+              sleep: Callable[[float], None] = time.sleep) -> Summary:
+    from dualtrace.pipeline import encode_session
+
+    _register()
+    backend = AnthropicBackend(settings, sleep=sleep)
+    sfile = state_file(memory_dir)
+    state: dict[str, Any] | None = None
+    if sfile.is_file():
+        try:
+            state = json.loads(sfile.read_text(encoding="utf-8"))
+        except ValueError:
+            state = None
+    summary = Summary(mode="batch")
+    client = None
+
+    if state is None or not state.get("batch_id"):
+        items: dict[str, Any] = {}
+        for path in paths:
+            progress(f"prepare {path.name}")
+            try:
+                sink = capture(path, memory_dir, settings, "batch")
+            except DualtraceError as exc:
+                summary.items.append(Item(str(path), status="failed", note=str(exc)))
+                continue
+            if "params" not in sink:
+                report = sink["report"]
+                summary.items.append(Item(str(path), report.session_id, "skipped",
+                                          note=report.skipped or ""))
+                continue
+            offset = cursors.load(path).offset or 0
+            items[custom_id(path, offset)] = {"path": str(path), "offset": offset,
+                                              "session_id": sink.get("session_id"),
+                                              "params": sink["params"], "status": "submitted"}
+        if not items:
+            return summary
+        state = {"memory_dir": str(memory_dir), "model": settings.model, "batch_id": None,
+                 "created": time.time(), "items": items}
+        _save(sfile, state)
+        client = backend.client()
+        requests = [{"custom_id": cid, "params": it["params"]} for cid, it in items.items()]
+        batch = _retrying(lambda: client.messages.batches.create(requests=requests), backend,
+                          "batch submit")
+        state["batch_id"] = batch.id
+        _save(sfile, state)
+        echo(f"submitted batch {batch.id} with {len(items)} session(s)")
+    else:
+        echo(f"resuming batch {state['batch_id']} ({len(state['items'])} session(s))")
+    summary.batch_id = state["batch_id"]
+    client = client or backend.client()
+
+    deadline = time.monotonic() + max_wait
+    while True:
+        batch = _retrying(lambda: client.messages.batches.retrieve(state["batch_id"]), backend,
+                          "batch poll")
+        if batch.processing_status == "ended":
+            break
+        progress(f"batch {batch.processing_status}")
+        if time.monotonic() + poll_interval > deadline:
+            raise DualtraceError(
+                f"batch {state['batch_id']} is still {batch.processing_status}; run "
+                "`dualtrace backfill --batch` again later to resume")
+        sleep(poll_interval)
+
+    results = _retrying(lambda: list(client.messages.batches.results(state["batch_id"])),
+                        backend, "batch results")
+    for entry in results:
+        it = state["items"].get(entry.custom_id)
+        if it is None or it["status"] in ("done", "failed"):
+            continue
+        path = Path(it["path"])
+        progress(f"apply {path.name}")
+        result = entry.result
+        if result.type != "succeeded":
+            detail = getattr(getattr(getattr(result, "error", None), "error", None), "message", "")
+            it["status"] = "failed"
+            summary.items.append(Item(str(path), it.get("session_id"), "failed",
+                                      note=f"batch item {result.type}" + (f": {detail}" if detail else "")))
+            _save(sfile, state)
+            continue
+        if (cursors.load(path).offset or 0) != it["offset"]:
+            it["status"] = "done"
+            summary.items.append(Item(str(path), it.get("session_id"), "skipped",
+                                      note="encoded by another run since submission"))
+            _save(sfile, state)
+            continue
+        from dualtrace.encoder.backends.anthropic import message_dict
+
+        prefetched = (it["params"], message_dict(result.message))
+        try:
+            report = encode_session(path, memory_dir=memory_dir, backend=BATCH_RESULT,
+                                    settings=_with_extra(settings, **{_PREFETCH_KEY: prefetched}))
+        except DualtraceError as exc:
+            it["status"] = "failed"
+            summary.items.append(Item(str(path), it.get("session_id"), "failed", note=str(exc)))
+        else:
+            it["status"] = "done"
+            summary.items.append(_item_from_report(path, report))
+        _save(sfile, state)
+    missing = [cid for cid, it in state["items"].items() if it["status"] == "submitted"]
+    for cid in missing:
+        it = state["items"][cid]
+        summary.items.append(Item(it["path"], it.get("session_id"), "failed",
+                                  note="no result returned for this item"))
+    sfile.unlink(missing_ok=True)  # failed items are retried by the next run (cursor unchanged)
+    return summary
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    return {"mode": summary.mode, "batch_id": summary.batch_id, "cost_usd": summary.cost_usd,
+            "items": [asdict(i) for i in summary.items]}
+
+
+# ------------------------------------------------------------------ command line
+
+
+def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | None, batch: bool,
+            dry_run: bool, model: str | None, cheap: bool, limit: int | None,
+            poll_interval: float, max_wait: float, as_json: bool) -> None:
+    import sys
+
+    import click
+
+    root = config.project_root()
+    settings = config.load_settings(root)
+    if cheap:
+        settings = replace(settings, model=settings.cheap_model)
+    if model:
+        settings = replace(settings, model=model)
+    target = config.resolve_memory_dir(memory_dir, settings=settings)
+    found = discover(tuple(paths), root)
+    if limit:
+        found = found[:limit]
+    pending_batch = batch and state_file(target).is_file()
+    if not found and not pending_batch:
+        click.echo("No transcripts to backfill.")
+        return
+    if batch and not dry_run and not config.api_key(settings):
+        raise DualtraceError("--batch needs an Anthropic API key (ANTHROPIC_API_KEY or api_key)")
+    err = click.get_text_stream("stderr")
+    total = len(found)
+    with click.progressbar(length=max(total, 1), label="backfill", file=err,
+                           show_pos=True, item_show_func=lambda s: s) as bar:
+        seen: set[str] = set()
+
+        def progress(label: str) -> None:
+            name = label.split(" ", 1)[-1]
+            if name not in seen and len(seen) < total:
+                seen.add(name)
+                bar.update(1, label)
+            else:
+                bar.update(0, label)
+
+        if dry_run:
+            summary = run_dry(found, target, settings, batch=batch, progress=progress)
+        elif batch:
+            summary = run_batch(found, target, settings, poll_interval=poll_interval,
+                                max_wait=max_wait, progress=progress,
+                                echo=lambda m: click.echo(m, err=True))
+        else:
+            summary = run_live(found, target, settings, backend or settings.backend,
+                               progress=progress)
+    if as_json:
+        click.echo(json.dumps(summary_dict(summary), indent=2))
+    else:
+        click.echo(summary.table())
+        if dry_run:
+            click.echo(f"(dry run with {settings.model}{', batch pricing for turn 1' if batch else ''}: "
+                       "nothing sent, nothing written)")
+    if summary.count("failed"):
+        sys.exit(1)
