@@ -155,7 +155,8 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             # transcripts with their encode records and queues the changed ones.
             folder = os.path.dirname(transcript)
             queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
-                        kind="sweep", transcript=transcript, cwd=info.get("cwd"))
+                        kind="sweep", transcript=transcript, cwd=info.get("cwd"),
+                        memory_dir=_env_memory_dir())
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
@@ -172,9 +173,17 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     queue.touch(state, host=host, session_id=session_id, event=event,
                 immediate=event in IMMEDIATE_EVENTS, transcript=transcript,
                 cwd=info.get("cwd"), agent_id=info.get("agent_id"),
-                last_assistant_message=info.get("last_assistant_message"))
+                last_assistant_message=info.get("last_assistant_message"),
+                memory_dir=_env_memory_dir())
     ensure_worker(state)
     return None
+
+
+def _env_memory_dir() -> str | None:
+    """DUALTRACE_MEMORY_DIR of *this* hook's environment, kept with the job: the worker
+    serves every session, so it must not apply the env of whichever hook started it."""
+    env = os.environ.get("DUALTRACE_MEMORY_DIR")
+    return os.path.realpath(os.path.expanduser(env)) if env else None
 
 
 def _detect_host(payload: dict) -> str:
@@ -299,6 +308,7 @@ def ensure_worker(state: str) -> bool:
 def spawn_worker(state: str) -> None:
     """Double fork + setsid: the worker outlives the hook and is nobody's child."""
     env = dict(os.environ, DUALTRACE_CHILD="1", DUALTRACE_HOME=state)
+    env.pop("DUALTRACE_MEMORY_DIR", None)  # per job, recorded in the job file
     args = [sys.executable, "-m", "dualtrace.worker"]
     if not hasattr(os, "fork"):  # pragma: no cover - Windows
         import subprocess

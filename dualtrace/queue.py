@@ -187,7 +187,7 @@ def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
 def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
           kind: str = "session", transcript: str | None = None, cwd: str | None = None,
           agent_id: str | None = None, last_assistant_message: str | None = None,
-          now: float | None = None) -> dict:
+          memory_dir: str | None = None, now: float | None = None) -> dict:
     """Create or refresh the job for one session (the hook's only write)."""
     now = time.time() if now is None else now
     ensure_dirs(state)
@@ -204,6 +204,8 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
             job["cwd"] = cwd
         if agent_id:
             job["agent_id"] = agent_id
+        if memory_dir:
+            job["memory_dir"] = memory_dir
         if last_assistant_message:
             job["last_assistant_message"] = last_assistant_message[:MAX_MESSAGE_CHARS]
         job["immediate"] = bool(job.get("immediate")) or immediate

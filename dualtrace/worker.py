@@ -238,11 +238,13 @@ class Worker:
             settings=settings, host=job.get("host"),
             last_assistant_message=job.get("last_assistant_message"),
         )
-        info = report.to_dict() if hasattr(report, "to_dict") else dict(report)
-        for key in ("backend", "operations", "tokens", "commit"):
-            if key in info:
-                record[key] = info[key]
-        record["encode_duration"] = info.get("duration")
+        info = report.to_dict()
+        for key in ("backend", "operations", "commit", "skipped", "cursor"):
+            record[key] = info.get(key)
+        usage = info.get("usage") or {}
+        record["tokens"] = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+        record["usage"] = usage
+        record["encode_ms"] = (info.get("timings_ms") or {}).get("total")
         return {"transcript": transcript, "size": stat.st_size, "mtime": stat.st_mtime,
                 "at": time.time()}
 
@@ -275,7 +277,8 @@ class Worker:
             if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
                 continue
             queue.touch(self.s, host="claude-code", session_id=session, event="sweep",
-                        immediate=True, transcript=path, cwd=job.get("cwd"))
+                        immediate=True, transcript=path, cwd=job.get("cwd"),
+                        memory_dir=job.get("memory_dir"))
             queued += 1
         self.log(f"sweep {os.path.dirname(current)}: queued {queued}")
 

@@ -111,6 +111,13 @@ def pids_of_workers(state: Path) -> list[int]:
     return found
 
 
+def no_workers_left(state: Path, timeout: float = 15.0) -> bool:
+    """True once no worker process of this state dir exists (a losing racer that found
+    the lock taken needs a moment to exit)."""
+    wait_until(lambda: not pids_of_workers(state), timeout, what="worker processes gone")
+    return True
+
+
 @pytest.fixture
 def hook_env(state_dir, tmp_path):
     """Env for hook subprocesses; tears down any worker the test started."""
