@@ -10,19 +10,20 @@ import time
 from pathlib import Path
 
 import pytest
-from test_hook_util import (  # noqa: F401 - hook_env is a fixture
+import test_hook_util
+from test_hook_util import (
     PY,
     claude_payload,
-    hook_env,
     run_hook,
     runs,
-    stop_worker,
     wait_drained,
 )
 
 from dualtrace import config, queue
 
 BUDGET = 5.0  # seconds; the hosts' timeouts are 5-10 s, a healthy hook takes ~0.05 s
+
+hook_env = test_hook_util.hook_env  # the fixture, shared with the other hook tests
 
 
 def _transcript(tmp_path: Path, session: str = "s1") -> Path:

@@ -10,13 +10,13 @@ import threading
 import time
 from pathlib import Path
 
-from test_hook_util import (  # noqa: F401 - hook_env is a fixture
+import test_hook_util
+from test_hook_util import (
     PY,
     append_turn,
     claude_payload,
     git_subjects,
     hook_cmd,
-    hook_env,
     no_workers_left,
     run_hook,
     runs,
@@ -29,6 +29,8 @@ from test_hook_util import (  # noqa: F401 - hook_env is a fixture
 from dualtrace import queue
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+hook_env = test_hook_util.hook_env  # the fixture, shared with the other hook tests
 
 
 def _mem_commits(memdir: Path) -> list[str]:
@@ -134,7 +136,7 @@ def test_four_agents_end_twenty_sessions_at_once(hook_env, state_dir, tmp_path):
         assert recs[0]["memory_dir"] == str(sessions[sid][1])
     # One job at a time: run intervals never overlap (per memory dir, and here globally).
     spans = sorted((r["started_at"], r["finished_at"]) for r in records)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
     assert queue.list_jobs(str(state_dir)) == []
     assert not list((state_dir / "queue").glob("*.tmp"))
     for mem in (mem_a, mem_b):
@@ -200,7 +202,7 @@ def test_failures_back_off_then_park_and_retry_requeues(hook_env, state_dir, tmp
     records = runs(state_dir)
     assert [r["attempt"] for r in records] == [1, 2, 3]
     assert all("transcript not found" in r["error"] for r in records)
-    gaps = [b["started_at"] - a["finished_at"] for a, b in zip(records, records[1:])]
+    gaps = [b["started_at"] - a["finished_at"] for a, b in zip(records, records[1:], strict=False)]
     assert gaps[0] >= 0.3 and gaps[1] >= 0.6  # exponential backoff
     jobs = queue.list_jobs(str(state_dir))
     assert [(j["status"], j["attempts"]) for j in jobs] == [("parked", 3)]

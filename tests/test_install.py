@@ -1,0 +1,157 @@
+"""`dualtrace install` / `uninstall` as a real process on real settings files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualtrace.hooks import install as inst
+
+PY = sys.executable
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "dualtrace.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env=dict(os.environ))
+
+
+OTHERS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done", "timeout": 3}]}],
+        "PreToolUse": [{"matcher": "Bash",
+                        "hooks": [{"type": "command", "command": "/opt/guard.sh"}]}],
+    },
+}
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def test_install_merges_next_to_other_hooks_and_uninstall_restores(project):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(OTHERS, indent=4) + "\n"
+    settings.write_text(original)
+    proc = cli("install", "--scope", "project", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "added Stop" in proc.stdout and "backup" in proc.stdout
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["permissions"] == OTHERS["permissions"]
+    assert data["hooks"]["PreToolUse"] == OTHERS["hooks"]["PreToolUse"]
+    stop = data["hooks"]["Stop"]
+    assert stop[0] == OTHERS["hooks"]["Stop"][0]  # theirs first, untouched
+    ours = stop[1]["hooks"][0]
+    script = Path(sys.executable).parent / "dualtrace"
+    assert ours["command"] == f"{script.as_posix()} hook stop" and ours["timeout"] == 10
+    assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
+    assert settings.read_text().splitlines()[1].startswith("    \"")  # indent kept
+    assert (settings.parent / ("settings.json" + inst.BACKUP_SUFFIX)).read_text() == original
+    # Idempotent: a second install writes nothing.
+    before = settings.read_text()
+    mtime = settings.stat().st_mtime_ns
+    proc = cli("install", "--scope", "project", cwd=project)
+    assert proc.returncode == 0 and "nothing changed" in proc.stdout
+    assert settings.read_text() == before and settings.stat().st_mtime_ns == mtime
+    # Uninstall: byte-for-byte the previous content.
+    proc = cli("uninstall", "--scope", "project", cwd=project)
+    assert proc.returncode == 0 and "removed Stop" in proc.stdout
+    assert settings.read_text() == original
+
+
+def test_install_into_missing_file_and_uninstall_deletes_it(project):
+    settings = project / ".claude" / "settings.local.json"
+    proc = cli("install", "--scope", "local", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(settings.read_text())
+    assert set(data["hooks"]) == {"Stop", "SessionEnd", "SessionStart", "UserPromptSubmit",
+                                  "PreCompact"}
+    proc = cli("uninstall", "--scope", "local", cwd=project)
+    assert proc.returncode == 0
+    assert not settings.exists()
+
+
+def test_dry_run_writes_nothing(project):
+    proc = cli("install", "--scope", "project", "--dry-run", cwd=project)
+    assert proc.returncode == 0 and "dry run" in proc.stdout and "added Stop" in proc.stdout
+    assert not (project / ".claude").exists()
+
+
+def test_user_scope_uses_home_and_keeps_other_tool_json(tmp_path):
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    other = {"theme": "dark", "env": {"FOO": "1"}, "statusLine": {"type": "command",
+                                                                  "command": "x"}}
+    settings.write_text(json.dumps(other, indent=2))  # no trailing newline
+    assert cli("install").returncode == 0
+    data = json.loads(settings.read_text())
+    assert {k: data[k] for k in other} == other and "hooks" in data
+    assert not settings.read_text().endswith("\n")
+    assert cli("uninstall").returncode == 0
+    assert settings.read_text() == json.dumps(other, indent=2)
+
+
+def test_letta_timeouts_are_milliseconds_and_codex_has_no_session_end(project):
+    assert cli("install", "--agent", "letta", "--scope", "project", cwd=project).returncode == 0
+    letta = json.loads((project / ".letta" / "settings.json").read_text())
+    handler = letta["hooks"]["Stop"][0]["hooks"][0]
+    assert handler["timeout"] == 10_000 and handler["command"].endswith("hook stop --host letta")
+    assert "PostToolUse" in letta["hooks"]
+    assert cli("install", "--agent", "codex", "--scope", "project", cwd=project).returncode == 0
+    codex = json.loads((project / ".codex" / "hooks.json").read_text())
+    assert "SessionEnd" not in codex["hooks"]
+    assert codex["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 10
+    proc = cli("install", "--agent", "codex", "--scope", "local", cwd=project)
+    assert proc.returncode == 1 and "Error:" in proc.stderr
+
+
+def test_broken_settings_file_is_refused_untouched(project):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{not json")
+    proc = cli("install", "--scope", "project", cwd=project)
+    assert proc.returncode == 1 and "not valid JSON" in proc.stderr
+    assert settings.read_text() == "{not json"
+
+
+def test_moved_install_updates_our_entry_in_place():
+    data, _ = inst.merge({}, inst.wanted_entries("claude-code", "/old/venv/bin/dualtrace"))
+    again, changes = inst.merge(data, inst.wanted_entries("claude-code", "/new/bin/dualtrace"))
+    assert changes and all(c.startswith("updated") for c in changes)
+    assert len(again["hooks"]["Stop"]) == 1
+    assert again["hooks"]["Stop"][0]["hooks"][0]["command"] == "/new/bin/dualtrace hook stop"
+    assert inst.remove(again)[0] == {}
+
+
+@pytest.mark.parametrize("command,ours", [
+    ("dualtrace hook stop", True),
+    ("/home/u/.local/bin/dualtrace hook session-end", True),
+    ('"C:/Program Files/dualtrace.exe" hook stop', True),
+    ("/usr/bin/python3 -m dualtrace.cli hook stop", True),
+    ("my-dualtrace-wrapper hook stop", False),
+    ("echo dualtrace", False),
+])
+def test_recognises_only_our_handlers(command, ours):
+    assert inst.is_ours({"type": "command", "command": command}) is ours
+
+
+def test_plugin_files_point_at_the_hook_command():
+    root = Path(__file__).resolve().parent.parent
+    plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    hooks = json.loads((root / "hooks" / "hooks.json").read_text())
+    assert plugin["name"] == "dualtrace"
+    commands = [h["command"] for groups in hooks["hooks"].values() for g in groups
+                for h in g["hooks"]]
+    assert all(inst.is_ours({"command": c}) for c in commands)
+    assert {c.split()[-1] for c in commands} == {"stop", "session-end", "session-start",
+                                                 "prompt", "pre-compact"}
