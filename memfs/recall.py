@@ -50,6 +50,7 @@ UNKNOWN_WEIGHT = 0.8
 # would otherwise weigh ~0 and one unknown word would sink every answer.
 IDF_FLOOR = 1.0
 ROUTE_BOOST = 0.08
+MAX_TERMS = 8
 COMMON_SHARE = 0.25
 COMMON_MIN = 50
 SUPERSEDED_FACTOR = 0.5
@@ -361,7 +362,9 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             idf[term] = IDF_FLOOR
     if not known:
         return []
-    denominator = sum(idf.values())
+    # A long text (a bug report, a prompt) is not expected to be covered word for word:
+    # relevance is measured against its MAX_TERMS heaviest words.
+    denominator = sum(sorted(idf.values(), reverse=True)[:MAX_TERMS])
     units: dict[str, _Unit] = {}
     hits = index.match(known, types, limit=candidates * 4)
     info = index.hit_info(i for i, _ in hits)
@@ -381,6 +384,8 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         for unit in ranked:
             if any(i in present for i in unit.ids):
                 unit.coverage += idf[term]
+    for unit in ranked:
+        unit.coverage = min(unit.coverage, denominator)
     best = ranked[0].bm25 if ranked else 1.0
     superseded = index.superseded(u.key for u in ranked)
     for unit in ranked:
