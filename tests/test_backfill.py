@@ -1,0 +1,251 @@
+"""dualtrace backfill: discovery, live (resumable), dry-run estimates, Message Batches."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualtrace import cursors
+from dualtrace.backfill import (
+    discover,
+    run_batch,
+    run_dry,
+    run_live,
+    state_file,
+)
+from dualtrace.config import Settings
+from dualtrace.errors import DualtraceError
+from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
+from tests.test_backend_anthropic import LOGGING_DECISION
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NAMES = ["pilot-5-session-storage.jsonl", "pilot-1b-structured-logging.jsonl",
+         "pilot-4-auth-401-session1.jsonl", "noise-only.jsonl"]
+
+
+@pytest.fixture
+def api():
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def transcripts(tmp_path) -> list[Path]:
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    out = []
+    for name in NAMES:
+        shutil.copy(EXAMPLES / name, folder / name)
+        out.append(folder / name)
+    return out
+
+
+def settings_for(api: FakeAnthropic, **kw) -> Settings:
+    return Settings(api_key="sk-ant-test-dummy", base_url=api.url, timeout_seconds=30.0,
+                    extra={"retry_base_seconds": 0.01, "retry_max_seconds": 0.02}, **kw)
+
+
+def user_text(body: dict) -> str:
+    return body["messages"][0]["content"][0]["text"]
+
+
+def live_responder(body: dict) -> dict:
+    """A scripted model: store the logging decision, fail on the auth session, else finish."""
+    if body["messages"][-1]["content"][0].get("type") == "tool_result":
+        return message(tool_use("finish", {}))
+    if "Datadog" in user_text(body):
+        return message(tool_use("store_memory", LOGGING_DECISION))
+    if "401" in user_text(body):
+        return error(500, "internal error")
+    return message(tool_use("finish", {}))
+
+
+def git_subjects(mem: Path) -> list[str]:
+    if not (mem / ".git").exists():
+        return []
+    out = subprocess.run(["git", "log", "--format=%s"], cwd=mem, capture_output=True, text=True)
+    return [s for s in out.stdout.splitlines() if not s.startswith("mem: init")]
+
+
+def test_discover_default_project_sessions_oldest_first(tmp_path, monkeypatch):
+    project = tmp_path / "work" / "shop-api"
+    project.mkdir(parents=True)
+    claude_dir = Path(os.environ["HOME"]) / ".claude" / "projects" / str(project).replace("/", "-").replace("_", "-")
+    (claude_dir / "s-old" / "subagents").mkdir(parents=True)
+    newer = claude_dir / "s-new.jsonl"
+    older = claude_dir / "s-old.jsonl"
+    newer.write_text(json.dumps({"type": "user", "timestamp": "2026-05-02T00:00:00Z"}) + "\n")
+    older.write_text(json.dumps({"type": "user", "timestamp": "2026-01-02T00:00:00Z"}) + "\n")
+    (claude_dir / "s-old" / "subagents" / "agent-a.jsonl").write_text("{}\n")
+    codex_home = tmp_path / "codex"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    day = codex_home / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+    mine = day / "rollout-2026-03-01T00-00-00-aaaa.jsonl"
+    mine.write_text(json.dumps({"timestamp": "2026-03-01T00:00:00Z", "type": "session_meta",
+                                "payload": {"id": "aaaa", "cwd": str(project / "src")}}) + "\n")
+    (day / "rollout-2026-03-01T00-00-00-bbbb.jsonl").write_text(json.dumps(
+        {"timestamp": "2026-02-01T00:00:00Z", "type": "session_meta",
+         "payload": {"id": "bbbb", "cwd": str(tmp_path / "elsewhere")}}) + "\n")
+    assert discover((), project) == [older, mine, newer]
+
+
+def test_discover_explicit_paths_and_missing(tmp_path, transcripts):
+    found = discover([transcripts[0].parent])
+    assert [p.name for p in found] == ["pilot-1b-structured-logging.jsonl",
+                                       "pilot-4-auth-401-session1.jsonl",
+                                       "pilot-5-session-storage.jsonl", "noise-only.jsonl"]
+    with pytest.raises(DualtraceError, match="no such transcript"):
+        discover([tmp_path / "nope.jsonl"])
+
+
+def test_live_backfill_resumable_with_per_transcript_failure(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    api.default = live_responder
+    paths = discover(transcripts)
+    summary = run_live(paths, mem, settings_for(api), "anthropic")
+    by_name = {Path(i.path).name: i for i in summary.items}
+    assert by_name["pilot-1b-structured-logging.jsonl"].status == "encoded"
+    assert by_name["pilot-1b-structured-logging.jsonl"].stored == 1
+    assert by_name["pilot-4-auth-401-session1.jsonl"].status == "failed"
+    assert "500" in by_name["pilot-4-auth-401-session1.jsonl"].note
+    assert by_name["noise-only.jsonl"].status in ("skipped", "nothing")
+    assert (mem / "decisions/structured-logging-json.md").is_file()
+    table = summary.table()
+    assert "4 transcript(s): 1 encoded" in table and "1 failed" in table
+    failed = transcripts[2]
+    assert (cursors.load(failed).offset or 0) == 0  # not advanced: retried next run
+    # second run: nothing is re-encoded; the failed one is retried and now succeeds
+    api.default = lambda body: message(tool_use("finish", {}))
+    before = len(api.message_requests())
+    summary2 = run_live(paths, mem, settings_for(api), "anthropic")
+    assert [i.status for i in summary2.items if i.status == "failed"] == []
+    assert len(api.message_requests()) - before == 1  # only the previously failed session
+    assert len(git_subjects(mem)) == 1
+
+
+def test_dry_run_estimates_without_sending_or_writing(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    summary = run_dry(discover(transcripts), mem, settings_for(api))
+    estimated = [i for i in summary.items if i.status == "estimated"]
+    assert len(estimated) == 3 and all(i.prompt_tokens > 1000 for i in estimated)
+    assert all(0 < i.cost_usd < 0.5 for i in estimated)
+    assert api.requests == [] and git_subjects(mem) == []
+    assert all((cursors.load(p).offset or 0) == 0 for p in transcripts)
+    cheaper = run_dry(discover(transcripts), mem, settings_for(api, model="claude-haiku-4-5"),
+                      batch=True)
+    assert cheaper.cost_usd < summary.cost_usd / 2
+    assert "(estimate)" in summary.table()
+
+
+def batch_responder(cid: str, params: dict) -> dict:
+    user = user_text(params)
+    if "Redis" in user:
+        return {"type": "errored", "error": {"type": "error", "error": {
+            "type": "overloaded_error", "message": "Overloaded"}}}
+    if "Datadog" in user:
+        return {"type": "succeeded", "message": message(
+            tool_use("store_memory", LOGGING_DECISION), tool_use("finish", {}))}
+    # no finish: the tool loop continues live from this reply
+    return {"type": "succeeded", "message": message(
+        text("Nothing durable beyond the incident."),
+        tool_use("skip", {"reason": "covered elsewhere"}))}
+
+
+def test_batch_submit_poll_partial_failure_and_continuation(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    api.batch_polls = 2
+    api.batch_responder = batch_responder
+    api.default = lambda body: message(tool_use("finish", {}))
+    slept: list[float] = []
+    summary = run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.0,
+                        sleep=slept.append)
+    creates = [r for r in api.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    assert len(creates) == 1
+    sent = creates[0].body["requests"]
+    assert len(sent) == 3  # noise-only was dropped by the gates before submission
+    assert all(r["params"]["system"][0]["cache_control"] for r in sent)
+    assert "single response" in sent[0]["params"]["system"][0]["text"]  # batch-mode prompt
+    polls = [r for r in api.requests if r.method == "GET" and r.path.count("/") == 4]
+    assert len(polls) >= 3  # in_progress twice, then ended
+    by_name = {Path(i.path).name: i for i in summary.items}
+    assert by_name["pilot-1b-structured-logging.jsonl"].status == "encoded"
+    assert by_name["pilot-5-session-storage.jsonl"].status == "failed"
+    assert "errored" in by_name["pilot-5-session-storage.jsonl"].note
+    assert (mem / "decisions/structured-logging-json.md").is_file()
+    # only the item without finish continued live, with exactly the batch prompt
+    live = api.message_requests()
+    assert len(live) == 1 and "401" in user_text(live[0])
+    assert live[0]["messages"][1]["role"] == "assistant"
+    assert live[0]["messages"][2]["content"][0]["type"] == "tool_result"
+    assert (cursors.load(transcripts[0]).offset or 0) == 0  # failed item: retried next run
+    assert not state_file(mem).exists()
+    # next run resubmits only the failed session
+    api.batch_responder = lambda cid, params: {"type": "succeeded", "message": message(
+        tool_use("finish", {}))}
+    run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.0, sleep=slept.append)
+    creates = [r for r in api.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    assert len(creates) == 2 and len(creates[1].body["requests"]) == 1
+    assert "Redis" in user_text(creates[1].body["requests"][0]["params"])
+
+
+def test_batch_resume_after_interruption(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    api.batch_polls = 10**6
+    api.batch_responder = batch_responder
+    api.default = lambda body: message(tool_use("finish", {}))
+    with pytest.raises(DualtraceError, match="still in_progress.*resume"):
+        run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.05,
+                  max_wait=0.12, sleep=lambda s: None)
+    saved = json.loads(state_file(mem).read_text())
+    assert saved["batch_id"] and len(saved["items"]) == 3
+    assert git_subjects(mem) == []
+    # the batch finishes while we are away; the next run polls it instead of resubmitting
+    for batch in api.batches.values():
+        batch["polls_left"] = 0
+    summary = run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.0,
+                        sleep=lambda s: None)
+    creates = [r for r in api.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    assert len(creates) == 1 and summary.batch_id == saved["batch_id"]
+    assert summary.count("encoded") == 1 and summary.count("failed") == 1
+    assert (mem / "decisions/structured-logging-json.md").is_file()
+
+
+def test_batch_submit_retries_then_cli_reports(api, tmp_path, transcripts):
+    """429 on submit is retried; the CLI prints a summary table and exits 1 on failures."""
+    mem = tmp_path / "mem"
+    api.enqueue(error(429, "slow down", {"retry-after": "0"}))  # consumed by the create call
+    api.batch_polls = 0
+    api.batch_responder = batch_responder
+    api.default = lambda body: message(tool_use("finish", {}))
+    from dualtrace import config
+
+    (config.state_dir() / "config.toml").write_text(
+        f'base_url = "{api.url}"\n[extra]\nretry_base_seconds = 0.01\n')
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "backfill", "--batch",
+                           "--poll-interval", "0", "--memory-dir", str(mem),
+                           str(transcripts[0].parent)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # one errored item
+    assert "submitted batch msgbatch_" in proc.stderr
+    assert "4 transcript(s): 1 encoded" in proc.stdout and "1 failed" in proc.stdout
+    creates = [r for r in api.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    assert len(creates) == 2  # the 429 and its retry
+
+
+def test_cli_dry_run(tmp_path, transcripts):
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "backfill", "--dry-run",
+                           "--cheap", "--memory-dir", str(tmp_path / "mem"),
+                           str(transcripts[0].parent)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "estimated" in proc.stdout and "(estimate)" in proc.stdout
+    assert "claude-haiku" in proc.stdout and "nothing sent" in proc.stdout
