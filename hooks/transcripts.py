@@ -156,6 +156,8 @@ def detect_format(path: Path) -> str:
                 continue
             seen += 1
             kind = _record_format(obj)
+            if kind in ("claude-code", "codex"):
+                return kind  # their record shapes are unambiguous: no need to read on
             if kind:
                 votes[kind] += 1
             if seen >= _DETECT_LINES:
