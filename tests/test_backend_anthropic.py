@@ -487,3 +487,13 @@ def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
     leaked = [kind for kind, value, _text in secrets
               if value in raw or json.dumps(value)[1:-1] in raw]
     assert leaked == []
+
+
+def test_auto_backend_choice(monkeypatch):
+    from dualtrace.encoder.backends import resolve_name
+
+    assert resolve_name("auto", Settings()) == "offline"
+    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "anthropic"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
+    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "anthropic"
+    assert resolve_name("claude", Settings()) == "claude"  # only when chosen
