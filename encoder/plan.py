@@ -22,7 +22,6 @@ from dualtrace.errors import DualtraceError, PathError
 from dualtrace.memfs import formats
 from dualtrace.memfs.anchors import check_anchor
 from dualtrace.memfs.formats import (
-    CATEGORY,
     CONFIDENCE,
     FACT_FOLDER_TYPES,
     SCORE_KEYS,
@@ -144,10 +143,12 @@ class Outcome:
     scores: Scores | None
     confidence: str | None
     note: str = ""
+    kind: str | None = None  # the memory type (decision, incident, ...)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "action": self.action,
+            "type": self.kind,
             "path": self.path,
             "tier": self.tier,
             "scores": self.scores.as_dict() if self.scores else None,
@@ -198,7 +199,10 @@ def check_moment(draft: MomentDraft, anchor: str, ctx: Context) -> None:
             + ", ".join(invented[:8])
         )
     lowered = draft.narrative.lower() + " " + draft.what.lower()
-    artifacts = [a for a in ctx.grounding.artifacts if len(a) >= 3 and a.lower() in lowered]
+    # Whole sentences extracted as "error messages" would make any quote count:
+    # only short, artifact-sized strings qualify.
+    artifacts = [a for a in ctx.grounding.artifacts
+                 if 3 <= len(a) <= 120 and len(a.split()) <= 8 and a.lower() in lowered]
     grounded_specifics = [s for s in specifics(draft.narrative + " " + draft.what)
                           if not s.replace(",", "").replace(".", "").isdigit()]
     if not artifacts and not grounded_specifics:
@@ -385,10 +389,17 @@ class PlanBuilder:
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
         if isinstance(op, Store):
-            return self._store(op)
-        if isinstance(op, Update):
-            return self._update(op)
-        raise Rejected(f"unknown operation {type(op).__name__}")
+            outcome = self._store(op)
+            kind = op.type
+        elif isinstance(op, Update):
+            outcome = self._update(op)
+            kind = _type_of_path(outcome.path)
+        else:
+            raise Rejected(f"unknown operation {type(op).__name__}")
+        if outcome.kind is None:
+            outcome = replace(outcome, kind=kind)
+            self.outcomes[-1] = outcome
+        return outcome
 
     # ---- routing
 
@@ -640,7 +651,7 @@ class PlanBuilder:
         marker = op.marker or (draft.marker if draft else None)
         wants_full = (
             (evidence or 0) >= 8
-            or (fact.type == "pattern" and fact.tier in ("RECORD", None) and bool(fact.sessions))
+            or fact.type == "pattern"  # an update of a pattern is a further sighting
             or fact.tier == "FULL"
         )
         if isinstance(scene, Moment):
@@ -718,5 +729,12 @@ class PlanBuilder:
         return sha
 
 
-def category_of(kind: str) -> str:
-    return CATEGORY[kind]
+def _type_of_path(path: str | None) -> str | None:
+    if not path:
+        return None
+    parts = path.split("/")
+    folder = parts[1] if parts[0] == "scenes" and len(parts) > 2 else parts[0]
+    if folder == "system":
+        return "preference" if path.endswith("human.md") else "convention"
+    canonical = formats.canonical_folder(folder)
+    return formats.TYPE_OF_CATEGORY.get(canonical) if canonical else None

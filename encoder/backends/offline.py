@@ -51,14 +51,14 @@ from dualtrace.memfs.formats import Fact, Scores
 _I = re.I
 LEAD = {
     "preference": re.compile(
-        r"(?:^|[.!?]\s+)(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
+        r"(?:^|[.!?]\s+)(?:(?:also|and|oh|btw|ps)\W+)?(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
         r"|i don'?t like\b|my preference\b|i'?d rather\b|please (?:always|never|don'?t)\b)", _I),
     "convention": re.compile(
         r"\b(?:from now on|going forward|the rule is|our convention|by convention|as a rule"
         r"|we always|we never|always use|never use|must always|should always|must never"
         r"|every (?:new )?[\w-]+ (?:must|should)|(?:team|project) (?:rule|standard))\b", _I),
     "decision": re.compile(
-        r"\b(?:we(?:'re| are)? (?:switching|moving|migrating|going) (?:to|from|over)"
+        r"\b(?:we(?:'re| are)? (?:switching|moving|migrating|going)\b[^.;]{0,40}?\b(?:to|from|over|back)\b"
         r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
         r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
         r"|going with|settled on|opted (?:for|to)|we chose|standardi[sz]e on|replac(?:e|ing) \S+ with"
@@ -66,7 +66,8 @@ LEAD = {
     "incident": re.compile(
         r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
         r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
-        r"|intermittent(?:ly)?|is back|root cause|stack ?trace|segfault|[45]\d\ds?)\b", _I),
+        r"|intermittent(?:ly)?|is back|came back|back again|root cause|stack ?trace|segfault|[45]\d\ds?"
+        r"|\w+(?:Error|Exception))\b", _I),
     "learning": re.compile(
         r"\b(?:til|today i learned|i learned|learned that|turns out|didn'?t know|now i (?:understand|know|get)"
         r"|i realized|lesson learned|the lesson)\b", _I),
@@ -76,7 +77,8 @@ LEAD = {
 }
 RATIONALE = re.compile(
     r"\b(?:because|the reason|main driver|driver (?:was|is)|since|due to|so that|in order to"
-    r"|that'?s why|motivation|root cause|the problem (?:was|is)|couldn'?t|can'?t|caused by)\b", _I)
+    r"|(?:that|which|this) is why|that'?s why|motivation|root cause|the problem (?:was|is)|couldn'?t"
+    r"|can'?t|caused by|otherwise)\b", _I)
 ALTERNATIVE = re.compile(
     r"\b(?:instead of|rather than|looked at|considered|alternatives?|we could have|options?"
     r"|trade-?offs?|worst of both|pros and cons|versus|but that|over keeping|compared to)\b", _I)
@@ -87,6 +89,10 @@ CONFIRM = re.compile(r"\b(?:confirmed|verified|root cause (?:is|was)|proved|repr
 RESOLVED = re.compile(r"\b(?:fixed|resolved|now pass(?:es)?|all tests pass|works now|fix (?:is|was) in)\b", _I)
 RECUR = re.compile(r"\b(?:is back|came back|(?:happen\w*|fail\w*|broke\w*) again|recurr\w*|same (?:issue|bug|error|problem)"
                    r"|another instance|resurfaced|again)\b", _I)
+REVERSAL = re.compile(
+    r"\b(?:no longer|switch(?:ing|ed)? back|back (?:from|to)|revert\w*|roll(?:ing|ed)? back|drop(?:ping|ped)?|abandon\w*"
+    r"|mov(?:e|ing) away from|stop using|replac\w*|instead|rather than|revers\w*|amend\w*|revis\w*"
+    r"|chang(?:e|ing|ed) (?:our|the|my) (?:decision|mind)|on second thought|actually|not anymore)\b", _I)
 TRANSIENT = re.compile(r"\b(?:for now|temporar\w*|quick hack|just this once|for today|workaround)\b", _I)
 ARCHITECTURE = re.compile(
     r"\b(?:architecture|storage|database|postgres\w*|redis|mysql|sqlite|mongo\w*|logging|logs?|auth\w*"
@@ -106,7 +112,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z0-9])|\n+")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
 _IDENT = re.compile(r"`([^`\n]{2,80})`")
 _FILE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w{1,5}\b|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|go|rs|rb|java|sql|yml|yaml|json|toml|md|sh)\b")
-PRIORITY = ("preference", "convention", "decision", "incident", "learning", "pattern")
+PRIORITY = ("preference", "convention", "decision", "learning", "pattern", "incident")
+# Code-like tokens in prose: snake_case, CamelCase with an inner capital, calls,
+# dotted names, CONSTANTS. They make a moment concrete without a tool call.
+_CODEISH = re.compile(
+    r"`([^`\n]{2,80})`|\b([A-Za-z]+_[A-Za-z0-9_]+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z]+[A-Z]\w*"
+    r"|\w+\(\)|[A-Za-z_]\w*\.[A-Za-z_][\w.]*[A-Za-z]|[A-Z][A-Z0-9_]{2,})\b")
 _SUBJECT_AFTER = re.compile(
     r"\b(?:switching to|switch to|moving to|migrating to|move to|go with|going with|use|using|adopt"
     r"|standardi[sz]e on|settled on|opted for|decided to|replace \S+ with|from now on,?|always|never)\s+(.+)", _I)
@@ -121,7 +132,8 @@ GENERIC = STOPWORDS | {
     "different", "time", "way", "also", "still", "bit", "lot", "sure", "good", "bad", "well",
     "switching", "decided", "decide", "moving", "instead", "keep", "keeping", "always", "never",
     "from", "now", "on", "forward", "rule", "throwing", "intermittently", "passes",
-    "fails", "locally", "staging", "condition", "use", "using",
+    "fails", "locally", "staging", "condition", "use", "using", "re", "ll", "ve", "til", "turns",
+    "out", "third", "month", "week", "today",
 }
 
 
@@ -152,7 +164,8 @@ def sentences(text: str) -> list[str]:
 def lead_type(sentence: str) -> str | None:
     for kind in PRIORITY:
         if LEAD[kind].search(sentence):
-            if kind == "preference" and not re.match(r"^(?:i\b|my\b|please\b|personally\b)", sentence, _I):
+            if kind == "preference" and not re.match(
+                    r"^(?:(?:also|and|oh|btw|ps)\W+)?(?:i\b|my\b|please\b|personally\b)", sentence, _I):
                 continue
             return kind
     return None
@@ -361,6 +374,11 @@ class SessionFacts:
                 for path in _FILE.findall(e.text):
                     if path not in idents and len(idents) < 40:
                         idents.append(path)
+                for match in _CODEISH.finditer(_CODE_BLOCK.sub(" ", e.text)):
+                    token = (match.group(1) or match.group(2) or "").strip()
+                    if "_" in token or "(" in token or "/" in token:
+                        if token not in idents and len(idents) < 40:
+                            idents.append(token)
         return cls(session.session_id, date, session.git_branch, files, commands, errors,
                    commits, idents)
 
@@ -419,7 +437,8 @@ class OfflineBackend:
             status = "resolved" if RESOLVED.search(cand.text) else (
                 "root-cause-confirmed" if CONFIRM.search(cand.text) else "investigating")
         moment = self.moment(cand, subject, facts)
-        existing = self.recurrence(cand, builder)
+        superseded = self.contradicted(cand, builder)
+        existing = None if superseded else self.recurrence(cand, builder)
         if existing is not None:
             body = self.body(cand, facts, update=True)
             verb = "recurred" if cand.type == "incident" else "seen again"
@@ -450,6 +469,7 @@ class OfflineBackend:
             status=status,
             moment=moment,
             bullet=one_line(" ".join(cand.lead), 300) if cand.type in ("convention", "preference") else None,
+            supersedes=superseded.path if superseded else None,
         )]
 
     @staticmethod
@@ -497,6 +517,26 @@ class OfflineBackend:
         return "\n\n".join(lines)
 
     @staticmethod
+    def contradicted(cand: Candidate, builder: PlanBuilder) -> Fact | None:
+        """A stored decision this one reverses ("switching back", "no longer", "instead")."""
+        if cand.type != "decision" or not REVERSAL.search(cand.text):
+            return None
+        mine = {t for t in tokens(cand.text) if t not in GENERIC}
+        best, best_score = None, 0.0
+        for fact in builder.facts():
+            if fact.type != "decision" or fact.superseded_by:
+                continue
+            theirs = {t for t in tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
+                      if t not in GENERIC}
+            shared = mine & theirs
+            if len(shared) < 2:
+                continue
+            score = len(shared) / max(min(len(mine), len(theirs)), 1)
+            if score > best_score:
+                best, best_score = fact, score
+        return best if best_score >= 0.3 else None
+
+    @staticmethod
     def recurrence(cand: Candidate, builder: PlanBuilder) -> Fact | None:
         """The stored memory this candidate revisits (same incident recurring, pattern again)."""
         if cand.type not in ("incident", "pattern", "decision", "learning"):
@@ -526,6 +566,12 @@ class OfflineBackend:
         if facts.files:
             artifacts.append("the work touched " + ", ".join(f"`{f}`" for f in facts.files[:3]))
         mentioned = [i for i in facts.idents if i.lower() in cand.text.lower()][:3]
+        for match in _CODEISH.finditer(cand.text):
+            token = (match.group(1) or match.group(2) or "").strip()
+            if token and token not in mentioned and len(mentioned) < 4:
+                mentioned.append(token)
+        if not mentioned and not facts.files:
+            mentioned = facts.idents[:2]  # the session's own code references
         if mentioned:
             artifacts.append("it mentions " + ", ".join(f"`{m}`" for m in mentioned))
         runs = [c for c in facts.commands if c[1] is not None][-2:]
