@@ -243,7 +243,8 @@ def _inject_prompt(payload: dict) -> str | None:
 def read_payload(timeout: float = STDIN_TIMEOUT, cap: int = STDIN_CAP) -> dict:
     """The hook JSON object from stdin; tolerant of a BOM, strict about the shape."""
     raw = read_stdin(timeout, cap)
-    text = raw.decode("utf-8-sig", errors="replace").strip()
+    # removeprefix, not the utf-8-sig codec: that codec is one more import per call.
+    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").strip()
     if not text:
         raise HookError("empty payload on stdin")
     try:
