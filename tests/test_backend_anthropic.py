@@ -306,7 +306,7 @@ def test_auth_error_is_not_retried(api, tmp_path):
 
 
 def test_wall_clock_budget_stops_retries(api, tmp_path):
-    settings = settings_for(api, timeout_seconds=0.5)
+    settings = settings_for(api, timeout_seconds=3.0)  # retry-after 5s does not fit
     with pytest.raises(BackendError, match="no time left|budget"):
         run(api, tmp_path, [error(429, "slow down", {"retry-after": "5"})], settings=settings)
     assert len(api.message_requests()) == 1
@@ -497,3 +497,25 @@ def test_auto_backend_choice(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
     assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "anthropic"
     assert resolve_name("claude", Settings()) == "claude"  # only when chosen
+
+
+def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
+    from dualtrace.encoder.backends.pricing import estimate_request_tokens
+    from dualtrace.encoder.digest import build_digest
+    from dualtrace.encoder.redact import redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+    from tests.conftest import corpus_path
+
+    spotter = corpus_path("claude-code", "spotter")
+    big = max(spotter.glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    session, _counts = redact_session(read_transcript(big))
+    digest = build_digest(session, 20000)  # deliberately over the backend's budget
+    store = make_store(tmp_path)
+    builder = PlanBuilder(store, ctx())
+    settings = Settings(api_key="x")
+    params = build_params(EncodeRequest(session, digest, None, (), settings, builder.ctx))
+    assert estimate_request_tokens(params) <= 9500
+    assert "<session_digest>" in params["messages"][0]["content"][0]["text"]
+    small = build_params(EncodeRequest(session, digest, None, (),
+                                       Settings(extra={"prompt_budget": 6000}), builder.ctx))
+    assert estimate_request_tokens(small) <= 6000

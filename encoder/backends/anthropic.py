@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings, api_key
 from dualtrace.encoder.backends import EncodeRequest, Usage
-from dualtrace.encoder.backends.pricing import cost_usd
+from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 SEARCH_LIMIT = 8
 READ_LIMIT = 12000  # characters of one memory file returned to the model
 MAX_INDEX = 40  # memories listed in the user turn
+PROMPT_BUDGET = 9500  # estimated tokens of the whole turn-1 prompt (target: <= 10,000)
 
 _SCORES_SCHEMA = {
     "type": "object",
@@ -196,8 +197,7 @@ def user_text(request: EncodeRequest) -> str:
     )
 
 
-def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, Any]:
-    """The first request body (pure: no SDK, no network). Used live and for batches."""
+def _params(request: EncodeRequest, mode: str) -> dict[str, Any]:
     settings = request.settings
     return {
         "model": settings.model,
@@ -207,6 +207,31 @@ def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, An
         "tools": TOOLS,
         "messages": [{"role": "user", "content": [{"type": "text", "text": user_text(request)}]}],
     }
+
+
+def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, Any]:
+    """The first request body (pure: no SDK, no network). Used live and for batches.
+
+    The whole turn-1 prompt (tools + system + index + digest) is kept within
+    ``prompt_budget`` estimated tokens (default PROMPT_BUDGET): when the digest
+    the pipeline built does not fit next to the prefix, it is rebuilt smaller
+    from the (already redacted) session.
+    """
+    params = _params(request, mode)
+    limit = int(request.settings.extra.get("prompt_budget", PROMPT_BUDGET))
+    session = request.session
+    for _ in range(3):
+        over = estimate_request_tokens(params) - limit
+        if over <= 0 or session is None or not hasattr(session, "events"):
+            break
+        from dataclasses import replace
+
+        from dualtrace.encoder.digest import build_digest
+
+        current = estimate_tokens(_text_of(request.digest))
+        request = replace(request, digest=build_digest(session, max(current - over - 50, 300)))
+        params = _params(request, mode)
+    return params
 
 
 # ------------------------------------------------------------------ tools
