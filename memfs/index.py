@@ -395,9 +395,25 @@ class Index:
                           (rel, stat[0], stat[1]))
 
     def update_paths(self, paths: Iterable[str]) -> None:
-        """Re-index ``paths`` now, and anything else that changed on disk."""
+        """Re-index just ``paths`` (after our own commit) without a full stat pass.
+
+        Hand edits made at the same moment are caught by ``verify`` or by the next
+        periodic full check (FULL_CHECK_SECONDS), so a commit costs O(paths), not
+        O(store).
+        """
         with self.write():
-            self._sync(force=False, paths=[p for p in paths if p.endswith(".md")])
+            for rel in {p for p in paths if p.endswith(".md")}:
+                try:
+                    st = os.stat(self.root / rel)
+                except OSError:
+                    self._delete(rel)
+                    continue
+                self._index_file(rel, (st.st_mtime_ns, st.st_size))
+            _set_meta(self.conn, "signature", cheap_signature(self.root))
+            count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs").fetchone()[0]
+            _set_meta(self.conn, "units", str(count))
+            docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            _set_meta(self.conn, "docs", str(docs))
 
     def verify(self, paths: Iterable[str]) -> bool:
         """True when every path still has the mtime/size it was indexed with; else re-sync."""
