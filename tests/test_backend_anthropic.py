@@ -156,7 +156,7 @@ def test_multi_turn_loop_store_and_update_one_commit(api, tmp_path):
     # (everything up to the moving breakpoint is cached, so uncached input can be 0)
     assert usage.output_tokens > 0 and usage.cache_write_tokens > 0
     assert usage.cache_read_tokens > usage.cache_write_tokens  # turns 2-3 re-read turn 1
-    assert usage.cost_usd > 0 and usage.model == "claude-sonnet-4-5"
+    assert usage.cost_usd > 0 and usage.model == Settings().model == bodies[0]["model"]
     # the real SDK sent the key and version headers
     rec = [r for r in api.requests if r.path == "/v1/messages"][0]
     assert "sk-ant-test-dummy" in (rec.headers.get("x-api-key", "") + rec.headers.get("authorization", "")), rec.headers
