@@ -63,12 +63,13 @@ def cli() -> None:
 
 @cli.command()
 @memory_dir_option
-def status(memory_dir: Path | None) -> None:
+@click.option("--check", is_flag=True, help="Parse every memory file fully and list broken ones.")
+def status(memory_dir: Path | None, check: bool) -> None:
     """Show the memory directory, counts per type and tier, and the last commit."""
     from dualtrace.memfs.summary import store_summary
 
     store = resolve_store(memory_dir)
-    info = store_summary(store)
+    info = store_summary(store, full=check)
     click.echo(f"memory dir: {store.root}")
     click.echo(f"project:    {store.project}")
     click.echo(f"memories:   {info['total']}")

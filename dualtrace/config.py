@@ -111,8 +111,8 @@ class Settings:
     memory_dir: str | None = None
     backend: str = "auto"
     fallback: str | None = None
-    model: str = "claude-sonnet-4-5"
-    cheap_model: str = "claude-haiku-4-5"
+    model: str = "claude-sonnet-5-5"
+    cheap_model: str = "claude-haiku-5-5"
     api_key: str | None = None
     base_url: str | None = None
     max_turns: int = 12

@@ -538,6 +538,11 @@ def _connect(path: Path) -> sqlite3.Connection:
     # Autocommit mode: writes are grouped explicitly by Index.write().
     conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 10000")
+    # A derived, rebuildable index: WAL lets readers (recall, hooks) run beside the
+    # writer, and synchronous=NORMAL skips an fsync per commit (a crash can only
+    # lose the last update, which the freshness check then rebuilds).
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fail fast if not a db
     return conn
 

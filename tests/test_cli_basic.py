@@ -78,3 +78,16 @@ def test_memory_dir_that_is_a_file(tmp_path):
     assert proc.stderr.startswith(("Error:", "Usage:"))
     assert "Traceback" not in proc.stderr
     assert formats.TYPES  # module import sanity for the CLI path
+
+
+def test_status_reports_broken_files_quick_and_full(memdir):
+    seed(memdir)
+    (memdir / "decisions" / "no-front.md").write_text("just text\n")
+    (memdir / "decisions" / "bad-yaml.md").write_text("---\ndescription: [oops\ntype: decision\n---\n")
+    runner = CliRunner()
+    quick = runner.invoke(cli, ["status", "--memory-dir", str(memdir)])
+    assert "unreadable: 1" in quick.output and "decisions/no-front.md:1: missing frontmatter" in quick.output
+    assert "  decision    2" in quick.output  # the YAML error is only found by a full parse
+    full = runner.invoke(cli, ["status", "--check", "--memory-dir", str(memdir)])
+    assert "unreadable: 2" in full.output and "decisions/bad-yaml.md:3: invalid YAML" in full.output
+    assert "  decision    1" in full.output
