@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dualtrace.encoder.cues import is_agreement
 from dualtrace.encoder.session import Event, Session
 
 _DECISION = re.compile(
@@ -129,6 +130,10 @@ def evaluate(session: Session) -> GateVerdict:
             if m:
                 signal_reasons.append(f"user phrase '{m.group(0).strip(' .!?')}' (at {_hhmm(e.ts)})")
                 break
+    for e in events:
+        if e.kind == "assistant" and e.agent is None and e.detail != "thinking" and is_agreement(e.text):
+            signal_reasons.append(f"settled decision restated by the assistant (at {_hhmm(e.ts)})")
+            break
     arc = _fix_arc(events)
     if arc:
         signal_reasons.append(f"error -> fix -> passing test: {arc}")

@@ -51,6 +51,11 @@ UNKNOWN_WEIGHT = 0.8
 IDF_FLOOR = 1.0
 ROUTE_BOOST = 0.08
 MAX_TERMS = 8
+# A question with more content words than this is a pasted text (a bug report, a
+# prompt): its words absent from the store say nothing about relevance, so
+# coverage is measured against its heaviest *known* words only.
+LONG_QUERY = 14
+LONG_UNKNOWN = 0.3
 COMMON_SHARE = 0.25
 COMMON_MIN = 50
 SUPERSEDED_FACTOR = 0.5
@@ -254,7 +259,12 @@ def routed_types(question: str) -> tuple[str, ...]:
 
 def aggregation_types(question: str) -> tuple[str, ...] | None:
     """The types an aggregation question asks for (() = any), or None if not aggregation."""
-    if not _AGGREGATE.search(question):
+    match = _AGGREGATE.search(question)
+    if not match:
+        return None
+    # "...shows up in the merged list..." in a bug report is not a request to list
+    # memories: the cue must open the question, or the question must be short.
+    if len(question[: match.start()].split()) > 6 and len(content_terms(question)) > LONG_QUERY:
         return None
     types: list[str] = []
     for token in _TOKEN.findall(question.lower()):
@@ -364,7 +374,12 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         return []
     # A long text (a bug report, a prompt) is not expected to be covered word for word:
     # relevance is measured against its MAX_TERMS heaviest words.
-    denominator = sum(sorted(idf.values(), reverse=True)[:MAX_TERMS])
+    if len(terms) > LONG_QUERY:
+        pool = [idf[t] for t in known] + [
+            idf[t] * LONG_UNKNOWN / UNKNOWN_WEIGHT for t in idf if t not in known]
+    else:
+        pool = list(idf.values())
+    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS])
     units: dict[str, _Unit] = {}
     hits = index.match(known, types, limit=candidates * 4)
     info = index.hit_info(i for i, _ in hits)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.cues import is_agreement
 from dualtrace.encoder.matching import STOPWORDS, tokens
 from dualtrace.encoder.plan import (
     MomentDraft,
@@ -89,10 +90,13 @@ CONFIRM = re.compile(r"\b(?:confirmed|verified|root cause (?:is|was)|proved|repr
 RESOLVED = re.compile(r"\b(?:fixed|resolved|now pass(?:es)?|all tests pass|works now|fix (?:is|was) in)\b", _I)
 RECUR = re.compile(r"\b(?:is back|came back|(?:happen\w*|fail\w*|broke\w*) again|recurr\w*|same (?:issue|bug|error|problem)"
                    r"|another instance|resurfaced|again)\b", _I)
+# Only explicit reversals supersede a stored decision; "instead" or "rather than"
+# are everyday words in decisions that simply restate or refine one.
 REVERSAL = re.compile(
-    r"\b(?:no longer|switch(?:ing|ed)? back|back (?:from|to)|revert\w*|roll(?:ing|ed)? back|drop(?:ping|ped)?|abandon\w*"
-    r"|mov(?:e|ing) away from|stop using|replac\w*|instead|rather than|revers\w*|amend\w*|revis\w*"
-    r"|chang(?:e|ing|ed) (?:our|the|my) (?:decision|mind)|on second thought|actually|not anymore)\b", _I)
+    r"\b(?:no longer|switch(?:ing|ed)? back|back (?:from|to)|revert\w*|roll(?:ing|ed)? back|abandon\w*"
+    r"|mov(?:e|ing) away from|stop using|revers\w*|amend\w*|supersed\w*|revis(?:e|ing|ed) (?:the|our)"
+    r"|chang(?:e|ing|ed) (?:our|the|my) (?:decision|mind|rule|policy)|on second thought|not anymore"
+    r"|instead of (?:the|our) (?:old|previous|current|original|existing))\b", _I)
 TRANSIENT = re.compile(r"\b(?:for now|temporar\w*|quick hack|just this once|for today|workaround)\b", _I)
 ARCHITECTURE = re.compile(
     r"\b(?:architecture|storage|database|postgres\w*|redis|mysql|sqlite|mongo\w*|logging|logs?|auth\w*"
@@ -133,7 +137,10 @@ GENERIC = STOPWORDS | {
     "switching", "decided", "decide", "moving", "instead", "keep", "keeping", "always", "never",
     "from", "now", "on", "forward", "rule", "throwing", "intermittently", "passes",
     "fails", "locally", "staging", "condition", "use", "using", "re", "ll", "ve", "til", "turns",
-    "out", "third", "month", "week", "today",
+    "out", "third", "month", "week", "today", "understood", "got", "settled", "recap", "final",
+    "amended", "amending", "amendment", "superseding", "done", "right", "perfect", "great",
+    "explicit", "full", "exactly", "policy", "contract", "new", "shape", "then", "must",
+    "should", "only", "every", "any", "first", "last", "whether", "into", "onto",
 }
 
 
@@ -145,6 +152,8 @@ class Candidate:
     event_index: int = 0
     ts: str | None = None
     role: str = "user"
+    problem: list[str] = field(default_factory=list)  # how the conversation opened
+    idents: list[str] = field(default_factory=list)  # code names the conversation used
 
     @property
     def text(self) -> str:
@@ -189,7 +198,20 @@ def segment(session) -> list[Candidate]:
                 elif kind is not None:
                     current = Candidate(kind, [sentence], event_index=index, ts=event.ts)
                     candidates.append(current)
-        elif event.kind == "assistant" and candidates and event.detail != "thinking":
+        elif event.kind == "assistant" and event.detail != "thinking":
+            settled = agreement(session, index, event)
+            if settled is not None:
+                # A later restatement replaces an earlier one from the same conversation,
+                # and the opening report it answers becomes its "Problem:" section rather
+                # than a second memory of the same discussion.
+                opening = set(settled.problem)
+                candidates[:] = [c for c in candidates if c.role != "assistant"
+                                 and not (opening and set(c.lead) <= opening
+                                          and c.type in ("incident", "decision"))]
+                candidates.append(settled)
+                continue
+            if not candidates:
+                continue
             last = candidates[-1]
             if index - last.event_index > 3 or len(last.support) >= 6:
                 continue
@@ -198,6 +220,39 @@ def segment(session) -> list[Candidate]:
                     last.support.append(sentence)
                     break
     return candidates
+
+
+CONSTRAINT = re.compile(
+    r"\b(?:no\b|not|never|only|must|has to|have to|needs? to|should|always|exactly|keep|we measured"
+    r"|the rule|policy|because|since|otherwise|rejects?|breaks?|instead|wrong|amend\w*)\b", _I)
+
+
+def agreement(session, index: int, event) -> Candidate | None:
+    """A decision candidate from an assistant summary of what was settled."""
+    text = _CODE_BLOCK.sub(" ", event.text).strip()
+    if not text:
+        return None
+    if not is_agreement(text):
+        return None
+    users = [e for e in session.events[:index] if e.kind == "user" and e.agent is None]
+    if not users:
+        return None
+    lead = sentences(text)[:4]
+    if not lead:
+        return None
+    support: list[str] = []
+    for user in users[-6:]:
+        for sentence in sentences(user.text):
+            if CONSTRAINT.search(sentence) and sentence not in support:
+                support.append(sentence)
+    problem = sentences(users[0].text)[:3]
+    support = [x for x in support if x not in problem]
+    idents: list[str] = []
+    for e in session.events[: index + 1]:
+        if e.kind in ("user", "assistant") and e.agent is None:
+            idents.extend(i for i in _identifiers(e.text) if i not in idents)
+    return Candidate("decision", [one_line(" ".join(lead), 700)], support[:8], event_index=index,
+                     ts=event.ts, role="assistant", problem=problem, idents=idents[:8])
 
 
 def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidate]:
@@ -300,15 +355,44 @@ def _clean_words(text: str) -> list[str]:
     return out
 
 
+def _identifiers(text: str) -> list[str]:
+    """Code names in prose (snake_case, CamelCase, calls, backticked), as words."""
+    out: list[str] = []
+    for match in _CODEISH.finditer(_CODE_BLOCK.sub(" ", text)):
+        token = (match.group(1) or match.group(2) or "").strip().rstrip("()")
+        if not token or "/" in token or " " in token or token.isupper() or len(token) > 40:
+            continue
+        if "_" in token or "(" in match.group(0) or re.search(r"[a-z][A-Z]", token):
+            if token not in out:
+                out.append(token)
+    return out
+
+
+def _enough(words: list[str], more: list[str], want: int = 4) -> list[str]:
+    """Top up a short subject with further salient words, so anchors stay specific."""
+    out = list(words)
+    for w in more:
+        if len(out) >= want:
+            break
+        if w not in out and len(w) >= 4 and not w.isdigit():
+            out.append(w)
+    return out
+
+
 def subject_of(c: Candidate) -> str:
     lead = c.lead[0]
+    lead_words = _clean_words(lead)
+    idents = [w.lower() for w in (_identifiers(lead) or c.idents)][:2]
+    if c.role == "assistant":
+        # A restated agreement: name it by the code it governs, then its key terms.
+        return " ".join(_enough(idents, lead_words, 5)[:6]) or c.type
     if c.type in ("decision", "convention"):
         match = _SUBJECT_AFTER.search(lead)
         if match:
             phrase = _SUBJECT_STOP.split(match.group(1))[0]
             words = _clean_words(phrase)
             if words:
-                return " ".join(words[:6])
+                return " ".join(_enough(words[:6], idents + lead_words, 3)[:6])
     if c.type == "incident":
         verb = _VERBISH.search(lead)
         head = lead[: verb.start()] if verb else lead
@@ -318,9 +402,8 @@ def subject_of(c: Candidate) -> str:
         cause = [w for w in _CAUSE_WORDS if re.search(rf"\b{w}", c.text, _I)][:1]
         parts = words + [x for x in codes + [e.lower() for e in errors] + cause if x not in words]
         if parts:
-            return " ".join(parts[:5])
-    words = _clean_words(lead)
-    return " ".join(words[:5]) or c.type
+            return " ".join(_enough(parts[:5], lead_words, 3))
+    return " ".join(_enough(idents, lead_words, 5)[:5]) or c.type
 
 
 def one_line(text: str, limit: int = 220) -> str:
@@ -429,6 +512,11 @@ class OfflineBackend:
 
     def operations(self, cand: Candidate, scores: Scores, facts: SessionFacts,
                    builder: PlanBuilder) -> list:
+        superseded = self.contradicted(cand, builder)
+        if superseded is not None:
+            # The amendment governs the same code as the decision it replaces.
+            inherited = _identifiers(f"{superseded.description}\n{superseded.body}")
+            cand.idents.extend(i for i in inherited if i not in cand.idents)
         subject = subject_of(cand)
         description = self.describe(cand)
         confidence = self.confidence(cand)
@@ -437,7 +525,6 @@ class OfflineBackend:
             status = "resolved" if RESOLVED.search(cand.text) else (
                 "root-cause-confirmed" if CONFIRM.search(cand.text) else "investigating")
         moment = self.moment(cand, subject, facts)
-        superseded = self.contradicted(cand, builder)
         existing = None if superseded else self.recurrence(cand, builder)
         if existing is not None:
             body = self.body(cand, facts, update=True)
@@ -495,7 +582,13 @@ class OfflineBackend:
         who = "The user" if cand.role == "user" else "The session"
         where = f"session {facts.session_id[:8]}, {facts.date}" if facts.session_id else facts.date
         lead = " ".join(cand.lead)
-        lines = [lead if update else f"{who} stated ({where}): {lead}"]
+        if cand.role == "assistant":
+            who = "Settled in the conversation"
+            lines = [lead if update else f"{who} ({where}): {lead}"]
+        else:
+            lines = [lead if update else f"{who} stated ({where}): {lead}"]
+        if cand.problem:
+            lines.append("Problem: " + " ".join(cand.problem))
         why = [s for s in cand.support if RATIONALE.search(s) or CONFIRM.search(s)]
         alts = [s for s in cand.support if ALTERNATIVE.search(s) and s not in why]
         rest = [s for s in cand.support if s not in why and s not in alts]
@@ -509,6 +602,8 @@ class OfflineBackend:
             lines.append(f"{labels[1]}: " + " ".join(alts))
         if rest:
             lines.append("Context: " + " ".join(rest[:3]))
+        if cand.idents:
+            lines.append("Code: " + ", ".join(f"`{i}`" for i in cand.idents[:8]))
         if facts.files:
             lines.append("Files changed in the session: " + ", ".join(f"`{f}`" for f in facts.files[:6]))
         if facts.commits:
@@ -543,6 +638,9 @@ class OfflineBackend:
             return None
         recurring = bool(RECUR.search(cand.text)) or cand.type == "pattern"
         mine = {t for t in tokens(cand.text) if t not in GENERIC}
+        # The code a decision governs is its strongest subject key: two conversations
+        # settling merge_records' rule are one decision revisited.
+        code = {i.lower() for i in (_identifiers(cand.text) + cand.idents)}
         distinctive = {t for t in mine if re.search(r"\d", t) or len(t) >= 6}
         best, best_score = None, 0.0
         for fact in builder.facts():
@@ -554,6 +652,10 @@ class OfflineBackend:
             score = len(shared) / max(min(len(mine), len(theirs)), 1)
             if recurring and strong and (len(strong) >= 1 and score >= 0.15):
                 score += 0.5
+            elif code and score >= 0.25 and cand.type == "decision":
+                theirs_code = {i.lower() for i in _identifiers(f"{fact.description}\n{fact.body}")}
+                if code & theirs_code:
+                    score += 0.5
             if score > best_score:
                 best, best_score = fact, score
         threshold = 0.6 if recurring else 0.75

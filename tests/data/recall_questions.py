@@ -130,7 +130,47 @@ QUESTIONS: list[tuple[str, str, str | None]] = [
      "system/project/conventions.md"),
     ("where do test files go for a new module", "answerable", "system/project/conventions.md"),
     ("webhook dispatcher latency spikes", "answerable", "decisions/http-client-httpx.md"),
+    # long, pasted texts (bug reports, prompts): coverage is judged on their known words
+    ("Our Datadog dashboards are dropping log events again after the logger refactor; lines "
+     "arrive as free-form strings that the pipeline cannot parse. Check the logging setup and "
+     "restore the structured output. A failing repro is at tests/test_regression.py.",
+     "answerable", "decisions/structured-logging-json.md"),
+    ("Users get logged out at random under load and the session table in Postgres keeps "
+     "growing; someone suggested putting Redis back in front as a cache. Before changing session "
+     "storage, explain what we decided and why. The repro is in tests/test_sessions.py.",
+     "answerable", "decisions/session-storage-postgres.md"),
+    ("Two parallel requests to the user session service both refresh an expired token and one "
+     "of them gets a 401 back; it only happens in staging, never locally. Find the refresh path "
+     "in the middleware and make it safe under concurrency.",
+     "answerable", "incidents/auth-middleware-401-race.md"),
+    ("The CSV report export task in the celery workers gets killed with exit code 137 on big "
+     "months; memory grows until the container is killed. Fix the export so it streams rows "
+     "instead of building the whole file in memory.",
+     "answerable", "incidents/celery-worker-oom.md"),
+    ("I added a column to the orders model and the deploy failed because there is no alembic "
+     "migration file for it; add the missing migration and tell me whether this keeps "
+     "happening with my model changes.",
+     "answerable", "patterns/forgets-migration-files.md"),
     # never stored
+    ("The nightly image thumbnail job produces blurry previews for PNG files with transparency; "
+     "the resize step seems to drop the alpha channel before sharpening. A failing repro is at "
+     "tests/test_regression.py. Fix the thumbnails without breaking existing behaviour.",
+     "never", None),
+    ("Search results in the admin panel are sorted by creation date instead of relevance after "
+     "the Elasticsearch upgrade, and the facet counts are off by one. Restore relevance "
+     "ordering. A failing repro is at tests/test_regression.py.", "never", None),
+    ("The mobile app shows prices in the wrong currency for users in Switzerland because the "
+     "locale fallback picks EUR. Make the currency follow the billing country. A failing repro "
+     "is at tests/test_regression.py.", "never", None),
+    ("Scheduled email digests are sent twice on daylight saving transitions because the cron "
+     "expression runs in local time. Make the digest run once per day in UTC. A failing repro "
+     "is at tests/test_regression.py.", "never", None),
+    ("The PDF invoice generator cuts off line items that wrap onto a second page and the totals "
+     "box overlaps the footer. Fix pagination of invoices. A failing repro is at "
+     "tests/test_regression.py.", "never", None),
+    ("Uploading avatars larger than 5 MB returns a generic 500 instead of a validation message, "
+     "and the S3 multipart upload is left dangling. Validate the size up front. A failing "
+     "repro is at tests/test_regression.py.", "never", None),
     ("What's our test coverage threshold?", "never", None),
     ("Which database do we use for analytics?", "never", None),
     ("why did we choose Kubernetes over Nomad", "never", None),

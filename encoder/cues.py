@@ -1,0 +1,33 @@
+"""Phrase cues shared by the cheap gates and the offline encoder."""
+
+from __future__ import annotations
+
+import re
+
+# An assistant message that restates what the user and assistant settled on
+# ("Final: ...", "Settled: ...", "Recap of f(): ...", "Amended rule, superseding
+# ...:"): the decision of a conversation, in its most complete form. Weaker openers
+# ("Got it", "Understood", "Done") count only when the message states a rule.
+AGREEMENT_STRONG = re.compile(
+    r"^\W*(?:final\b|settled\b|recap\b|(?:full |final )?recap of\b|agreed\b|decision\b|amend\w*"
+    r"|to be explicit\b|in summary\b|summary\b|confirmed\b|the (?:new |final )?(?:rule|policy|contract)\b)",
+    re.I)
+AGREEMENT_WEAK = re.compile(r"^\W*(?:got it|understood|done|right|ok(?:ay)?|so,|perfect|great)\b", re.I)
+RULE_WORDS = re.compile(
+    r"\b(?:exactly|always|never|only|must|rule|policy|contract|wins?|first|capped|at most|at least"
+    r"|superseding|instead|unless|except|should be|keep|drop|reject|allow\w*|case-(?:in)?sensitive)\b", re.I)
+
+
+_CODE_NAME = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b\w+\(\)")
+
+
+def is_agreement(text: str) -> bool:
+    """An assistant message that restates a settled decision (see above)."""
+    if AGREEMENT_STRONG.search(text[:80]):
+        return True
+    if not AGREEMENT_WEAK.search(text[:40]) or len(text) < 80:
+        return False  # "Understood; I'll keep changes small." acknowledges, it settles nothing
+    # A weak opener ("Got it") counts when the message states a rule, or restates what
+    # a named piece of code does (snake_case or a call) at some length.
+    return bool(RULE_WORDS.search(text[:600])
+                or (len(text) > 100 and _CODE_NAME.search(text[:600])))
