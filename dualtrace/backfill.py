@@ -367,7 +367,7 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
                 summary.items.append(Item(str(path), report.session_id, "skipped",
                                           note=report.skipped or ""))
                 continue
-            offset = cursors.load(path).offset or 0
+            offset = cursors.load(path, str(Path(memory_dir).resolve())).offset or 0
             items[custom_id(path, offset)] = {"path": str(path), "offset": offset,
                                               "session_id": sink.get("session_id"),
                                               "params": sink["params"], "status": "submitted"}
@@ -417,7 +417,7 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
                                       note=f"batch item {result.type}" + (f": {detail}" if detail else "")))
             _save(sfile, state)
             continue
-        if (cursors.load(path).offset or 0) != it["offset"]:
+        if (cursors.load(path, str(Path(memory_dir).resolve())).offset or 0) != it["offset"]:
             it["status"] = "done"
             summary.items.append(Item(str(path), it.get("session_id"), "skipped",
                                       note="encoded by another run since submission"))

@@ -8,8 +8,9 @@ interleave on one store; the cursor advances only after the commit.
 
 from __future__ import annotations
 
+import hashlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date as _date
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,9 @@ def encode_session(
     session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
+    if not session.session_id:
+        # Plain chats and some hosts carry no id: the file name is the stable name.
+        session = replace(session, session_id=path.stem)
     report.session_id = session.session_id
     report.host = session.host
     report.cursor = (cursor.offset or 0, session.cursor)
@@ -151,6 +155,18 @@ def encode_session(
         project=config.project_slug(config.project_root(session.cwd) if session.cwd
                                     and Path(session.cwd).is_dir() else config.project_root()),
     )
+    start = cursor.offset or 0
+    key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
+    done_to = store.git.committed_range(key, start)
+    if done_to is not None:
+        # Committed by a run that died before saving its cursor: do not encode it twice.
+        report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
+        if not dry_run:
+            cursors.save(cursors.Cursor(str(path), done_to, cursors.inode_of(path),
+                                        session.session_id, str(memory_dir)))
+        store.close()
+        return _done(report, started, timings)
+    range_trailer = (f"Dualtrace-Range: {key} {start}-{session.cursor}",)
     engine = get_backend(backend, settings)
     day = redacted.date or _date.today().isoformat()
     grounding = Grounding(_grounding_text(redacted, digest), day,
@@ -160,7 +176,8 @@ def encode_session(
             t = time.perf_counter()
 
             def run(engine):
-                ctx = Context(redacted.session_id, engine.name, day, grounding, store.project)
+                ctx = Context(redacted.session_id, engine.name, day, grounding, store.project,
+                              range_trailer)
                 builder = PlanBuilder(store, ctx)
                 request = EncodeRequest(redacted, digest, verdict,
                                         relevant_memories(store, digest.text), settings, ctx)

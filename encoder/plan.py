@@ -131,6 +131,7 @@ class Context:
     date: str
     grounding: Grounding
     project: str = "project"
+    trailers: tuple[str, ...] = ()  # extra commit trailers (e.g. the transcript range)
 
 
 @dataclass(frozen=True)
@@ -710,7 +711,8 @@ class PlanBuilder:
     def message(self) -> str | None:
         if not self.oplines:
             return None
-        return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines)
+        return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
+                              self.ctx.trailers)
 
     def apply(self) -> str | None:
         """Write every pending file atomically and make one commit. Returns the sha."""

@@ -15,6 +15,7 @@ from dualtrace.errors import GitError
 
 SESSION_TRAILER = "Dualtrace-Session"
 BACKEND_TRAILER = "Dualtrace-Backend"
+RANGE_TRAILER = "Dualtrace-Range"  # "<transcript key> <start>-<end>" byte offsets
 GITIGNORE = ".dualtrace/\n.*.tmp\n"
 # Variables that only locate helpers or proxies are harmless; everything else
 # (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_AUTHOR_*, ...) is dropped.
@@ -42,7 +43,8 @@ class OpLine:
         return f"mem: {self.verb} {self.target} ({self.detail}{tail})"
 
 
-def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine]) -> str:
+def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine],
+                   extra_trailers: tuple[str, ...] = ()) -> str:
     if not ops:
         raise ValueError("a commit needs at least one operation")
     if len(ops) == 1:
@@ -58,6 +60,7 @@ def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine
         trailers.append(f"{SESSION_TRAILER}: {session_id}")
     if backend:
         trailers.append(f"{BACKEND_TRAILER}: {backend}")
+    trailers.extend(extra_trailers)
     parts = [subject]
     if body:
         parts.append("\n".join(body))
@@ -221,6 +224,25 @@ class MemoryRepo:
         commit = self.repo.head.commit
         when = commit.committed_datetime.strftime("%Y-%m-%d %H:%M")
         return f"{commit.hexsha[:10]} {when} {commit.summary}"
+
+    def committed_range(self, key: str, start: int, depth: int = 200) -> int | None:
+        """End offset of a commit that already encoded ``key`` from ``start``, if any.
+
+        The cursor is saved after the commit; a worker killed between the two would
+        otherwise encode the same piece of a transcript again on retry.
+        """
+        if not self.has_commits():
+            return None
+        out = self.repo.git.log(f"-n{depth}", f"--format=%(trailers:key={RANGE_TRAILER},valueonly)")
+        prefix = f"{key} {start}-"
+        for line in out.splitlines():
+            line = line.strip()
+            if line.startswith(prefix):
+                try:
+                    return int(line[len(prefix):])
+                except ValueError:
+                    continue
+        return None
 
     def sessions_seen(self) -> set[str]:
         """Session ids present in trailers (used to refuse double encoding)."""

@@ -203,3 +203,25 @@ def test_same_transcript_into_a_new_memory_dir_is_encoded_again(tmp_path):
     first = encode(tmp_path / "one", "pilot-5-session-storage.jsonl")
     second = encode(tmp_path / "two", "pilot-5-session-storage.jsonl")
     assert first["commit"] and second["commit"]
+
+
+def test_commit_without_saved_cursor_is_not_encoded_twice(memdir, state_dir):
+    """A worker killed between the commit and the cursor save must not duplicate work."""
+    first = encode(memdir, "pilot-4-auth-401-session1.jsonl")
+    assert first["commit"]
+    for cursor_file in (state_dir / "cursors").glob("*.json"):
+        cursor_file.unlink()  # as if the process died right after committing
+    again = encode(memdir, "pilot-4-auth-401-session1.jsonl")
+    assert again["skipped"].startswith("already committed")
+    assert len(commits(memdir)) == 1
+    assert "Dualtrace-Range: " in commits(memdir)[0].message
+    assert encode(memdir, "pilot-4-auth-401-session1.jsonl")["skipped"].startswith("nothing new")
+
+
+def test_plain_chat_session_id_is_the_file_name(memdir, tmp_path):
+    path = tmp_path / "design-review-42.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "We decided to use Postgres for the "
+                                "audit log because we need transactions with the orders table."}) + "\n")
+    report = encode(memdir, str(path))
+    assert report["session_id"] == "design-review-42"
+    assert "Dualtrace-Session: design-review-42" in commits(memdir)[0].message
