@@ -32,12 +32,9 @@ USER_CONFIG = "config.toml"
 
 def state_dir() -> Path:
     """Queue, cursors, run log, error log and user config live here."""
-    env = os.environ.get("DUALTRACE_HOME")
-    if env:
-        return Path(env).expanduser().resolve()
-    import platformdirs  # small, and only needed when DUALTRACE_HOME is unset
+    from dualtrace.paths import state_dir as resolve
 
-    return Path(platformdirs.user_data_dir("dualtrace", appauthor=False)).resolve()
+    return Path(resolve())
 
 
 def slugify(text: str, max_len: int = 64) -> str:

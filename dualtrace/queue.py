@@ -38,17 +38,10 @@ PARKED = "parked"
 # --------------------------------------------------------------------------- paths
 
 def fast_state_dir() -> str:
-    """``config.state_dir()`` without importing config (dataclasses/tomllib cost ~40 ms).
+    """The state directory (``dualtrace.paths``: the one resolver, stdlib only)."""
+    from dualtrace.paths import state_dir
 
-    Must return exactly what ``dualtrace.config.state_dir`` returns; a test checks
-    both with and without DUALTRACE_HOME.
-    """
-    env = os.environ.get("DUALTRACE_HOME")
-    if env:
-        return os.path.realpath(os.path.expanduser(env))
-    import platformdirs
-
-    return os.path.realpath(platformdirs.user_data_dir("dualtrace", appauthor=False))
+    return state_dir()
 
 
 def queue_dir(state: str) -> str:
