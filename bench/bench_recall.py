@@ -147,6 +147,11 @@ def bench_size(n: int, cli_runs: int, inproc: int) -> dict[str, float]:
     state = tmp / "state"
     state.mkdir()
     env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(root), "DUALTRACE_HOME": str(state)}
+    # An installed package has .pyc files; this dev environment sets
+    # PYTHONDONTWRITEBYTECODE=1, which would recompile every module on every call.
+    # Cache bytecode in the temp dir (for the baseline too, alike).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(state / "pycache")
     base = timed_runs([sys.executable, "-c", "pass"], cli_runs, env)
     res["python_p50"] = statistics.median(base)
     cli = []

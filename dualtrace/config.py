@@ -10,7 +10,6 @@ user data directory.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -91,6 +90,8 @@ def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
 
 def project_key(root: Path) -> str:
     """Slug of the folder name plus a short hash of the full path (never the name alone)."""
+    import hashlib  # lazily: loading OpenSSL costs ~15 ms on the recall/hook paths
+
     digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:8]
     return f"{slugify(root.name, 40) or 'root'}-{digest}"
 

@@ -21,9 +21,7 @@ from dataclasses import dataclass, fields, replace
 
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
-
-INJECT_OPEN = "<dualtrace-memory>"
-INJECT_CLOSE = "</dualtrace-memory>"
+from dualtrace.markers import INJECT_CLOSE, INJECT_OPEN  # noqa: E402  (re-exported)
 
 _SEP = "\x00\x1e\x00"  # joins event fields for a one-pass scan; no pattern matches it
 

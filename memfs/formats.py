@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 from dualtrace.errors import FormatError
 
 TYPES = ("decision", "incident", "convention", "preference", "pattern", "learning")
@@ -288,8 +286,13 @@ def _load_front(front: str, path: str) -> dict[str, Any]:
     fast = _fast_front(front)
     if fast is not None:
         return fast
+    # YAML only for frontmatter outside the simple subset: importing it costs ~35 ms,
+    # which recall and the prompt hook should not pay for files dualtrace wrote.
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(front, Loader=_Loader) if front.strip() else {}
+        data = yaml.load(front, Loader=loader) if front.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (mark.line + 2) if mark is not None else 1
@@ -302,7 +305,6 @@ def _load_front(front: str, path: str) -> dict[str, Any]:
     return data
 
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _as_str(value: Any) -> str:

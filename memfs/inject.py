@@ -26,11 +26,9 @@ _CONFIDENCE_RANK = {"HIGH": 2, "MEDIUM": 1, "LOW": 0}
 
 
 def markers() -> tuple[str, str]:
-    """The redactor's markers; literal fallbacks keep injection working without it."""
-    try:
-        from dualtrace.encoder.redact import INJECT_CLOSE, INJECT_OPEN
-    except ImportError:  # pragma: no cover - the encoder package is part of the install
-        return "<dualtrace-memory>", "</dualtrace-memory>"
+    """The markers the ingestion redactor strips (see dualtrace.markers)."""
+    from dualtrace.markers import INJECT_CLOSE, INJECT_OPEN
+
     return INJECT_OPEN, INJECT_CLOSE
 
 
@@ -198,7 +196,6 @@ def hook_output(event: str, payload: dict[str, Any]) -> str | None:
     runner logs them and still exits 0.
     """
     from dualtrace import config
-    from dualtrace.memfs.store import MemoryStore
 
     cwd = payload.get("cwd") or None
     root = config.project_root(cwd)
@@ -208,12 +205,16 @@ def hook_output(event: str, payload: dict[str, Any]) -> str | None:
     memdir = config.resolve_memory_dir(None, cwd=cwd, settings=settings)
     if not memdir.is_dir():
         return None  # nothing stored yet; never create a memory dir from a hook
-    store = MemoryStore(memdir, project=config.project_slug(root), create=False)
     if event == "SessionStart":
+        from dualtrace.memfs.store import MemoryStore
+
+        store = MemoryStore(memdir, project=config.project_slug(root), create=False)
         text: str | None = session_start_context(store, settings)
     else:
+        # The prompt hook runs before every prompt: recall needs only the directory,
+        # not the store (whose imports cost ~30 ms).
         prompt = payload.get("prompt")
-        text = prompt_context(store, prompt, settings) if isinstance(prompt, str) else None
+        text = prompt_context(memdir, prompt, settings) if isinstance(prompt, str) else None
     if not text:
         return None
     import json
