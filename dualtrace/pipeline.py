@@ -146,7 +146,7 @@ def encode_session(
 
     from dualtrace.encoder.backends import EncodeRequest, get_backend
     from dualtrace.encoder.context import relevant_memories
-    from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
+    from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
     from dualtrace.memfs.store import MemoryStore
 
     store = MemoryStore(
@@ -170,7 +170,7 @@ def encode_session(
     engine = get_backend(backend, settings)
     day = redacted.date or _date.today().isoformat()
     grounding = Grounding(_grounding_text(redacted, digest), day,
-                          frozenset(getattr(digest, "artifacts", ()) or ()))
+                          LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
     try:
         with store.lock():
             t = time.perf_counter()

@@ -359,9 +359,13 @@ _A_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)*%?(?![\w.])")
 _A_ERR = re.compile(r"^.*(?:[A-Z]\w*(?:Error|Exception)|error:|Error:|FAILED|failed).*$", re.M)
 
 
+_ERR_CUES = ("Error", "Exception", "error:", "FAILED", "failed")
+
+
 def extract_artifacts(session: Session) -> frozenset[str]:
     """File paths, identifiers, error messages, commands, numbers, SHAs, PR refs, dates."""
     found: set[str] = set()
+    seen_values: set[int] = set()
     for e in session.events:
         if e.path:
             found.add(e.path)
@@ -374,6 +378,10 @@ def extract_artifacts(session: Session) -> frozenset[str]:
         for value in (e.text, e.command, e.result, e.detail):
             if not value:
                 continue
+            key = hash(value)
+            if key in seen_values:  # repeated outputs (retries, re-reads) add nothing new
+                continue
+            seen_values.add(key)
             found.update(m.group(0) for m in _A_PATH.finditer(value))
             for m in _A_IDENT.finditer(value):
                 found.add(next(g for g in m.groups() if g))
@@ -382,7 +390,8 @@ def extract_artifacts(session: Session) -> frozenset[str]:
             found.update(_A_PR.findall(value))
             found.update(_A_DATE.findall(value))
             found.update(_A_NUM.findall(value))
-            found.update(m.group(0).strip()[:200] for m in _A_ERR.finditer(value))
+            if any(cue in value for cue in _ERR_CUES):  # the line regex is the slow one
+                found.update(m.group(0).strip()[:200] for m in _A_ERR.finditer(value))
     for value in (session.git_branch, session.session_id, session.date):
         if value:
             found.add(value)

@@ -99,13 +99,35 @@ class Skip:
 Operation = Store | Update | Skip
 
 
+class LazyArtifacts:
+    """Artifacts computed on first use: most sessions never propose a moment."""
+
+    def __init__(self, compute: Any) -> None:
+        self._compute = compute
+        self._value: frozenset[str] | None = None
+
+    def _get(self) -> frozenset[str]:
+        if self._value is None:
+            self._value = frozenset(self._compute())
+        return self._value
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._get()
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
 @dataclass(frozen=True)
 class Grounding:
     """What the session contains. Moment specifics must appear here."""
 
     text: str  # the redacted session text (digest and events), any case
     date: str  # session date YYYY-MM-DD
-    artifacts: frozenset[str] = frozenset()
+    artifacts: frozenset[str] | LazyArtifacts = frozenset()
 
     @property
     def lowered(self) -> str:
@@ -380,7 +402,12 @@ class PlanBuilder:
     def _record(self, outcome: Outcome, opline: OpLine | None) -> Outcome:
         self.outcomes.append(outcome)
         if opline is not None:
-            # One line per memory per session: a later op on the same target replaces it.
+            # One line per memory per session: a later op on the same target replaces it,
+            # but a memory created in this session stays a "store".
+            earlier = next((o for o in self.oplines if o.target == opline.target), None)
+            if earlier is not None and earlier.verb == "store" and opline.verb != "store":
+                opline = OpLine("store", earlier.target, earlier.detail,
+                                max(earlier.score or 0, opline.score or 0))
             self.oplines = [o for o in self.oplines if o.target != opline.target] + [opline]
         return outcome
 

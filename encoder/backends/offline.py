@@ -67,7 +67,9 @@ LEAD = {
     "incident": re.compile(
         r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
         r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
-        r"|intermittent(?:ly)?|is back|came back|back again|root cause|stack ?trace|segfault|[45]\d\ds?"
+        r"|intermittent(?:ly)?|is back|came back|back again|root cause|stack ?trace|segfault"
+        r"|[45]\d\ds|(?:http|status|returns?|returning|got an?|throws?|throwing) [45]\d\d"
+        r"|[45]\d\d (?:errors?|responses?|unauthorized|forbidden|not found)"
         r"|\w+(?:Error|Exception))\b", _I),
     "learning": re.compile(
         r"\b(?:til|today i learned|i learned|learned that|turns out|didn'?t know|now i (?:understand|know|get)"
