@@ -12,6 +12,7 @@ from typing import Any
 
 from dualtrace.memfs.index import Doc, Index
 from dualtrace.memfs.recall import RecalledMemory, recall, render_memory
+from dualtrace.memfs.recall import _cut as recall_cut
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +42,7 @@ def _wrap(body: str, cap: int) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    marker = "\n[... truncated]"
-    cut = text[: max(limit - len(marker), 0)]
-    nl = cut.rfind("\n")
-    if nl > limit // 2:
-        cut = cut[:nl]
-    return cut + marker
+    return recall_cut(text, limit, "\n[... truncated]")
 
 
 def _cap(settings: Any, name: str, default: int) -> int:

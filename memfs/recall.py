@@ -186,8 +186,8 @@ class RecallResult:
         return text
 
 
-def _cut(text: str, limit: int) -> str:
-    marker = "\n[...]\n"
+def _cut(text: str, limit: int, marker: str = "\n[...]\n") -> str:
+    """Shorten ``text`` to ``limit`` characters at a line break when one is near."""
     cut = text[: max(limit - len(marker), 0)]
     nl = cut.rfind("\n")
     if nl > limit // 2:
