@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dualtrace.encoder.cues import TEST_COMMAND as _TEST
 from dualtrace.encoder.cues import is_agreement
 from dualtrace.encoder.session import Event, Session
 
@@ -37,11 +38,6 @@ _USER_SIGNAL = re.compile(
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
     r"|we(?:'re| are) (?:moving|migrating|dropping|adopting)|came back|\w+(?:Error|Exception))\b"
-)
-_TEST = re.compile(
-    r"\b(?:pytest|py\.test|tox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
-    r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
-    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
 )
 _MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage
-from dualtrace.encoder.cues import is_agreement
+from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
+from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import STOPWORDS, tokens
 from dualtrace.encoder.plan import (
     MomentDraft,
@@ -111,9 +112,6 @@ BOUNDARY = re.compile(r"\b(?:service|api|middleware|endpoint|boundary|client|ser
                       r"|contract|layer|integration)\b", _I)
 ENVIRONMENT = re.compile(r"\b(?:intermittent\w*|staging|production|prod|ci|only on|locally"
                          r"|[45]\d\ds?|\w+(?:Error|Exception))\b", _I)
-TEST_CMD = re.compile(r"\b(?:pytest|py\.test|unittest|tox|nox|npm (?:run )?test|yarn test|pnpm test"
-                      r"|go test|cargo test|jest|vitest|mocha|rspec|phpunit|mvn test|gradle test"
-                      r"|make test|ctest)\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z0-9])|\n+")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
 _IDENT = re.compile(r"`([^`\n]{2,80})`")
@@ -232,9 +230,14 @@ CONSTRAINT = re.compile(
 def agreement(session, index: int, event) -> Candidate | None:
     """A decision candidate from an assistant summary of what was settled."""
     text = _CODE_BLOCK.sub(" ", event.text).strip()
-    if not text:
+    if not text or not is_agreement(text):
         return None
-    if not is_agreement(text):
+    # In an agentic session an assistant message after a tool result ("Perfect! So I
+    # can...") is narration, not a settlement: a weak opener must answer the user.
+    previous = next((e for e in reversed(session.events[:index])
+                     if e.agent is None and not (e.kind == "assistant" and e.detail == "thinking")),
+                    None)
+    if (previous is None or previous.kind != "user") and not AGREEMENT_STRONG.search(text[:80]):
         return None
     users = [e for e in session.events[:index] if e.kind == "user" and e.agent is None]
     if not users:
@@ -258,26 +261,52 @@ def agreement(session, index: int, event) -> Candidate | None:
 
 
 def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidate]:
-    """An error -> fix -> passing test arc becomes a resolved incident candidate."""
+    """A failing test -> an edit -> the same test passing becomes a resolved incident.
+
+    Only test runs count: a failed `git add` or `ls` followed by a green test run is
+    not an incident worth remembering.
+    """
     if any(c.type == "incident" for c in covered):
         return []
     events = session.events
     for i, event in enumerate(events):
-        failing = event.kind == "error" or (event.kind == "command" and event.exit_code not in (None, 0))
-        if not failing or event.agent is not None:
+        failed = event.is_error or event.exit_code not in (None, 0)
+        if (event.kind != "command" or event.agent is not None or not failed
+                or not TEST_CMD.search(event.command or "")):
             continue
-        error_line = first_line(event.result or event.text or "")
+        key = " ".join((event.command or "").split()[:3])
+        error_line = error_line_of(event.result or event.text or "")
         if not error_line:
             continue
-        edited = any(e.kind == "edit" for e in events[i + 1:])
-        passed = next((e for e in events[i + 1:] if e.kind == "command" and e.exit_code == 0
-                       and TEST_CMD.search(e.command or "")), None)
-        if edited and passed is not None:
-            cand = Candidate("incident", [f"Error: {error_line}"], event_index=i, ts=event.ts,
-                             role="tool")
-            cand.support.append(f"Fixed; `{passed.command}` then passed")
-            return [cand]
+        later = events[i + 1:]
+        passed_at = next((j for j, e in enumerate(later) if e.kind == "command"
+                          and not e.is_error and e.exit_code in (None, 0)
+                          and " ".join((e.command or "").split()[:3]) == key), None)
+        if passed_at is None or not any(e.kind == "edit" for e in later[:passed_at]):
+            continue
+        passed = later[passed_at]
+        cand = Candidate("incident", [f"`{one_line(event.command or '', 80)}` failed: {error_line}"],
+                         event_index=i, ts=event.ts, role="tool")
+        cand.support.append(f"Fixed; `{one_line(passed.command or '', 80)}` then passed")
+        return [cand]
     return []
+
+
+_ERROR_LINE = re.compile(r"\b(?:\w+(?:Error|Exception)\b|error[:\[]|FAIL(?:ED)?\b|panic|fatal|"
+                         r"assert\w*|expected\b|Traceback)", _I)
+
+
+def error_line_of(text: str) -> str:
+    """The most telling line of a failure: an error/exception/FAIL line, not "Exit code 1"."""
+    fallback = ""
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if not line or line.startswith("[...") or re.fullmatch(r"Exit code \d+", line):
+            continue
+        if _ERROR_LINE.search(line):
+            return line[:200]
+        fallback = fallback or line[:200]
+    return fallback
 
 
 def first_line(text: str) -> str:
@@ -440,6 +469,8 @@ class SessionFacts:
         for e in session.events:
             if e.kind == "edit" and e.path:
                 # Project-relative paths read better; both forms are in the session text.
+                if prefix != "/" and e.path.startswith("/") and not e.path.startswith(prefix):
+                    continue  # outside the project (an agent's plan file, say)
                 rel = e.path[len(prefix):] if prefix != "/" and e.path.startswith(prefix) else e.path
                 if rel not in files:
                     files.append(rel)
@@ -487,10 +518,18 @@ class OfflineBackend:
             scores = score_candidate(cand)
             proposals.append((cand, scores))
         if min_tier and proposals:
+            # FULL comes from an error -> fix -> passing test arc: it raises the incident
+            # that arc is about, not an unrelated candidate. RECORD (3+ files edited, a
+            # commit) raises the strongest candidate.
             floor = 8 if min_tier == "FULL" else 5
-            best = max(range(len(proposals)), key=lambda i: proposals[i][1].total)
-            cand, scores = proposals[best]
-            if cand.type not in ("preference",) and scores.total < floor:
+            eligible = [i for i, (c, _s) in enumerate(proposals)
+                        if c.type != "preference" and (min_tier != "FULL" or c.type == "incident")]
+            if not eligible and min_tier == "FULL":
+                floor = 5
+                eligible = [i for i, (c, _s) in enumerate(proposals) if c.type != "preference"]
+            best = max(eligible, key=lambda i: proposals[i][1].total) if eligible else None
+            cand, scores = proposals[best] if best is not None else (None, None)
+            if cand is not None and scores.total < floor:
                 proposals[best] = (cand, bump_to(scores, floor))
                 usage.notes.append(f"gate minimum {min_tier} applied to {cand.type} candidate")
         for cand, scores in proposals:
@@ -678,7 +717,9 @@ class OfflineBackend:
             mentioned = facts.idents[:2]  # the session's own code references
         if mentioned:
             artifacts.append("it mentions " + ", ".join(f"`{m}`" for m in mentioned))
-        runs = [c for c in facts.commands if c[1] is not None][-2:]
+        # Tests and failures say more about a moment than the closing `git status`.
+        telling = [c for c in facts.commands if c[1] is not None and (c[1] != 0 or TEST_CMD.search(c[0]))]
+        runs = (telling or [c for c in facts.commands if c[1] is not None])[-2:]
         if runs:
             artifacts.append("; ".join(f"`{one_line(cmd, 80)}` exited {code}" for cmd, code in runs))
         if facts.errors:
