@@ -305,3 +305,24 @@ def test_lock_timeout_is_clear(memdir):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_persons_staged_changes_stay_out_of_our_commits(memdir):
+    store = MemoryStore(memdir)
+    store.write(fact("alpha"))
+    store.commit(["decisions/alpha.md"], msg("alpha"))
+    (memdir / "notes.txt").write_text("staged by a person\n")
+    subprocess.run(["git", "add", "notes.txt"], cwd=memdir, check=True)
+    for anchor in ("beta", "gamma"):  # the second commit must not take the fast path either
+        store.write(fact(anchor))
+        store.commit([f"decisions/{anchor}.md"], msg(anchor))
+        assert set(git.Repo(memdir).head.commit.stats.files) == {f"decisions/{anchor}.md"}
+    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=memdir,
+                            capture_output=True, text=True).stdout.split()
+    assert staged == ["notes.txt"]
+    subprocess.run(["git", "reset", "-q", "notes.txt"], cwd=memdir, check=True)
+    for anchor in ("delta", "epsilon"):
+        store.write(fact(anchor))
+        store.commit([f"decisions/{anchor}.md"], msg(anchor))
+        assert set(git.Repo(memdir).head.commit.stats.files) == {f"decisions/{anchor}.md"}
+    assert "notes.txt" in git.Repo(memdir).untracked_files
