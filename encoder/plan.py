@@ -747,15 +747,38 @@ class PlanBuilder:
         if not changes or not self.oplines:
             return None
         with self.store.lock():
-            for rel, _old, new in changes:
-                self.store.write_text(rel, new)
-            sha = self.store.commit([rel for rel, _o, _n in changes], self.message() or "")
+            existed = {rel: self.store.exists(rel) for rel, _o, _n in changes}
+            try:
+                for rel, _old, new in changes:
+                    self.store.write_text(rel, new)
+                sha = self.store.commit([rel for rel, _o, _n in changes], self.message() or "")
+            except BaseException:
+                # Uncommitted files would be read back on the retry as memories that
+                # already exist ("update" instead of "store"): put the directory back.
+                self._undo(changes, existed)
+                raise
         if self.conflicts:
             from dualtrace.memfs.conflicts import record_conflict
 
             for old, new in self.conflicts:
                 record_conflict(self.store, old, new, self.ctx.session_id, self.ctx.date)
         return sha
+
+    def _undo(self, changes: list[tuple[str, str | None, str]], existed: dict[str, bool]) -> None:
+        """Best effort: restore what ``apply`` wrote before its commit failed."""
+        for rel, old, _new in changes:
+            try:
+                path = self.store.path(rel)
+                if not existed[rel]:
+                    path.unlink(missing_ok=True)
+                    for parent in path.parents:  # folders this write created, if now empty
+                        if parent == self.store.root or any(parent.iterdir()):
+                            break
+                        parent.rmdir()
+                elif old is not None:
+                    self.store.write_text(rel, old)
+            except (OSError, DualtraceError):
+                continue
 
 
 def _type_of_path(path: str | None) -> str | None:

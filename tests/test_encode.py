@@ -225,3 +225,33 @@ def test_plain_chat_session_id_is_the_file_name(memdir, tmp_path):
     report = encode(memdir, str(path))
     assert report["session_id"] == "design-review-42"
     assert "Dualtrace-Session: design-review-42" in commits(memdir)[0].message
+
+
+def test_failed_commit_leaves_no_written_files(memdir):
+    # A detached HEAD makes the commit fail after the files were written: they must be
+    # taken back, or the retry (after `git switch main`) records them as "update".
+    encode(memdir, "pilot-1b-structured-logging.jsonl")
+    repo = git.Repo(memdir)
+    repo.git.checkout("--detach", "HEAD~1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dualtrace.cli", "encode", str(EXAMPLES / "pilot-5-session-storage.jsonl"),
+         "--memory-dir", str(memdir), "--backend", "offline"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[0].startswith("Error: the memory repository")
+    assert repo.git.status("--porcelain") == ""
+    repo.git.switch("main")
+    again = encode(memdir, "pilot-5-session-storage.jsonl")
+    assert [op["action"] for op in again["operations"]] == ["store"]
+    assert commits(memdir)[0].summary.startswith("mem: store decisions/")
+
+
+def test_failed_commit_restores_an_updated_file(memdir):
+    encode(memdir, "pilot-4-auth-401-session1.jsonl")
+    repo = git.Repo(memdir)
+    repo.git.checkout("--detach")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dualtrace.cli", "encode",
+         str(EXAMPLES / "pilot-4-auth-401-session2.jsonl"), "--memory-dir", str(memdir),
+         "--backend", "offline"], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout
+    assert repo.git.status("--porcelain") == ""
