@@ -18,7 +18,9 @@ from dualtrace.errors import DualtraceError
 
 memory_dir_option = click.option(
     "--memory-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    # No file_okay/dir_okay checks on paths: click would answer with a usage text and
+    # exit 2; the library raises the one-line `Error: ...` (exit 1) every command promises.
+    type=click.Path(path_type=Path),
     default=None,
     help="Memory directory (default: resolved from env, dualtrace.toml, or the project).",
 )
@@ -53,6 +55,13 @@ def resolve_store(memory_dir: Path | None, *, create: bool = True):
         project=config.project_slug(config.project_root()),
         create=create,
     )
+
+
+def _require_memory_dir(memdir: Path, hint: str = "") -> None:
+    if memdir.exists() and not memdir.is_dir():
+        raise DualtraceError(f"memory directory {memdir} is not a directory")
+    if not memdir.is_dir():
+        raise DualtraceError(f"no memory directory at {memdir} {hint}".rstrip())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -90,7 +99,7 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
 @cli.command()
 @memory_dir_option
-@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("transcript", type=click.Path(path_type=Path))
 @click.option("--backend", default=None,
               help="auto (default: anthropic with an API key, else offline), offline, anthropic, claude.")
 @click.option("--dry-run", is_flag=True, help="Print the files it would write as a diff; write nothing.")
@@ -212,8 +221,7 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
     root = config.project_root()
     settings = config.load_settings(root)
     memdir = config.resolve_memory_dir(memory_dir, settings=settings)
-    if not memdir.is_dir():
-        raise DualtraceError(f"no memory directory at {memdir} (nothing stored yet)")
+    _require_memory_dir(memdir, "(nothing stored yet)")
     result = do_recall(memdir, " ".join(question), limit=limit, type=kind, settings=settings,
                        project_root=root)
     if as_json:
@@ -233,8 +241,7 @@ def reindex(memory_dir: Path | None) -> None:
 
     settings = config.load_settings(config.project_root())
     memdir = config.resolve_memory_dir(memory_dir, settings=settings)
-    if not memdir.is_dir():
-        raise DualtraceError(f"no memory directory at {memdir}")
+    _require_memory_dir(memdir)
     start = time.perf_counter()
     count = do_reindex(memdir)
     took = time.perf_counter() - start
@@ -308,7 +315,7 @@ def uninstall(agent: str, scope: str, dry_run: bool) -> None:
 
 
 @cli.command()
-@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("transcript", type=click.Path(path_type=Path))
 @click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
               help="Token budget (default: digest_budget setting, 8000).")
 @click.option("--json", "as_json", is_flag=True, help="Print digest, stats and gates as JSON.")

@@ -2,15 +2,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from dualtrace import __version__
 from dualtrace.cli import cli
-from dualtrace.memfs import formats
 from dualtrace.memfs.formats import Fact, Moment
 from dualtrace.memfs.gitrepo import OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pilot-1a-preference.jsonl"
 
 
 def seed(memdir):
@@ -69,15 +72,27 @@ def test_errors_are_one_line_exit_1(memdir, state_dir):
     assert proc.returncode == 1 and proc.stderr.startswith("Error: memory path")
 
 
-def test_memory_dir_that_is_a_file(tmp_path):
+@pytest.mark.parametrize("command", [["status"], ["log"], ["show", "x"], ["recall", "why json"],
+                                     ["reindex"], ["encode", str(EXAMPLE)]])
+def test_memory_dir_that_is_a_file(tmp_path, command):
     bad = tmp_path / "file"
     bad.write_text("x")
-    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "status", "--memory-dir", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", *command, "--memory-dir", str(bad)],
                           capture_output=True, text=True)
-    assert proc.returncode in (1, 2)
-    assert proc.stderr.startswith(("Error:", "Usage:"))
-    assert "Traceback" not in proc.stderr
-    assert formats.TYPES  # module import sanity for the CLI path
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"Error: memory directory {bad} is not a directory"]
+    assert bad.read_text() == "x"
+
+
+@pytest.mark.parametrize("command", ["encode", "digest"])
+def test_transcript_that_is_a_directory(tmp_path, memdir, command):
+    folder = tmp_path / "transcript dir"
+    folder.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", command, str(folder),
+                           *(["--memory-dir", str(memdir)] if command == "encode" else [])],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"Error: transcript is a directory: {folder}"]
 
 
 def test_status_reports_broken_files_quick_and_full(memdir):
