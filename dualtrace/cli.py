@@ -53,7 +53,9 @@ def resolve_store(memory_dir: Path | None, *, create: bool = True):
         root,
         author=(settings.author_name, settings.author_email),
         project=config.project_slug(config.project_root()),
-        create=create,
+        # An existing repository is only read here: no lock, no state folder, so the
+        # read commands also work on a read-only memory directory.
+        create=create and not (root / ".git").exists(),
     )
 
 

@@ -264,6 +264,8 @@ class Index:
                     index = cls(root, conn)
                 else:
                     conn.close()
+            except sqlite3.OperationalError as exc:  # e.g. a read-only memory directory
+                log.info("index %s cannot be opened (%s); rebuilding", path, exc)
             except sqlite3.DatabaseError as exc:
                 log.warning("index %s unreadable (%s); rebuilding", path, exc)
         if index is None:
@@ -281,26 +283,40 @@ class Index:
         return index
 
     @classmethod
-    def rebuild(cls, root: Path | str) -> Index:
+    def rebuild(cls, root: Path | str, *, in_memory_ok: bool = True) -> Index:
         """Build a fresh index in a temp file, then swap it in atomically."""
         root = Path(root)
         path = index_path(root)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        conn = _connect(tmp)
-        conn.executescript(_SCHEMA)
-        index = cls(root, conn)
-        with index.write():
-            _set_meta(conn, "schema", SCHEMA_VERSION)
-            index._sync(force=False)
-        conn.close()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            conn = _connect(tmp)
+        except (OSError, sqlite3.OperationalError) as exc:
+            if not in_memory_ok:
+                from dualtrace.errors import PathError
+
+                raise PathError(f"cannot write the search index {path}: {exc}") from None
+            # A read-only memory directory can still be searched: from a private
+            # in-memory index, rebuilt on every open.
+            log.info("index %s cannot be written (%s); using an in-memory index", path, exc)
+            return cls._build(root, sqlite3.connect(":memory:", isolation_level=None))
+        cls._build(root, conn).close()
         os.replace(tmp, path)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 Path(str(path) + suffix).unlink()
         return cls(root, _connect(path))
+
+    @classmethod
+    def _build(cls, root: Path, conn: sqlite3.Connection) -> Index:
+        conn.executescript(_SCHEMA)
+        index = cls(root, conn)
+        with index.write():
+            _set_meta(conn, "schema", SCHEMA_VERSION)
+            index._sync(force=False)
+        return index
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -561,7 +577,7 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 def reindex(root: Path | str) -> int:
     """Rebuild from scratch (``dualtrace reindex``); returns the number of memories indexed."""
-    with Index.rebuild(root) as index:
+    with Index.rebuild(root, in_memory_ok=False) as index:
         return index.unit_count
 
 

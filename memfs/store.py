@@ -65,8 +65,11 @@ class MemoryStore:
         return self.root / STATE_FOLDER
 
     def ensure(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.state_path.mkdir(exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.state_path.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise self._not_writable(exc) from None
         with self.lock():
             _ = self.git  # initialises the repository on first use
 
@@ -91,13 +94,25 @@ class MemoryStore:
         from filelock import Timeout
 
         try:
-            with self._lock:
-                yield
+            lock = self._lock
+            lock.acquire()
         except Timeout:
             raise DualtraceError(
                 f"memory directory {self.root} is locked by another dualtrace process "
                 f"(waited {self.lock_timeout:.0f}s)"
             ) from None
+        except OSError as exc:  # a read-only directory: no lock file, so no writes
+            raise self._not_writable(exc) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _not_writable(self, exc: OSError) -> PathError:
+        path = Path(exc.filename) if exc.filename else self.root
+        where = self.root if path in (self.root, self.state_path, self.state_path / "lock") \
+            else path
+        return PathError(f"memory directory {where} is not writable")
 
     def close(self) -> None:
         if "git" in self.__dict__:

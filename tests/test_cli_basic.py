@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,50 @@ def test_status_reports_broken_files_quick_and_full(memdir):
     full = runner.invoke(cli, ["status", "--check", "--memory-dir", str(memdir)])
     assert "unreadable: 2" in full.output and "decisions/bad-yaml.md:3: invalid YAML" in full.output
     assert "  decision    1" in full.output
+
+
+@pytest.fixture
+def read_only():
+    """Make a tree read-only for this process: chmod for a normal user; root ignores
+    modes, so there `chattr +i` (skipped where the filesystem has no such flag)."""
+    done: list[Path] = []
+
+    def apply(root: Path) -> None:
+        paths = [root, *root.rglob("*")]
+        if os.geteuid() != 0:
+            for p in paths:
+                p.chmod(p.stat().st_mode & ~0o222)
+        elif subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True).returncode:
+            pytest.skip("cannot make a directory read-only for root here (no chattr +i)")
+        done.extend(paths)
+
+    yield apply
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", *map(str, done)], capture_output=True)
+    else:
+        for p in done:
+            p.chmod(p.stat().st_mode | 0o200)
+
+
+def test_read_only_memory_dir_can_be_read_not_written(memdir, read_only):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "dualtrace.cli", *args, "--memory-dir",
+                               str(memdir)], capture_output=True, text=True)
+
+    seed(memdir)
+    assert run("recall", "structured logging json").returncode == 0  # builds the index
+    read_only(memdir)
+    status = run("status")
+    assert status.returncode == 0 and "FULL 1" in status.stdout, status.stderr
+    log = run("log")
+    assert log.returncode == 0 and "sess-abcdef123" in log.stdout, log.stderr
+    show = run("show", "structured-logging-json")
+    assert show.returncode == 0 and "[MOMENT:structured-logging-json]" in show.stdout, show.stderr
+    recalled = run("recall", "structured logging json")
+    assert recalled.returncode == 0 and "decisions/structured-logging-json.md" in recalled.stdout
+    assert recalled.stderr == ""
+    encoded = run("encode", str(EXAMPLE), "--backend", "offline")
+    assert encoded.returncode == 1
+    assert encoded.stderr.splitlines() == [f"Error: memory directory {memdir} is not writable"]
+    reindexed = run("reindex")
+    assert reindexed.returncode == 1 and reindexed.stderr.startswith("Error: cannot write the search index")
