@@ -110,9 +110,9 @@ class MemoryStore:
 
     def _not_writable(self, exc: OSError) -> PathError:
         path = Path(exc.filename) if exc.filename else self.root
-        where = self.root if path in (self.root, self.state_path, self.state_path / "lock") \
-            else path
-        return PathError(f"memory directory {where} is not writable")
+        if path in (self.root, self.state_path, self.state_path / "lock"):
+            return PathError(f"memory directory {self.root} is not writable")
+        return PathError(f"cannot create memory directory {self.root}: {exc.strerror} ({path})")
 
     def close(self) -> None:
         if "git" in self.__dict__:
