@@ -196,6 +196,13 @@ def _build_rules() -> list[_Rule]:
     for word in ("Basic", "basic", "BASIC"):
         add("basic-auth", word + r"\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", group=1,
             hint=(word + " ",), check=lambda v: _looks_random(v) and len(v) >= 12)
+    # A password typed in prose ("the staging password is X"), not an assignment: the
+    # value must look like a credential (_secret_value), so "password reset" stays.
+    add("password",
+        r"\b(?:passw(?:or)?d|passwd|passphrase)\b(?:\s+(?:is|was))?\s*:?\s+[\"'`]?"
+        r"([^\s\"'`]{5,127}[^\s\"'`.,;:!?)\]])",
+        group=1, flags=re.I, check=_secret_value,
+        hint=("password", "Password", "PASSWORD", "passwd", "passphrase", "Passphrase"))
     add("url-password",
         r"://[^\s:/@\"'<>]{1,64}:([^\s@/\"'<>]{1,128})@",
         group=1, hint=("://",), check=lambda v: not _PLACEHOLDER_VALUES.match(v))

@@ -255,3 +255,45 @@ def test_failed_commit_restores_an_updated_file(memdir):
          "--backend", "offline"], capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout
     assert repo.git.status("--porcelain") == ""
+
+
+def test_secrets_reach_no_memory_file_and_no_commit(memdir, tmp_path):
+    aws, aws_secret = "AKIAZ7Q3WERTY4ZXCVBN", "q8Jd2LmZ7vRk4XbN1sTc9YwHe5GuPa3FiO6rEyK0"
+    gh, pw = "ghp_R8s2kLq9ZxT4vW1yB6nM3cJ7pD0fH5gA2eUi", "Sup3rS3cretPw!x"
+    key_line = "MIIEowIBAAKCAQEAv1aXq8Zk3bY7nQ2wLrT5yUe9oP0iHjKlMn4bVcXz6dFgHs2aQw"
+    url = f"postgres://app:{pw}@db.internal:5432/shop"
+    lines, n = [], 0
+
+    def add(kind, content):
+        nonlocal n
+        n += 1
+        lines.append({"type": kind, "uuid": f"u{n}", "sessionId": "5ec00000-0000-4000-8000-0000000000aa",
+                      "cwd": "/home/dev/shop", "gitBranch": "main",
+                      "timestamp": f"2026-05-02T10:{n:02d}:00.000Z",
+                      "message": {"role": kind, "content": content, **({"id": f"m{n}"} if kind == "assistant" else {})}})
+
+    def bash(command, output, failed=False):
+        add("assistant", [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": command}}])
+        add("user", [{"type": "tool_result", "tool_use_id": f"t{n - 1}", "content": output, "is_error": failed}])
+
+    add("user", f"We're moving session storage to Postgres instead of Redis, because Redis evictions "
+                f"dropped sessions. Use DATABASE_URL={url} and the deploy key {gh}. "
+                f"Our AWS key is {aws} with secret {aws_secret}.")
+    add("assistant", [{"type": "text", "text": "I'll update src/shop/sessions.py to use Postgres."}])
+    bash("cat ~/.ssh/id_rsa", f"-----BEGIN RSA PRIVATE KEY-----\n{key_line}\n-----END RSA PRIVATE KEY-----")
+    bash(f"export AWS_SECRET_ACCESS_KEY={aws_secret} && psql {url}",
+         f"psql: error: FATAL: password authentication failed ({url})", failed=True)
+    bash("pytest -q tests/test_sessions.py", f"FAILED tests/test_sessions.py::test_store - {url} {aws}", True)
+    bash("pytest -q tests/test_sessions.py", "5 passed in 0.3s")
+    bash(f"git commit -am 'Move sessions to Postgres ({gh})'", f"[main 9ab12cd] Move sessions to Postgres ({gh})")
+    add("user", f"From now on always keep the staging password {pw} out of commits.")
+    transcript = tmp_path / "secrets.jsonl"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    report = encode(memdir, str(transcript))
+    assert report["commit"] and report["operations"]
+    written = "".join(p.read_text() for p in memdir.rglob("*.md") if ".git" not in p.parts)
+    history = git.Repo(memdir).git.log("-p", "--all")
+    assert "[REDACTED:" in written  # the secret-bearing sentences were stored, redacted
+    for secret in (aws, aws_secret, gh, pw, key_line, "PRIVATE KEY"):
+        assert secret not in written and secret not in history, secret

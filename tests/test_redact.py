@@ -245,3 +245,19 @@ def test_redact_session_keeps_structure():
     assert red.events == s.events
     d1 = build_digest(red)
     assert d1.text == build_digest(s).text
+
+
+def test_password_in_prose():
+    r = Redactor()
+    for text, secret in [
+        ("keep the staging password Sup3rS3cretPw!x out of commits.", "Sup3rS3cretPw!x"),
+        ("the db password is hunter2hunter2, rotate it", "hunter2hunter2"),
+        ("Passphrase: `correct-Horse-9battery`", "correct-Horse-9battery"),
+        ("my password was 'p@ssW0rd2024'.", "p@ssW0rd2024"),
+    ]:
+        out = r.redact(text)
+        assert secret not in out and "[REDACTED:" in out, text
+    for prose in ["the password reset flow", "password authentication failed for user app",
+                  "password hashing uses argon2id", "if password is None:", "password is required",
+                  "a Password Manager", "the password_hash column", "set a password 'changeme'"]:
+        assert r.redact(prose) == prose, prose
