@@ -109,6 +109,11 @@ _HASH_PREFIX = re.compile(r"^(sha1|sha256|sha384|sha512|md5|blake2b?)[-:]", re.I
 _IMAGE_B64 = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "PHN2Zy", "JVBERi0")
 
 
+def _random_token(value: str) -> bool:
+    return len(value) >= 16 and _looks_random(value) and not (_HEX.match(value)
+                                                              or _UUID.match(value))
+
+
 def _high_entropy_value(key: str, value: str) -> bool:
     if _HASH_KEYS.search(key.strip("\"'")):
         return False
@@ -203,8 +208,14 @@ def _build_rules() -> list[_Rule]:
         r"([^\s\"'`]{5,127}[^\s\"'`.,;:!?)\]])",
         group=1, flags=re.I, check=_secret_value,
         hint=("password", "Password", "PASSWORD", "passwd", "passphrase", "Passphrase"))
+    # The same for a random-looking token after a key word ("the API key is X").
+    add("secret-value",
+        r"\b(?:api[ _\-]?key|access[ _\-]?key|token|secret)\b(?:\s+(?:is|was))?\s*:?\s+[\"'`]?"
+        r"([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",
+        group=1, flags=re.I, check=_random_token,
+        hint=("key", "Key", "KEY", "token", "Token", "TOKEN", "secret", "Secret", "SECRET"))
     add("url-password",
-        r"://[^\s:/@\"'<>]{1,64}:([^\s@/\"'<>]{1,128})@",
+        r"://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{1,128})@",
         group=1, hint=("://",), check=lambda v: not _PLACEHOLDER_VALUES.match(v))
     return rules
 
@@ -220,7 +231,7 @@ _ASSIGN = re.compile(
 # instead of a search over every start position of a window.
 _KEY_TAIL_REV = re.compile(r"[ \t]*[\"']?([A-Za-z0-9_.\-]{1,61})")
 _SECRET_KEY_RE = re.compile(
-    r"(?i:secret|passw(?:or)?d|passwd|pwd|passphrase|api[_\-]?key|apikey|access[_\-]?key|"
+    r"(?i:secret|passw(?:or)?d|passwd|pwd|(?:(?<=[_.\-])|^)pass|passphrase|api[_\-]?key|apikey|access[_\-]?key|"
     r"private[_\-]?key|token|credentials?|session[_\-]?key|signing[_\-]?key|encryption[_\-]?key|"
     r"master[_\-]?key|dsn)(?=\Z|[_.\-]|[A-Z])"
 )

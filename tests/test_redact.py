@@ -261,3 +261,20 @@ def test_password_in_prose():
                   "password hashing uses argon2id", "if password is None:", "password is required",
                   "a Password Manager", "the password_hash column", "set a password 'changeme'"]:
         assert r.redact(prose) == prose, prose
+
+
+def test_more_credential_shapes():
+    r = Redactor()
+    for text, secret in [
+        ("the API key is 8f3kD9xK2mQ7vL1pZ4", "8f3kD9xK2mQ7vL1pZ4"),
+        ("use token Xk29dLq81mZpQ7vT3nB6 for the webhook", "Xk29dLq81mZpQ7vT3nB6"),
+        ("the client secret is Q7vL1pZ48f3kD9xK2m", "Q7vL1pZ48f3kD9xK2m"),
+        ("export DB_PASS=hunter2Xy9", "hunter2Xy9"),
+        ("REDIS_URL=redis://:hunter2Xy9@localhost:6379", "hunter2Xy9"),
+    ]:
+        out = r.redact(text)
+        assert secret not in out and "[REDACTED:" in out, text
+    for prose in ["the token budget is 8000", "token count_tokens_for_message_history",
+                  "secret 3f786850e387550fdab836ed7e6dc881de23001b", "bypass=cache_only",
+                  "the API key is stored in Vault", "see http://:8080/ for docs"]:
+        assert r.redact(prose) == prose, prose
