@@ -149,8 +149,17 @@ def encode_session(
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
     from dualtrace.memfs.store import MemoryStore
 
+    scratch = None
+    store_root = memory_dir
+    if dry_run and not memory_dir.exists():
+        # A dry run writes nothing, not even a new memory directory: plan against an
+        # empty one in a temporary folder instead.
+        import tempfile
+
+        scratch = tempfile.TemporaryDirectory(prefix="dualtrace-dry-run-")
+        store_root = Path(scratch.name) / (memory_dir.name or "memory")
     store = MemoryStore(
-        memory_dir,
+        store_root,
         author=(settings.author_name, settings.author_email),
         project=config.project_slug(config.project_root(session.cwd) if session.cwd
                                     and Path(session.cwd).is_dir() else config.project_root()),
@@ -204,6 +213,8 @@ def encode_session(
             lap("apply", t)
     finally:
         store.close()
+        if scratch is not None:
+            scratch.cleanup()
     if not report.commit and not dry_run and not report.skipped:
         report.skipped = "nothing worth storing"
     advance()
