@@ -129,10 +129,6 @@ class Grounding:
     date: str  # session date YYYY-MM-DD
     artifacts: frozenset[str] | LazyArtifacts = frozenset()
 
-    @property
-    def lowered(self) -> str:
-        return self.text.lower()
-
     def has(self, token: str) -> bool:
         token = token.strip().lower()
         return bool(token) and (token in self._haystack or token == self.date.lower())
@@ -141,7 +137,7 @@ class Grounding:
     def _haystack(self) -> str:
         cached = self.__dict__.get("_hay")
         if cached is None:
-            cached = self.lowered + "\n" + "\n".join(a.lower() for a in self.artifacts)
+            cached = self.text.lower() + "\n" + "\n".join(a.lower() for a in self.artifacts)
             object.__setattr__(self, "_hay", cached)
         return cached
 
@@ -607,10 +603,7 @@ class PlanBuilder:
             return current
         if which == "human":
             return self.store.human_file()
-        return SystemFile(
-            path=rel,
-            description=f"Conventions of the {self.ctx.project} project (rules the code and team follow).",
-        )
+        return self.store.conventions_file(self.ctx.project)
 
     # ---- update
 

@@ -38,7 +38,6 @@ FOLDER_ALIASES = {
     "learnings": "learning",
 }
 CONFIDENCE = ("LOW", "MEDIUM", "HIGH")
-TIERS = ("SKIP", "RECORD", "FULL")
 SCHEMA = 1
 MOMENT_FOOTER = "(Mnemonic reconstruction only. Not a code specification.)"
 SCORE_KEYS = ("durability", "scope", "rationale", "retrieval")

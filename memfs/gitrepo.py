@@ -185,7 +185,8 @@ class MemoryRepo:
             "GIT_AUTHOR_NAME": self.actor.name, "GIT_AUTHOR_EMAIL": self.actor.email,
             "GIT_COMMITTER_NAME": self.actor.name, "GIT_COMMITTER_EMAIL": self.actor.email,
         }
-        ours = self._index_stamp() is not None and self._index_stamp() == self._saved_stamp()
+        stamp = self._index_stamp()
+        ours = stamp is not None and stamp == self._saved_stamp()
         # commit.gpgsign=false: a signing prompt would hang a background worker.
         # --cleanup=verbatim keeps the message and trailers exactly as written.
         command = ["git", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
@@ -234,9 +235,6 @@ class MemoryRepo:
         except OSError:
             pass  # only an optimisation: without a stamp the next commit uses --only
 
-    def head_sha(self) -> str | None:
-        return self.repo.head.commit.hexsha if self.has_commits() else None
-
     def session_log(self, limit: int = 20) -> list[LogEntry]:
         if not self.has_commits():
             return []
@@ -279,10 +277,3 @@ class MemoryRepo:
                 except ValueError:
                     continue
         return None
-
-    def sessions_seen(self) -> set[str]:
-        """Session ids present in trailers (used to refuse double encoding)."""
-        if not self.has_commits():
-            return set()
-        out = self.repo.git.log("--format=%(trailers:key=Dualtrace-Session,valueonly)")
-        return {line.strip() for line in out.splitlines() if line.strip()}

@@ -534,10 +534,6 @@ class Index:
         for r in self.conn.execute(sql, tuple(params)):
             yield Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
 
-    def all_anchors(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self.conn.execute(
-            "SELECT DISTINCT type, anchor FROM docs WHERE kind = 'fact' ORDER BY type, anchor")]
-
 
 def _term(term: str) -> str:
     # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.

@@ -30,11 +30,6 @@ class ScanResult:
     def facts(self) -> list[Fact]:
         return [m for m in self.memories if isinstance(m, Fact)]
 
-    def moments(self) -> list[Moment]:
-        return [m for m in self.memories if isinstance(m, Moment)]
-
-    def systems(self) -> list[SystemFile]:
-        return [m for m in self.memories if isinstance(m, SystemFile)]
 
 
 class MemoryStore:
@@ -163,10 +158,11 @@ class MemoryStore:
             formats.human_path(), "Preferences of the human I work with (coding style, tools, habits)."
         )
 
-    def conventions_file(self) -> SystemFile:
+    def conventions_file(self, project: str | None = None) -> SystemFile:
+        project = project or self.project
         return self.system_file(
-            formats.conventions_path(self.project),
-            f"Conventions of the {self.project} project (rules the code and team follow).",
+            formats.conventions_path(project),
+            f"Conventions of the {project} project (rules the code and team follow).",
         )
 
     # -------------------------------------------------------- listing
