@@ -101,26 +101,28 @@ def test_pilot_5_session_storage_decision(memdir):
     assert "worst of both worlds" in fact.body
 
 
+class Recording:
+    """A backend that records being constructed and fails if asked to encode."""
+
+    name = "recording"
+    calls: list = []
+
+    def __init__(self, settings):
+        Recording.calls.append(settings)
+
+    def encode(self, request, builder):  # pragma: no cover - must not be reached
+        raise AssertionError("backend called on a noise-only session")
+
+
 def test_noise_only_session_skips_backend_and_commits_nothing(memdir, monkeypatch):
     from dualtrace.encoder import backends
     from dualtrace.pipeline import encode_session
 
-    calls = []
-
-    class Recording:
-        name = "recording"
-
-        def __init__(self, settings):
-            calls.append(settings)
-
-        def encode(self, request, builder):  # pragma: no cover - must not be reached
-            raise AssertionError("backend called on a noise-only session")
-
+    Recording.calls.clear()
     monkeypatch.setitem(backends.BACKENDS, "recording", f"{__name__}:Recording")
-    globals()["Recording"] = Recording
     report = encode_session(EXAMPLES / "noise-only.jsonl", memory_dir=memdir, backend="recording")
     assert report.skipped.startswith("gates:") and not report.operations
-    assert calls == []
+    assert Recording.calls == []
     assert report.commit is None
     assert not (memdir / ".git").exists() or commits(memdir) == []
 
