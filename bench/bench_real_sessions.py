@@ -305,9 +305,11 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
             per_session.append(row)
             if verbose:
                 print(json.dumps(row, indent=1), file=sys.stderr)
+    requests = None
     if fake is not None:
+        requests = len(fake.message_requests())
         fake.stop()
-    return {"part": part, "backend": backend, "sessions": per_session,
+    return {"part": part, "backend": backend, "fake_server_requests": requests, "sessions": per_session,
             "dev": summarize([r for r in per_session if not r["held_out"]]),
             "held_out": summarize([r for r in per_session if r["held_out"]])}
 
@@ -355,6 +357,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     print(table(result))
+    if result["fake_server_requests"] is not None:
+        print(f"fake server: {result['fake_server_requests']} Messages API requests")
     for name in ("dev", "held_out"):
         if result[name]:
             print(f"{name}: {json.dumps(result[name])}")
