@@ -10,9 +10,11 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
   in part: a memory has at least half of the words (or all words, wrong type);
 - useful: a written memory that captures (in full or in part) an expectation of its
   session and has a clean description (one line, <= 200 chars, no markup tags);
-- wrong type: a memory with all the words of an expectation but a type it does not allow;
-- duplicate: a memory that captures an expectation another live memory of the same
-  project already captured (superseded memories do not count), or a bullet written twice;
+- wrong type: an expectation whose words are all in a memory of the session, but no such
+  memory has an allowed type;
+- duplicate: a memory that captures an expectation another live memory of the same type
+  and project already captured (of its own session: in full or in part; of an earlier
+  session: in full; superseded memories do not count), or a bullet written twice;
 - grounding violation: a file path, backticked command, error name or commit sha in the
   text a session added that does not occur in that session's transcript (or subagents);
 - resolved: an expected incident fixed in its session whose memory says status resolved;
@@ -117,6 +119,8 @@ def written_memories(before: dict[str, str], after: dict[str, str]) -> tuple[lis
             if old is not None:
                 old_meta, old_body = split_frontmatter(old)
                 old_view = old_meta.get("description", "") + "\n" + old_body
+                if old_view == meta.get("description", "") + "\n" + body:
+                    continue  # bookkeeping only (superseded_by:, sessions:): nothing said
             memories.append({"path": rel, "type": meta.get("type", rel.split("/")[0].rstrip("s")),
                              "description": meta.get("description", ""), "body": body,
                              "status": meta.get("status"), "superseded_by": meta.get("superseded_by"),
@@ -226,6 +230,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
         captured_by: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(lambda: defaultdict(list))
         expectation_path: dict[tuple[str, int], str] = {}
         seen_bullets: dict[str, set[str]] = defaultdict(set)
+        types: dict[str, str] = {}
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
             transcript = CORPUS / s["path"]
@@ -247,6 +252,9 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                     "part" if any(lv == "part" for lv, _ in levels) else None
                 if best:
                     row[best] += 1
+                text_all = [(m["description"] + "\n" + m["body"]).lower() for m in memories]
+                if best != "full" and any(all(word_in(w, t) for w in exp["words"]) for t in text_all):
+                    row["wrong_types"] += 1  # the memory is there, under a type that is wrong
                 winner = next((m for lv, m in levels if lv == best), None) if best else None
                 if winner:
                     expectation_path[(s["key"], i)] = winner["path"]
@@ -268,10 +276,6 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                 clean = clean_description(m["description"])
                 useful = bool(matched) and clean
                 row["useful"] += useful
-                text = (m["description"] + "\n" + m["body"]).lower()
-                if any(all(word_in(w, text) for w in exp["words"]) and m["type"] not in exp["types"]
-                       for exp in s["expect"]):
-                    row["wrong_types"] += 1
                 dup = False
                 if m["path"].startswith("system/"):
                     norm = " ".join(m["description"].lower().split())
@@ -287,10 +291,14 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                         mine = key == s["key"]
                         if not level or (not mine and level != "full"):
                             continue
-                        if any(p != m["path"] and p in live for p in paths):
+                        # same subject, same kind of memory: a broader memory that only
+                        # mentions the subject (another type) is not a second copy
+                        if any(p != m["path"] and p in live and types.get(p) == m["type"]
+                               for p in paths):
                             dup = True
                     for i, _lv in matched:
                         captured_by[s["project"]][(s["key"], i)].append(m["path"])
+                    types[m["path"]] = m["type"]
                 row["duplicates"] += dup
                 bad = sorted(f"{k}:{t}" for k, t in artifacts(m["added"]) if not grounded(k, t, hay))
                 row["grounding"] += bad

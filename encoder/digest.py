@@ -45,6 +45,11 @@ _TEST_CMD = re.compile(
     r"mocha|rspec|phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test)\b"
 )
+# An assistant message that explains (a cause, a fix, a choice) rather than narrates
+# ("Let me check ..."): kept as long as failures and first edits are.
+_EXPLAINS = re.compile(r"(?i)\b(?:because|the (?:issue|problem|bug|cause|reason|fix) (?:is|was)|root cause"
+                       r"|caused by|fails? because|failing because|that'?s why|which is why|so that"
+                       r"|instead of|i(?:'ve| have) (?:fixed|changed|added|updated|replaced))\b")
 _ERROR_LINE = re.compile(r"(?i)(error|exception|failed|failure|fatal|traceback|panic|"
                          r"assert|undefined|cannot|not found|denied)")
 
@@ -143,6 +148,18 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
     events = session.events
     last_assistant = max((i for i, e in enumerate(events)
                           if e.kind == "assistant" and e.detail != "thinking"), default=-1)
+    # The agent's last word before the user speaks again: what it reports it did.
+    turn_final: set[int] = set()
+    pending: int | None = None
+    for i, e in enumerate(events):
+        if e.agent is not None:
+            continue
+        if e.kind == "assistant" and e.detail != "thinking":
+            pending = i
+        elif e.kind == "user" and pending is not None:
+            turn_final.add(pending)
+            pending = None
+    seen_paths: set[str] = set()
     prev_edit: tuple[str, int] | None = None  # (path, item index) to fold repeats
     prev_cmd: tuple[str, bool, int] | None = None
     for i, e in enumerate(events):
@@ -152,7 +169,9 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
                                f"{_short(rel(e.text), c['user'])}"))
         elif e.kind == "assistant":
             thinking = e.detail == "thinking"
-            prio = 1 if i == last_assistant else (3 if thinking else 2)
+            explains = not thinking and e.agent is None and (
+                i in turn_final or bool(_EXPLAINS.search(e.text[:2000])))
+            prio = 1 if i == last_assistant or explains else (3 if thinking else 2)
             label = "THINKING" if thinking else "ASSISTANT"
             cap = "thinking" if thinking else "assistant"
             items.append(_Item(e.ts, prio, "assistant", lambda c, e=e, s=sub, lab=label, k=cap:
@@ -181,8 +200,11 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
                 items[-1] = _Item(old.ts, old.priority, "edit", old.render, old.count + 1)
                 stats["folded"] += 1
                 continue
-            items.append(_Item(e.ts, 1, "edit", lambda c, p=path, e=e, s=sub:
-                               f"{s}EDIT {p} ({e.edit_kind or 'modify'})"))
+            # The files section lists every file with its edit count: a later edit of a
+            # file already shown says little and goes before the agent's explanations.
+            items.append(_Item(e.ts, 3 if path in seen_paths else 1, "edit",
+                               lambda c, p=path, e=e, s=sub: f"{s}EDIT {p} ({e.edit_kind or 'modify'})"))
+            seen_paths.add(path)
             prev_edit = (path, len(items) - 1)
             continue
         elif e.kind == "command":
