@@ -81,7 +81,7 @@ def encode_session(
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
     from dualtrace.encoder.redact import Redactor, redact_session
-    from dualtrace.hooks.transcripts import read_transcript
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -101,7 +101,7 @@ def encode_session(
 
     cursor = cursors.load(path, str(memory_dir))
     t = time.perf_counter()
-    session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
