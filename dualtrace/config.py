@@ -210,6 +210,35 @@ def resolve_memory_dir(
     return state_dir() / "memory" / project_key(root)
 
 
+@dataclass(frozen=True)
+class Workspace:
+    """Where one command or job works, resolved once at the top and passed down.
+
+    One rule for "the project": the main worktree of the directory the command runs
+    in (for a hook-started job, the agent's cwd from the hook payload), else that
+    directory. Its ``dualtrace.toml`` gives the settings; the memory directory follows
+    the module docstring; ``project`` names ``system/<project>/conventions.md``.
+    """
+
+    root: Path
+    settings: Settings
+    memory_dir: Path
+    project: str
+
+
+def workspace(
+    cwd: str | os.PathLike[str] | None = None,
+    memory_dir: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+) -> Workspace:
+    """Resolve the Workspace of ``cwd`` (default: the current directory)."""
+    root = project_root(cwd)
+    if settings is None:
+        settings = load_settings(root)
+    return Workspace(root, settings, resolve_memory_dir(memory_dir, root, settings),
+                     project_slug(root))
+
+
 def api_key(settings: Settings) -> str | None:
     """ANTHROPIC_API_KEY wins over the config file (keys stay out of repos)."""
     return os.environ.get("ANTHROPIC_API_KEY") or settings.api_key or None
