@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the fake server
-
-from e2e_hosts import Sandbox  # noqa: E402
-from fake_anthropic import FakeAnthropic, message, text  # noqa: E402
+from tests.e2e.e2e_hosts import Sandbox
+from tests.fake_anthropic import FakeAnthropic, message, text
 
 CLAUDE_UA = "claude-cli/"
 

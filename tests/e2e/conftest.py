@@ -1,6 +1,6 @@
-"""Fixtures for the end-to-end tests: real host CLIs, temp HOMEs, fake model servers.
+"""Fixtures for the host end-to-end tests: real host CLIs, temp HOMEs, fake model servers.
 
-Every test under tests/e2e/ gets the ``e2e`` marker (``-m "not e2e"`` leaves them out).
+Their modules carry the ``e2e`` marker (``-m "not e2e"`` leaves them out).
 """
 
 from __future__ import annotations
@@ -9,15 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_hosts import CLAUDE_CODE, CODEX, Sandbox, npm_host
-
-_HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if _HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)
+from tests.e2e.e2e_hosts import CLAUDE_CODE, CODEX, Sandbox, npm_host
 
 
 @pytest.fixture(scope="session")

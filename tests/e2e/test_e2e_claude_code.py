@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from claude_host import Claude, last_user_text, scripted_assistant
-from fake_anthropic import FakeAnthropic
+from tests.e2e.claude_host import Claude, last_user_text, scripted_assistant
+from tests.e2e.e2e_hosts import memory_text
+from tests.fake_anthropic import FakeAnthropic
+
+pytestmark = pytest.mark.e2e
 
 DECISION = ("We decided to use PostgreSQL, not MySQL, for the billing service, because "
             "billing needs row-level locking for invoice updates.")
@@ -50,8 +53,6 @@ def test_decision_is_stored_offline_and_nothing_from_dualtrace_reaches_the_model
     assert runs[-1]["error"] is None, runs[-1]
     assert runs[-1]["backend"] == "offline", runs[-1]
     assert runs[-1]["commit"], runs[-1]
-    from e2e_hosts import memory_text
-
     memdir = only_memory_dir(box)
     assert "PostgreSQL" in memory_text(memdir)
     assert claude.foreign_requests() == []
