@@ -123,7 +123,7 @@ class ClaudeCliBackend:
         return result
 
     def encode(self, request: EncodeRequest, builder: PlanBuilder) -> Usage:
-        from dualtrace.encoder.plan import parse_operation
+        from dualtrace.encoder.operations import parse_operation
 
         settings = request.settings
         usage = Usage(model=settings.model, requests=1, turns=1)

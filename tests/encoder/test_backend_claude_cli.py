@@ -16,6 +16,7 @@ from dualtrace.encoder.backends.claude_cli import ClaudeCliBackend, extract_plan
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 from tests.conftest import EXAMPLES
 from tests.encoder.test_backend_anthropic import DECISION, DIGEST
 
@@ -85,7 +86,7 @@ def test_plan_is_validated_and_child_cannot_recurse(tmp_path, fake_claude, monke
     reply(fake_claude, result("Here is the plan:\n```json\n" + json.dumps(plan) + "\n```"))
     usage, builder, store = run(tmp_path, str(fake_claude / "claude"))
     assert "decisions/session-storage-postgres.md" in builder.pending
-    assert builder.apply()
+    assert commit(builder.store, builder.changeset())
     notes = " ".join(usage.notes)
     assert "operation 2 rejected" in notes and "operation 3 rejected" in notes
     assert "nothing can be deleted" in notes and "2 of 4 operation(s) rejected" in notes
