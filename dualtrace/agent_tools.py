@@ -90,21 +90,29 @@ class AgentMemory:
         terms = content_terms(query) or [w for w in query.lower().split() if w.isalnum()]
         with Index.open(self.root) as index:
             hits = index.match(terms, (kind,) if kind else None, limit=limit * 4)
-            docs = index.docs(i for i, _ in hits)
-            seen: set[str] = set()
-            lines = []
-            for doc_id, _score in hits:
-                doc = docs.get(doc_id)
-                if doc is None or doc.unit in seen:
-                    continue
-                seen.add(doc.unit)
-                data = doc.data
-                desc = " ".join(str(data.get("description") or "").split())
-                extra = f" | superseded by {doc.superseded_by}" if doc.superseded_by else ""
-                lines.append(f"{doc.path} | {doc.type} | {data.get('confidence') or '-'} | "
-                             f"{doc.stored or '-'} | {desc}{extra}")
-                if len(lines) >= limit:
-                    break
+            info = index.hit_info(i for i, _ in hits)
+            units: list[str] = []
+            for doc_id, _score in hits:  # best first; a fact and its scene are one memory
+                unit = info[doc_id][0] if doc_id in info else None
+                if unit is not None and unit not in units:
+                    units.append(unit)
+            units = units[:limit]
+            by_unit: dict[str, list[Any]] = {}
+            for doc in index.docs_of_units(units):
+                by_unit.setdefault(doc.unit, []).append(doc)
+        lines = []
+        for unit in units:
+            docs = by_unit.get(unit, [])
+            main = next((d for d in docs if d.kind != "moment"), docs[0] if docs else None)
+            if main is None:
+                continue
+            scene = any(d.kind == "moment" for d in docs)
+            desc = " ".join(str(main.data.get("bullet") or main.data.get("description") or "").split())
+            extra = " | has scene" if scene and main.kind != "moment" else ""
+            if main.superseded_by:
+                extra += f" | superseded by {main.superseded_by}"
+            lines.append(f"{main.path} | {main.type} | {main.data.get('confidence') or '-'} | "
+                         f"{main.stored or '-'} | {desc}{extra}")
         if not lines:
             return f"no memories match {query!r}"
         return "path | type | confidence | stored | description\n" + "\n".join(lines)
