@@ -147,3 +147,12 @@ def test_missing_memory_dir_abstains_and_creates_nothing(tmp_path):
     assert text_of(search) == "no memories stored yet"
     assert text_of(recent) == "no encoded sessions yet"
     assert not memdir.exists()
+
+
+def test_encoder_server_refuses_to_start_without_its_broker(tmp_path):
+    from tests.dualtrace.mcp_helpers import dualtrace_argv
+
+    proc = subprocess.run(dualtrace_argv("mcp", "--encoder"), capture_output=True, text=True,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: dualtrace mcp --encoder needs DUALTRACE_BROKER")
