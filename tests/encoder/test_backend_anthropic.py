@@ -454,7 +454,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
     mem = tmp_path / "mem"
     api.default = error(500, "boom")
     (config.state_dir() / "config.toml").write_text(
-        f'base_url = "{api.url}"\nfallback = "offline"\n')
+        f'backend = "anthropic"\nbase_url = "{api.url}"\nfallback = "offline"\n')
     import os
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
     proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--memory-dir", str(mem),
@@ -492,11 +492,13 @@ def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
 def test_auto_backend_choice(monkeypatch):
     from dualtrace.encoder.backends import resolve_name
 
+    # auto is offline whatever keys exist: a model runs only when it is named.
     assert resolve_name("auto", Settings()) == "offline"
-    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "anthropic"
+    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "offline"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
-    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "anthropic"
-    assert resolve_name("claude", Settings()) == "claude"  # only when chosen
+    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "offline"
+    assert resolve_name("anthropic", Settings()) == "anthropic"
+    assert resolve_name("claude", Settings()) == "claude"
 
 
 def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
