@@ -115,11 +115,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    root = config.project_root()
-    settings = config.load_settings(root)
-    target = config.resolve_memory_dir(memory_dir, settings=settings)
-    report = encode_session(transcript, memory_dir=target, backend=backend or settings.backend,
-                            settings=settings, dry_run=dry_run, budget=budget)
+    ws = config.workspace(memory_dir=memory_dir)
+    report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
+                            dry_run=dry_run, budget=budget)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
