@@ -115,11 +115,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    root = config.project_root()
-    settings = config.load_settings(root)
-    target = config.resolve_memory_dir(memory_dir, settings=settings)
-    report = encode_session(transcript, memory_dir=target, backend=backend or settings.backend,
-                            settings=settings, dry_run=dry_run, budget=budget)
+    ws = config.workspace(memory_dir=memory_dir)
+    report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
+                            dry_run=dry_run, budget=budget)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
@@ -260,6 +258,16 @@ def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
 
     args = [event, *extra] + (["--host", host] if host else [])
     sys.exit(hookcmd.run(args))
+
+
+@cli.command("mcp", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def mcp_cmd(args: tuple[str, ...]) -> None:
+    """Serve this project's memory to the agent over MCP (stdio): recall, search, show,
+    recent_sessions, remember. Hosts start it; `dualtrace install` registers it."""
+    from dualtrace.mcp_server import main as mcp_main
+
+    sys.exit(mcp_main(list(args)))
 
 
 @cli.command(hidden=True)
