@@ -38,7 +38,9 @@ def commit(store: MemoryStore, changeset: ChangeSet) -> str | None:
         try:
             for rel, _old, new in changes:
                 store.write_text(rel, new)
-            sha = store.commit([rel for rel, _o, _n in changes], changeset.message)
+            # With the session id, a resumed session amends its own unpushed commit.
+            sha = store.commit([rel for rel, _o, _n in changes], changeset.message,
+                               changeset.session_id)
         except BaseException:
             # Uncommitted files would be read back on the retry as memories that
             # already exist ("update" instead of "store"): put the directory back.
