@@ -411,8 +411,10 @@ def work_candidates(session) -> list[Candidate]:
         for c in arc.commits[-2:]:
             sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
             lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip())
-        if arc.also:
-            lines.append("The same failure in: " + ", ".join(f"`{one_line(c, 80)}`" for c in arc.also[:3]))
+        also = list(dict.fromkeys(work._norm_cmd(c) for c in arc.also))
+        also = [c for c in also if c != work._norm_cmd(arc.command)]
+        if also:
+            lines.append("The same failure in: " + ", ".join(f"`{one_line(c, 80)}`" for c in also[:3]))
         lines.append(f"Failure signature: {arc.signature}")
         out.append(Candidate("incident", [desc], support=[arc.cause] if arc.cause else [],
                              event_index=arc.first, role="tool", description=desc,
