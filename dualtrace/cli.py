@@ -331,6 +331,16 @@ def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
     sys.exit(hookcmd.run(args))
 
 
+@cli.command("mcp", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def mcp_cmd(args: tuple[str, ...]) -> None:
+    """Serve this project's memory to the agent over MCP (stdio): recall, search, show,
+    recent_sessions, remember. Hosts start it; `dualtrace install` registers it."""
+    from dualtrace.mcp_server import main as mcp_main
+
+    sys.exit(mcp_main(list(args)))
+
+
 @cli.command(hidden=True)
 def worker() -> None:
     """Drain the job queue in the foreground, then exit (normally started by hooks)."""

@@ -237,8 +237,28 @@ def test_fast_path_imports_nothing_heavy(hook_env, tmp_path):
                if line.startswith("import time:")}
     assert "dualtrace.hookcmd" in modules
     heavy = {"anthropic", "jinja2", "git", "yaml", "click", "dualtrace.pipeline",
-             "dualtrace.config", "dataclasses", "subprocess"}
+             "dualtrace.config", "dataclasses", "subprocess",
+             # the MCP SDK (~0.4 s) and what it pulls in belong to `dualtrace mcp` only
+             "mcp", "mcp_types", "pydantic", "anyio", "dualtrace.mcp_server",
+             "dualtrace.agent_tools"}
     assert not heavy & modules, heavy & modules
+
+
+def test_prompt_and_session_start_hooks_never_import_the_mcp_sdk(hook_env, tmp_path):
+    script = Path(sys.executable).parent / "dualtrace"
+    cmd = [PY, "-X", "importtime", str(script)] if script.is_file() else \
+        [PY, "-X", "importtime", "-m", "dualtrace.hookcmd"]
+    transcript = _transcript(tmp_path)
+    for event, name in (("prompt", "UserPromptSubmit"), ("session-start", "SessionStart")):
+        payload = dict(claude_payload(name, "s2", transcript, str(tmp_path)),
+                       prompt="why did we pick postgres", source="startup")
+        proc = subprocess.run([*cmd, "hook", event], input=json.dumps(payload).encode(),
+                              capture_output=True, env=hook_env)
+        assert proc.returncode == 0
+        modules = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+                   if line.startswith("import time:")}
+        assert "dualtrace.hookcmd" in modules
+        assert not {"mcp", "mcp_types", "pydantic", "anyio", "dualtrace.mcp_server"} & modules
 
 
 def test_fast_state_dir_matches_config(monkeypatch, tmp_path):
