@@ -744,7 +744,8 @@ class PlanBuilder:
             try:
                 for rel, _old, new in changes:
                     self.store.write_text(rel, new)
-                sha = self.store.commit([rel for rel, _o, _n in changes], self.message() or "")
+                sha = self.store.commit([rel for rel, _o, _n in changes], self.message() or "",
+                                        self.ctx.session_id)
             except BaseException:
                 # Uncommitted files would be read back on the retry as memories that
                 # already exist ("update" instead of "store"): put the directory back.

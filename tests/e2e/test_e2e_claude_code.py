@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.claude_host import Claude, last_user_text, scripted_assistant
+from tests.e2e.claude_host import Claude, last_user_text, request_text, scripted_assistant
 from tests.e2e.e2e_hosts import memory_text
 from tests.fake_anthropic import FakeAnthropic
 
@@ -57,3 +57,46 @@ def test_decision_is_stored_offline_and_nothing_from_dualtrace_reaches_the_model
     assert "PostgreSQL" in memory_text(memdir)
     assert claude.foreign_requests() == []
     assert all(last_user_text(b) for b in turn.requests)
+
+
+def test_later_sessions_get_the_memory_back(claude):
+    box = claude.box
+    claude.turn(DECISION)
+    box.wait_idle()
+    assert "PostgreSQL" in memory_text(only_memory_dir(box))
+
+    # SessionStart: the next session's requests carry the memory. (Claude Code 2.1.328
+    # puts hook context in the system prompt: "SessionStart hook additional context: ...")
+    later = claude.turn("Let's plan the next sprint.")
+    assert later.requests
+    for body in later.requests:
+        assert "<dualtrace-memory>" in request_text(body) and "PostgreSQL" in request_text(body)
+        assert RECALL_HEAD not in request_text(body)  # nothing in this prompt matched
+
+    # UserPromptSubmit: a related prompt's request carries the recalled memory ...
+    related = claude.turn("Which database should the billing service use for invoices?")
+    text = request_text(related.requests[0])
+    assert RECALL_HEAD in text
+    recalled = text[text.index(RECALL_HEAD):]
+    assert "PostgreSQL" in recalled[:2000] and "row-level locking" in recalled[:2000]
+    # ... and an unrelated one's does not.
+    unrelated = claude.turn("How do I center a div with CSS grid?")
+    assert RECALL_HEAD not in request_text(unrelated.requests[0])
+    assert claude.foreign_requests() == []
+
+
+def test_several_turns_of_one_session_end_in_one_commit(claude):
+    box = claude.box
+    first = claude.turn(DECISION)
+    sid = first.session_id
+    second = claude.turn("We also decided to use Redis instead of memcached for the session "
+                         "cache, because we need key expiry events.", resume=sid)
+    third = claude.turn("Thanks, that is all for today.", resume=sid)
+    assert second.session_id == third.session_id == sid
+    box.wait_idle()
+    memdir = only_memory_dir(box)
+    text = memory_text(memdir)
+    assert "PostgreSQL" in text and "Redis" in text
+    commits = box.session_commits(memdir)
+    assert len(commits) == 1, (commits, box.runs())
+    assert claude.foreign_requests() == []
