@@ -97,6 +97,27 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     for line in queue.format_status(queue.status_summary(config.state_dir())):
         click.echo(line)
+    for line in _spend_lines(config.load_settings(config.project_root())):
+        click.echo(line)
+
+
+def _spend_lines(settings: config.Settings) -> list[str]:
+    """Today's model spend per backend, from the usage the APIs reported."""
+    from dualtrace.encoder.backends import spend
+
+    usd, tokens = spend.limits(settings)
+    limit = " and ".join(x for x in (f"${usd:.2f}" if usd > 0 else "",
+                                      f"{tokens:,} tokens" if tokens > 0 else "") if x)
+    cost, used = spend.totals()
+    head = f"spend today: ${cost:.4f}, {used:,} tokens"
+    head += f" (budget {limit} a day; over it: {spend.action(settings)})" if limit else \
+        " (no daily budget)"
+    lines = [head]
+    for backend, entry in sorted(spend.spent().items()):
+        tok = sum(int(entry.get(k) or 0) for k in spend.FIELDS[1:5])
+        lines.append(f"  {backend:<11} ${float(entry.get('cost_usd') or 0):.4f}  "
+                     f"{int(entry.get('requests') or 0)} request(s), {tok:,} tokens")
+    return lines
 
 
 @cli.command()
