@@ -11,17 +11,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+if TYPE_CHECKING:
+    from dualtrace.encoder.session import Event, Session, SessionBuilder
 
 HOST = "claude-code"
 
@@ -71,6 +64,7 @@ def _blocks_text(content: Any) -> str:
 
 def input_summary(name: str, data: Any) -> str:
     """A one-line summary of a tool input (never the full file contents)."""
+    from dualtrace.encoder.session import truncate_middle
     if not isinstance(data, dict):
         return truncate_middle(str(data), 200)
     for key in ("file_path", "notebook_path", "path", "pattern", "url", "query", "command"):
@@ -128,6 +122,7 @@ class _Parser:
             self._user(rec, ts)
 
     def _system(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import Event, truncate_middle
         sub = rec.get("subtype")
         if sub == "compact_boundary":
             meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
@@ -168,6 +163,7 @@ class _Parser:
                     self.pending[tid] = (name, block.get("input"), ts)
 
     def _merge_text(self, key: str, text: str, ts: str | None, detail: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         index = self.msg_index.get(key)
         if index is not None:  # a later line of the same API message
             prev = self.b.events[index]
@@ -179,6 +175,7 @@ class _Parser:
                   agent=self.agent, uuid=key.split(":")[0]))
 
     def _user(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         msg = rec.get("message")
         if not isinstance(msg, dict):
             return
@@ -215,6 +212,12 @@ class _Parser:
                          agent=self.agent, uuid=rec.get("uuid")))
 
     def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
+        from dualtrace.encoder.session import (
+            MAX_RESULT_CHARS,
+            Event,
+            commit_events,
+            truncate_middle,
+        )
         tid = block.get("tool_use_id")
         name, data, call_ts = self.pending.pop(tid, ("tool", None, ts)) if isinstance(
             tid, str) else ("tool", None, ts)
@@ -274,6 +277,7 @@ class _Parser:
 
     def flush_pending(self) -> None:
         """Tool calls whose result is not in the file (yet): keep the call itself."""
+        from dualtrace.encoder.session import Event
         for tid, (name, data, ts) in self.pending.items():
             self.b.add(Event("tool", ts, text=input_summary(name, data), tool=name,
                              agent=self.agent, uuid=tid, detail="no result"))
@@ -299,6 +303,7 @@ def _subagent_files(source: Path, session_id: str | None) -> dict[str, Path]:
 
 def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, str | None] | None:
     """Nested events worth keeping (edits, commits, failures) and a one-line summary."""
+    from dualtrace.encoder.session import SessionBuilder, truncate_middle
     from dualtrace.hooks.transcripts import LineReader
 
     reader = LineReader(path, skip_types=PREFILTER_TYPES)
@@ -334,6 +339,7 @@ def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, st
 
 def read(reader: Any, *, last_assistant_message: str | None = None,
          follow_subagents: bool = True) -> Session:
+    from dualtrace.encoder.session import SessionBuilder
     source = Path(reader.path)
     builder = SessionBuilder(HOST, str(source))
     parser = _Parser(builder)
@@ -348,6 +354,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None,
 
 
 def _attach_subagents(parser: _Parser, source: Path, whole_file: bool) -> None:
+    from dualtrace.encoder.session import Event
     files = _subagent_files(source, parser.b.session_id)
     if not files:
         return

@@ -12,17 +12,10 @@ import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+if TYPE_CHECKING:
+    from dualtrace.encoder.session import Session, SessionBuilder
 
 HOST = "codex"
 
@@ -93,6 +86,12 @@ def _output_of(raw: Any) -> tuple[str, int | None]:
 
 
 def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    from dualtrace.encoder.session import (
+        MAX_TEXT_CHARS,
+        Event,
+        SessionBuilder,
+        truncate_middle,
+    )
     b = SessionBuilder(HOST, str(reader.path))
     pending: dict[str, tuple[str, Any, str | None, bool]] = {}
     if reader.cursor > 0:
@@ -153,6 +152,7 @@ def _read_meta(path: Path, b: SessionBuilder) -> None:
 
 def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
           pending: dict[str, tuple[str, Any, str | None, bool]]) -> None:
+    from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
     ptype = p.get("type")
     if ptype == "message":
         role = p.get("role")
@@ -193,6 +193,12 @@ def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
 
 def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | None,
             b: SessionBuilder, call_id: str) -> None:
+    from dualtrace.encoder.session import (
+        MAX_RESULT_CHARS,
+        Event,
+        commit_events,
+        truncate_middle,
+    )
     name, args, call_ts, _custom = call
     output, code = _output_of(raw_output)
     when = call_ts or ts

@@ -6,16 +6,10 @@ logs their hook payloads in this shape). Roles: user, assistant, tool, system.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    truncate_middle,
-)
+if TYPE_CHECKING:
+    from dualtrace.encoder.session import Session
 
 HOST = "plain"
 
@@ -35,6 +29,13 @@ def _text(content: Any) -> str:
 
 
 def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    from dualtrace.encoder.session import (
+        MAX_RESULT_CHARS,
+        MAX_TEXT_CHARS,
+        Event,
+        SessionBuilder,
+        truncate_middle,
+    )
     b = SessionBuilder(HOST, str(reader.path))
     for rec in reader.records():
         ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
