@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 HOST = NAME = "codex"
 PREFILTER_TYPES: frozenset[bytes] = frozenset()  # record types the line reader may drop unparsed
 TRANSCRIPT_FORMAT = "codex"
-# Codex hook event -> (our event, timeout seconds, matcher or None): Codex has no SessionEnd.
+# Codex hook event -> (our event, timeout seconds, matcher or None). SessionEnd (root
+# threads, after the rollout is flushed) has its timeout capped at 3 s by Codex; without
+# it a `codex exec` session waited out Stop's debounce.
 EVENTS: dict[str, tuple[str, int, str | None]] = {
     "Stop": ("stop", 10, None),
     "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
     "UserPromptSubmit": ("prompt", 5, None),
     "PreCompact": ("pre-compact", 10, None),
+    "SessionEnd": ("session-end", 3, None),
 }
 TIMEOUT_UNIT = 1
 SCOPES = ("user", "project")
