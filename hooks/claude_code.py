@@ -376,6 +376,8 @@ class _Parser:
 
     def _wrapped_context(self, text: str, ts: str | None) -> None:
         """The user's own shell runs and IDE context: kept as what they are, never as words."""
+        from dualtrace.encoder.session import MAX_RESULT_CHARS, Event, truncate_middle
+
         b = self.b
         for tag, body in _BASH_RE.findall(text):
             body = body.strip()
@@ -397,6 +399,7 @@ class _Parser:
     def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
         from dualtrace.encoder.session import (
             MAX_RESULT_CHARS,
+            MAX_TEXT_CHARS,
             Event,
             commit_events,
             truncate_middle,
