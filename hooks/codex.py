@@ -239,7 +239,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
                 b.cwd = b.cwd or payload["cwd"]
             b.noise["turn_context"] += 1
         elif rtype == "compacted":
-            text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+            text = payload["message"] if isinstance(payload.get("message"), str) else ""
             b.add(Event("compaction", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
         elif rtype == "response_item":
             _item(payload, ts, b, pending)

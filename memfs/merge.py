@@ -27,7 +27,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dualtrace.errors import FormatError
 from dualtrace.memfs import formats
@@ -217,7 +217,7 @@ def _merge_extra(base: object, ours: tuple[str, ...], theirs: tuple[str, ...],
 
 
 def _generic_fields(base: object, ours: Memory, theirs: Memory, named: tuple[str, ...],
-                    conflicts: list[tuple[str, str, str]]) -> dict[str, object]:
+                    conflicts: list[tuple[str, str, str]]) -> dict[str, Any]:
     """Every field a merge below does not name: tuples as unions, the rest three-way.
 
     So a field added to a format later is merged, never silently taken from one side.
@@ -439,8 +439,9 @@ def _raw_fallback(ours: str, theirs: str, path: str, date: str,
         keep, keep_text, kept_text, why = other, theirs, ours, mine
         side = "this side"
     else:
+        assert not isinstance(mine, FormatError)  # the caller passes one readable side
         keep, keep_text, kept_text = mine, ours, theirs
-        why = other if isinstance(other, FormatError) else None
+        why = other if isinstance(other, FormatError) else None  # type: ignore[assignment]
         side = "the other side"
     reason = f" ({why.args[0] if why.args else why})" if why is not None else ""
     paras = [conflict_heading(date),
