@@ -44,6 +44,46 @@ _CLAUDE_TYPES = frozenset(
 )
 
 
+# Codex rewrites idle rollouts as ``rollout-*.jsonl.zst`` and deletes the plain file. A
+# compressed transcript is read as its decompressed bytes: offsets (cursors) are the
+# same as in the plain file it replaced, so nothing is encoded twice.
+COMPRESSED_SUFFIX = ".zst"
+MAX_DECOMPRESSED = 1024 * 1024 * 1024
+
+
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    return str(path).endswith(COMPRESSED_SUFFIX)
+
+
+def open_bytes(path: Path) -> Any:
+    """A binary file object over the transcript's bytes (decompressed for ``.zst``)."""
+    if not is_compressed(path):
+        return path.open("rb")
+    import io
+
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise TranscriptError(f"cannot read {path}: the zstandard package is missing") from None
+    with path.open("rb") as raw:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            data = reader.read(MAX_DECOMPRESSED + 1)
+        except zstandard.ZstdError as exc:
+            raise TranscriptError(f"cannot decompress {path}: {exc}") from None
+    if len(data) > MAX_DECOMPRESSED:
+        raise TranscriptError(f"{path} decompresses to more than {MAX_DECOMPRESSED} bytes")
+    return io.BytesIO(data)
+
+
+def content_size(path: Path) -> int:
+    """Size of the transcript's bytes (decompressed for ``.zst``)."""
+    if not is_compressed(path):
+        return path.stat().st_size
+    with open_bytes(path) as fh:
+        return len(fh.getbuffer())
+
+
 class LineReader:
     """Iterate JSON records of whole lines from ``cursor``; track where reading stopped.
 
@@ -84,7 +124,7 @@ class LineReader:
         return False
 
     def records(self) -> Iterator[dict[str, Any]]:
-        with self.path.open("rb") as fh:
+        with open_bytes(self.path) as fh:
             fh.seek(self.cursor)
             pos = self.cursor
             while True:
@@ -150,7 +190,7 @@ def detect_format(path: Path) -> str:
     """claude-code, codex or plain, from the first records of the file."""
     votes = {name: 0 for name in FORMATS}
     seen = 0
-    with path.open("rb") as fh:
+    with open_bytes(path) as fh:
         for _ in range(_DETECT_LINES * 4):
             line = fh.readline(_DETECT_MAX_LINE + 1)
             if not line:
@@ -210,7 +250,7 @@ def read_transcript(
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
+        size = content_size(p)
     except FileNotFoundError:
         raise TranscriptError(f"transcript not found: {p}") from None
     except OSError as exc:
