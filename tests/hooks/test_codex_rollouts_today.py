@@ -122,3 +122,23 @@ def test_a_zst_never_seen_before_is_encoded(tmp_path):
     plain.unlink()
     report = encode_session(packed, memory_dir=tmp_path / "mem", backend="offline")
     assert report.commit and report.host == "codex"
+
+
+def test_rollouts_are_found_compressed_or_not(tmp_path, monkeypatch):
+    from dualtrace.hooks import codex
+
+    home = tmp_path / "codex-home"
+    day = home / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    project = tmp_path / "proj"
+    project.mkdir()
+    old = day / f"rollout-2026-12-01T08-00-00-{SID}.jsonl"
+    old.write_text("\n".join(both_shapes(project)) + "\n")
+    _compress(old)
+    assert codex.find_rollout(SID) == str(old)  # the live plain file wins over its .zst
+    old.unlink()
+    assert codex.find_rollout(SID) == str(old) + ".zst"
+    other = day / "rollout-2026-12-01T09-00-00-other.jsonl"
+    other.write_text("\n".join(both_shapes(tmp_path / "elsewhere")) + "\n")
+    assert codex.project_transcripts(project.resolve()) == [Path(str(old) + ".zst")]
