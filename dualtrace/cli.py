@@ -419,6 +419,9 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
 
     for line in do_install(agent, scope, dry_run=dry_run):
         click.echo(line)
+    if agent == "codex":
+        click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
+                   "and review dualtrace's hooks in /hooks.")
     if backend is not None and not dry_run:
         click.echo(f"{config.set_user_setting('backend', backend)}: backend = \"{backend}\"")
     settings = config.load_settings(config.project_root())
