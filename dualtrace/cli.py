@@ -15,6 +15,7 @@ import click
 
 from dualtrace import __version__, config
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 memory_dir_option = click.option(
     "--memory-dir",
@@ -354,7 +355,7 @@ def merge_file(files: tuple[str, str, str, str]) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event")
-@click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")
+@click.option("--host", "--agent", "host", default=None, help=", ".join(registry.names()) + ".")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
     """Hook entry for the agent (stdin: the host's JSON). Always exits 0."""
@@ -399,7 +400,7 @@ def retry(session: str | None) -> None:
 
 
 _agent_option = click.option("--agent", "agent", default="claude-code", show_default=True,
-                             type=click.Choice(["claude-code", "codex", "letta"]))
+                             type=click.Choice(registry.names()))
 _scope_option = click.option("--scope", default="user", show_default=True,
                              type=click.Choice(["user", "project", "local"]))
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dualtrace import config, queue
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 POLL_SECONDS = 0.5
 MAX_WAIT_SECONDS = 900.0
@@ -136,13 +137,11 @@ class Worker:
         if job.get("memory_dir"):
             return str(job["memory_dir"])
         settings = self.settings_for(job.get("cwd"))
-        if job.get("host") == "letta" and not (settings.memory_dir
-                                               or os.environ.get("DUALTRACE_MEMORY_DIR")):
-            from dualtrace.hooks import letta
-
-            memfs = letta.memfs_dir(job.get("agent_id"))
-            if memfs:
-                return memfs
+        if job.get("host") in registry.HOSTS and not (settings.memory_dir
+                                                      or os.environ.get("DUALTRACE_MEMORY_DIR")):
+            owned = registry.get(job["host"]).memory_dir(job.get("agent_id"))  # Letta's memfs
+            if owned:
+                return owned
         return str(config.resolve_memory_dir(None, job.get("cwd"), settings))
 
     def claim(self) -> tuple[dict, int, str | None] | None:
@@ -294,10 +293,8 @@ class Worker:
             record["skipped"] = "session runs inside the memory directory"
             return None
         transcript = job.get("transcript")
-        if not transcript and job.get("host") == "codex":
-            from dualtrace.hooks import codex_hooks
-
-            transcript = codex_hooks.find_rollout(str(job.get("session_id")))
+        if not transcript and job.get("host") in registry.HOSTS:
+            transcript = registry.get(job["host"]).find_transcript(str(job.get("session_id")))
         if not transcript or not os.path.isfile(transcript):
             raise DualtraceError(f"transcript not found: {transcript or '(none given)'}")
         record["transcript"] = transcript
@@ -328,17 +325,16 @@ class Worker:
         Only sessions dualtrace has seen before count (a seen record exists): a
         first install must not bill a model for every old session on disk.
         """
-        from dualtrace.hooks import claude_code_hooks
-
+        name = job.get("host") or registry.DEFAULT
+        host = registry.get(name)
         current = job.get("transcript") or ""
         horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
         queued = 0
-        for path in claude_code_hooks.project_transcripts(current or
-                                                          str(job.get("session_id")) + "/x"):
+        for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
             if path == current:
                 continue
             session = os.path.basename(path)[: -len(".jsonl")]
-            jid = queue.job_id("claude-code", session)
+            jid = queue.job_id(name, session)
             if os.path.exists(queue.job_path(self.s, jid)):
                 continue
             seen = queue.read_json(os.path.join(self.s, queue.SEEN, jid + ".json"))
@@ -350,7 +346,7 @@ class Worker:
                 continue
             if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
                 continue
-            queue.touch(self.s, host="claude-code", session_id=session, event="sweep",
+            queue.touch(self.s, host=name, session_id=session, event="sweep",
                         immediate=True, transcript=path, cwd=job.get("cwd"),
                         memory_dir=job.get("memory_dir"))
             queued += 1
