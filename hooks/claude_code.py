@@ -110,6 +110,17 @@ def normalize(payload: dict, event: str, state: str = "") -> dict:
     return out
 
 
+CONTEXT_CAP = 10_000  # the host drops additionalContext beyond this many characters
+
+
+def context_output(event: str, text: str) -> str:
+    """A SessionStart / UserPromptSubmit hook's stdout that adds ``text`` to the model's
+    context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
+    name = next((ev for ev, (ours, _t, _m) in EVENTS.items() if ours == event), event)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name,
+                                              "additionalContext": text[:CONTEXT_CAP]}})
+
+
 def settings_path(scope: str, root: Path, home: Path) -> Path:
     user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
     return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",

@@ -108,6 +108,13 @@ def detect(payload: dict) -> bool:
     return looks_like_codex(payload)
 
 
+def context_output(event: str, text: str) -> str:
+    """Codex reads Claude Code's hookSpecificOutput shape for added context (docs/HOSTS.md)."""
+    from dualtrace.hooks import claude_code
+
+    return claude_code.context_output(event, text)
+
+
 def settings_path(scope: str, root: Path, home: Path) -> Path:
     user = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
     return {"user": user / "hooks.json", "project": root / ".codex" / "hooks.json"}[scope]
