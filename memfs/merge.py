@@ -435,13 +435,14 @@ def _raw_fallback(ours: str, theirs: str, path: str, date: str,
                   mine: Memory | FormatError, other: Memory | FormatError) -> MergeResult:
     """One side could not be parsed: keep the readable side as the file, the other
     side's whole text quoted under the conflict heading."""
+    keep: Memory | FormatError
+    why: FormatError | None
     if isinstance(mine, FormatError) and not isinstance(other, FormatError):
         keep, keep_text, kept_text, why = other, theirs, ours, mine
         side = "this side"
     else:
-        assert not isinstance(mine, FormatError)  # the caller passes one readable side
         keep, keep_text, kept_text = mine, ours, theirs
-        why = other if isinstance(other, FormatError) else None  # type: ignore[assignment]
+        why = other if isinstance(other, FormatError) else None
         side = "the other side"
     reason = f" ({why.args[0] if why.args else why})" if why is not None else ""
     paras = [conflict_heading(date),
