@@ -29,7 +29,10 @@ _CLAUDE_EVENTS = {
     "UserPromptSubmit": ("prompt", 5, None),
     "PreCompact": ("pre-compact", 10, None),
 }
-_CODEX_EVENTS = {k: v for k, v in _CLAUDE_EVENTS.items() if k != "SessionEnd"}
+# Codex has SessionEnd too (root threads, after the rollout is flushed), with its
+# timeout capped at 3 s: without it a `codex exec` session waited out Stop's debounce.
+_CODEX_EVENTS = {**{k: v for k, v in _CLAUDE_EVENTS.items() if k != "SessionEnd"},
+                 "SessionEnd": ("session-end", 3, None)}
 _LETTA_EVENTS = {
     "Stop": ("stop", 10, None),
     "PostToolUse": ("post-tool-use", 5, None),
