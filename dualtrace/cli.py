@@ -44,12 +44,27 @@ def log_error(exc: BaseException, context: str = "") -> Path | None:
         return None
 
 
-def resolve_store(memory_dir: Path | None):
-    """The memory store for a command that only reads (status, log, show, list).
+def resolve_store(memory_dir: Path | None, *, create: bool = True):
+    """The memory store for a command that writes (sync, remote add): created when
+    missing unless ``create`` is False."""
+    from dualtrace.memfs.store import MemoryStore
 
-    Nothing is created: no directory, no repository, no lock or state folder (so
-    these also work on a read-only memory directory). A missing directory is one
-    line that says so and what to run.
+    settings = config.load_settings(config.project_root())
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    return MemoryStore(
+        root,
+        author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root()),
+        create=create and not (root / ".git").exists(),
+    )
+
+
+def read_store(memory_dir: Path | None):
+    """The memory store for a command that only reads (status, log, show).
+
+    Nothing is created: no directory, no repository, no .gitignore, no lock or state
+    folder (so these also work on a read-only memory directory). A missing directory
+    is one line that says so and what to run.
     """
     from dualtrace.memfs.store import MemoryStore
 
@@ -111,7 +126,7 @@ def status(memory_dir: Path | None, check: bool) -> None:
         # line and still show the queue, creating nothing.
         click.echo(f"memory dir: {root} (does not exist yet: nothing stored)")
     else:
-        store = resolve_store(memory_dir)
+        store = read_store(memory_dir)
         info = store_summary(store, full=check)
         problems = info["problems"]
         click.echo(f"memory dir: {store.root}")
@@ -238,10 +253,10 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
 
 @cli.command("log")
 @memory_dir_option
-@click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")
+@click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
     """One entry per encoded session: date, session id, each operation."""
-    store = resolve_store(memory_dir)
+    store = read_store(memory_dir)
     entries = store.git.session_log(limit)
     if not entries:
         click.echo("No encoded sessions yet.")
@@ -257,7 +272,7 @@ def log_cmd(memory_dir: Path | None, limit: int) -> None:
 @click.argument("target")
 def show(memory_dir: Path | None, target: str) -> None:
     """Show a memory by ANCHOR or PATH: the fact, then its moment."""
-    store = resolve_store(memory_dir)
+    store = read_store(memory_dir)
     fact, moment = store.lookup(target)
     click.echo(f"==> {fact.path}")
     click.echo(store.read_text(fact.path), nl=False)

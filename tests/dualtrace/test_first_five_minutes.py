@@ -165,3 +165,12 @@ def test_status_shows_only_this_memory_dirs_runs(tmp_path, state_dir):
     out = run("status", "--memory-dir", str(mine)).stdout
     assert "mine-1" in out
     assert "theirs" not in out
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_log_rejects_zero_and_negative_counts(tmp_path, n):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    proc = run("log", "-n", n, "--memory-dir", str(memdir), ok=False)
+    assert proc.returncode != 0
+    assert "Invalid value for '-n'" in proc.stderr
