@@ -142,6 +142,10 @@ def find_transcript(session_id: str) -> str | None:
     return None  # every Claude Code payload names its transcript
 
 
+def session_of(transcript: str) -> str:
+    return os.path.basename(transcript).removesuffix(".jsonl")
+
+
 def sibling_transcripts(transcript: str) -> list[str]:
     """Every main-session transcript next to ``transcript`` (its project folder)."""
     folder = os.path.dirname(transcript)

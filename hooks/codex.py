@@ -44,7 +44,7 @@ EVENTS: dict[str, tuple[str, int, str | None]] = {
 TIMEOUT_UNIT = 1
 SCOPES = ("user", "project")
 REQUIRES_TRANSCRIPT = False  # transcript_path may be null: found by session id
-SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
+SWEEP_ON_START = True  # session-start re-checks this project's other rollouts
 KEEPS_OWN_TRANSCRIPT = False
 
 # ------------------------------------------------------------------ the host
@@ -147,8 +147,30 @@ def find_transcript(session_id: str) -> str | None:
     return find_rollout(session_id)
 
 
+_ROLLOUT_ID = re.compile(r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+                         r"\.jsonl(?:\.zst)?$")
+
+
+def session_of(transcript: str) -> str:
+    """``rollout-<timestamp>-<session uuid>.jsonl[.zst]`` -> the session (thread) id."""
+    found = _ROLLOUT_ID.search(os.path.basename(transcript))
+    return found.group(1) if found else os.path.basename(transcript).split(".", 1)[0]
+
+
 def sibling_transcripts(transcript: str) -> list[str]:
-    return []
+    """The other rollouts of ``transcript``'s project (its session_meta cwd): Codex keeps
+    every project's rollouts in one dated tree, compressed ones (.jsonl.zst) included."""
+    from dualtrace.config import project_root
+    from dualtrace.hooks.transcripts import first_line
+
+    try:
+        first = json.loads(first_line(Path(transcript)) or b"{}")
+    except (OSError, ValueError):
+        return []
+    cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
+    if not isinstance(cwd, str) or not os.path.isdir(cwd):
+        return []
+    return [str(p) for p in project_transcripts(project_root(cwd))]
 
 
 def memory_dir(agent_id: str | None) -> str | None:

@@ -57,6 +57,10 @@ class Host(Protocol):
         """The other sessions next to ``transcript`` (the session-start sweep), or []."""
         ...
 
+    def session_of(self, transcript: str) -> str:
+        """The session id a transcript file belongs to (its job's id, for the sweep)."""
+        ...
+
     def memory_dir(self, agent_id: str | None) -> str | None:
         """A memory directory the host owns for this agent (Letta's memfs), else None."""
         ...
