@@ -110,6 +110,17 @@ def normalize(payload: dict, event: str, state: str = "") -> dict:
     return out
 
 
+CONTEXT_CAP = 10_000  # the host drops additionalContext beyond this many characters
+
+
+def context_output(event: str, text: str) -> str:
+    """A SessionStart / UserPromptSubmit hook's stdout that adds ``text`` to the model's
+    context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
+    name = next((ev for ev, (ours, _t, _m) in EVENTS.items() if ours == event), event)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name,
+                                              "additionalContext": text[:CONTEXT_CAP]}})
+
+
 def settings_path(scope: str, root: Path, home: Path) -> Path:
     user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
     return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",
@@ -129,6 +140,10 @@ def project_transcripts(root: Path) -> list[Path]:
 
 def find_transcript(session_id: str) -> str | None:
     return None  # every Claude Code payload names its transcript
+
+
+def session_of(transcript: str) -> str:
+    return os.path.basename(transcript).removesuffix(".jsonl")
 
 
 def sibling_transcripts(transcript: str) -> list[str]:
@@ -275,7 +290,7 @@ class _Parser:
         from dualtrace.encoder.session import Event, truncate_middle
         sub = rec.get("subtype")
         if sub == "compact_boundary":
-            meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            meta = rec["compactMetadata"] if isinstance(rec.get("compactMetadata"), dict) else {}
             detail = f"trigger={meta.get('trigger')}, preTokens={meta.get('preTokens')}"
             self.b.add(Event("compaction", ts, text="", detail=detail, agent=self.agent))
         elif sub == "api_error":
@@ -308,7 +323,7 @@ class _Parser:
                                  "thinking" if btype == "thinking" else None)
             elif btype == "tool_use":
                 tid = block.get("id")
-                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                name = block["name"] if isinstance(block.get("name"), str) else "tool"
                 if isinstance(tid, str):
                     self.pending[tid] = (name, block.get("input"), ts)
 
@@ -416,7 +431,7 @@ class _Parser:
                             detail=f"rejection of {name}" + (f" {target}" if target else "")))
             return
         if name == "Bash":
-            command = data.get("command") if isinstance(data.get("command"), str) else ""
+            command = data["command"] if isinstance(data.get("command"), str) else ""
             if is_error:
                 m = _EXIT_CODE.search(output[:200])
                 code: int | None = int(m.group(1)) if m else 1

@@ -145,6 +145,13 @@ def normalize(payload: dict, event: str, state: str) -> dict:
     return out
 
 
+def context_output(event: str, text: str) -> str:
+    """Letta Code reads the same hookSpecificOutput shape as Claude Code."""
+    from dualtrace.hooks import claude_code
+
+    return claude_code.context_output(event, text)
+
+
 def settings_path(scope: str, root: Path, home: Path) -> Path:
     return {"user": home / ".letta" / "settings.json",
             "project": root / ".letta" / "settings.json",
@@ -157,6 +164,10 @@ def project_transcripts(root: Path) -> list[Path]:
 
 def find_transcript(session_id: str) -> str | None:
     return None
+
+
+def session_of(transcript: str) -> str:
+    return os.path.basename(transcript).removesuffix(".jsonl")
 
 
 def sibling_transcripts(transcript: str) -> list[str]:
