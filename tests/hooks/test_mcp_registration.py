@@ -182,3 +182,10 @@ def test_session_start_says_the_tools_are_there_only_when_registered(hook_env, t
     reg.register("codex", "user", root)  # another host's registration says nothing here
     reg.unregister("claude-code", "local", root)
     assert "MCP server" not in context()
+
+
+def test_the_plugin_brings_the_mcp_server():
+    from tests.conftest import REPO_ROOT
+
+    manifest = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["mcpServers"] == {"dualtrace": {"command": "dualtrace", "args": ["mcp"]}}
