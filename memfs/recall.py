@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dualtrace.memfs.index import Doc, Index
+from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
 LABEL_B = "(STATE B retrieval: fact only, medium confidence)"
 LABEL_C = "(STATE C retrieval: no fact found, abstaining)"
+# An answer found only in a session record (the episode, not a curated memory).
+LABEL_B_RECORD = "(STATE B retrieval: session record only, medium confidence)"
 ABSTAIN = "I don't have that stored in my memory."
 LABELS = {"A": LABEL_A, "B": LABEL_B, "C": LABEL_C}
 STALE_NOTE = ("I have this stored from {date}, but the referenced files may have "
@@ -60,6 +62,31 @@ COMMON_SHARE = 0.25
 COMMON_MIN = 50
 SUPERSEDED_FACTOR = 0.5
 CANDIDATES = 40
+# Share of the lexical score given to words found in what a memory is *about* (its
+# anchor and description) rather than merely mentioned in its body.
+ABOUT_WEIGHT = 0.25
+
+# Semantic gate (cosine of the question's vector with a document's), used when an
+# embedder is installed. A memory passes on words (coverage >= THRESHOLD), on meaning
+# alone (cosine >= SEM_HIGH), or on both half-way (coverage >= SEM_COVERAGE and
+# cosine >= SEM_LOW). Calibrated in docs/BENCHMARKS.md ("Recall with session records").
+SEM_HIGH = 0.80
+SEM_LOW = 0.55
+SEM_COVERAGE = 0.34
+SEM_CANDIDATES = 30
+RRF_K = 60
+# Session record chunks are long and many: they pass a stricter gate, and only the
+# best chunk of each session is shown.
+RECORD_THRESHOLD = 0.6
+RECORD_SEM_HIGH = 0.85
+RECORD_SEM_LOW = 0.6
+RECORD_SEM_COVERAGE = 0.45
+RECORDS_SHOWN = 3
+PASSAGE_CHARS = 700
+
+_FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the first time)\b", re.I)
+_LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
+                   r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are aren as at be because been
@@ -119,6 +146,26 @@ _FILE_REF = re.compile(
 
 
 @dataclass(frozen=True)
+class RecordPassage:
+    """The quoted part of a session record that answers a question."""
+
+    path: str
+    session: str
+    date: str
+    time: str | None
+    heading: str
+    description: str
+    passage: str
+    project: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "session": self.session, "date": self.date,
+                "time": self.time, "heading": self.heading,
+                "description": self.description, "passage": self.passage,
+                "project": self.project}
+
+
+@dataclass(frozen=True)
 class RecalledMemory:
     path: str
     type: str
@@ -130,10 +177,15 @@ class RecalledMemory:
     bullet: str | None = None
     superseded_by: str | None = None
     stale: str | None = None
+    record: RecordPassage | None = None
 
     @property
     def state(self) -> str:
         return "A" if self.moment is not None else "B"
+
+    @property
+    def source(self) -> str:
+        return "record" if self.record is not None else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +198,8 @@ class RecalledMemory:
             "bullet": self.bullet,
             "superseded_by": self.superseded_by,
             "stale": self.stale,
+            "source": self.source,
+            "record": self.record.to_dict() if self.record is not None else None,
         }
 
 
@@ -159,6 +213,9 @@ class RecallResult:
 
     @property
     def label(self) -> str:
+        if self.state == "B" and self.memories and all(m.record is not None
+                                                        for m in self.memories):
+            return LABEL_B_RECORD
         return LABELS[self.state]
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,6 +259,8 @@ def _indent(text: str, pad: str = "   ") -> str:
 def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
     """One memory as text: the moment first (read it first), then the fact."""
     num = f"{n}. " if n is not None else ""
+    if memory.record is not None:
+        return _render_record(memory.record, num)
     tail = f", superseded by {memory.superseded_by} (history)" if memory.superseded_by else ""
     lines = [f"{num}{memory.path}  [{memory.type}, {memory.confidence}, stored "
              f"{memory.stored or 'unknown'}{tail}]"]
@@ -229,6 +288,17 @@ def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
             lines.append(_indent(body, "     "))
     if memory.stale:
         lines.append(f"   Note: {memory.stale}")
+    return "\n".join(lines)
+
+
+def _render_record(rec: RecordPassage, num: str) -> str:
+    when = rec.date + (f" {rec.time} UTC" if rec.time else "")
+    short = rec.session[:8]
+    lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading.lstrip('# ')}]"]
+    if rec.description:
+        lines.append(f"   Session: {rec.description}")
+    lines.append(_indent("\n".join("> " + ln if ln.strip() else ">"
+                                   for ln in rec.passage.splitlines()), "   "))
     return "\n".join(lines)
 
 
@@ -283,10 +353,39 @@ class _Unit:
     bm25: float = 0.0
     ids: list[int] = field(default_factory=list)
     coverage: float = 0.0
+    about: float = 0.0
+    sem: float = 0.0
     final: float = 0.0
+    fused: float = 0.0
     type: str = ""
     superseded_by: str | None = None
     docs: list[Doc] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a candidate counts as relevant (see the SEM_* constants)."""
+
+    coverage: float
+    sem_high: float
+    sem_low: float
+    sem_coverage: float
+
+    def passes(self, unit: _Unit, semantic: bool) -> bool:
+        if unit.coverage >= self.coverage:
+            return True
+        if not semantic:
+            return False
+        return unit.sem >= self.sem_high or (unit.sem >= self.sem_low
+                                             and unit.coverage >= self.sem_coverage)
+
+
+MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_LOW, SEM_COVERAGE)
+RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_SEM_LOW, RECORD_SEM_COVERAGE)
+# The prompt hook is lexical and speaks unasked: a record passage needs more words.
+PROMPT_RECORD_GATE = Gate(0.75, 2.0, 2.0, 2.0)
+
+_AUTO: Any = object()
 
 
 def _root_of(store: Any) -> Path:
@@ -298,24 +397,48 @@ def _root_of(store: Any) -> Path:
 
 def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None,  # noqa: A002
            settings: Any = None, project_root: Path | str | None = None,
-           index: Index | None = None) -> RecallResult:
-    """Answer ``question`` from the memory store (a MemoryStore or its root path)."""
+           index: Index | None = None, embedder: Any = _AUTO, records: bool = True,
+           record_gate: Gate | None = None) -> RecallResult:
+    """Answer ``question`` from the memory store (a MemoryStore or its root path).
+
+    ``embedder``: the semantic model (default: the installed one, if any; None = lexical
+    only). ``records``: broaden to session records before abstaining.
+    """
     if settings is None:
         from dualtrace.config import Settings
 
         settings = Settings()
+    if embedder is _AUTO:
+        embedder = None
+        if getattr(settings, "semantic", True):
+            from dualtrace.memfs.embed import get_embedder
+
+            embedder = get_embedder()
     root = _root_of(store)
     own = index is None
     if index is None:
         index = Index.open(root)
     try:
-        result = _recall(index, question, limit=max(limit, 1), only=type, settings=settings,
-                         project_root=project_root)
+        qvec = None
+        if embedder is not None:
+            try:
+                index.ensure_vectors(embedder)
+                qvec = embedder.embed([question[:4000]])[0]
+            except Exception as exc:  # noqa: BLE001 - meaning is a bonus; words still answer
+                import logging
+
+                logging.getLogger(__name__).warning("semantic recall off for this query: %s", exc)
+                qvec = None
+        args = {"limit": max(limit, 1), "only": type, "settings": settings,
+                "project_root": project_root, "qvec": qvec, "embedder": embedder,
+                "records": records, "record_gate": record_gate or RECORD_GATE}
+        result = _recall(index, question, **args)
         # Never show a file that changed since it was indexed: re-check what we return.
         shown = [p for m in result.memories for p in _paths_of(m)]
         if shown and not index.verify(shown):
-            result = _recall(index, question, limit=max(limit, 1), only=type,
-                             settings=settings, project_root=project_root)
+            if qvec is not None:
+                index.ensure_vectors(embedder)
+            result = _recall(index, question, **args)
         return result
     finally:
         if own:
@@ -329,28 +452,54 @@ def _paths_of(memory: RecalledMemory) -> list[str]:
     return out
 
 
+def temporal_order(question: str) -> str | None:
+    """"first" / "last" for questions about when something happened first or last."""
+    if _LAST.search(question):
+        return "last"
+    if _FIRST.search(question) and re.search(r"\b(when|what|which|how)\b", question, re.I):
+        return "first"
+    return None
+
+
 def _recall(index: Index, question: str, *, limit: int, only: str | None, settings: Any,
-            project_root: Path | str | None) -> RecallResult:
-    type_filter = (only,) if only else None
+            project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
+            record_gate: Gate) -> RecallResult:
+    semantic = qvec is not None
     agg = aggregation_types(question)
-    if agg is not None:
+    if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), settings, project_root)
     terms = content_terms(question)
-    units = _score(index, terms, type_filter, routed_types(question))
-    passing = [u for u in units if u.coverage >= THRESHOLD]
-    if not passing:
+    memories: list[RecalledMemory] = []
+    if only != SESSION_TYPE:
+        types = (only,) if only else CURATED_TYPES
+        units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
+        passing = [u for u in units if MEMORY_GATE.passes(u, semantic)]
+        _complete(index, passing[:limit])
+        memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
+    passages: list[RecalledMemory] = []
+    order = temporal_order(question)
+    if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
+        chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
+        passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order)
+    if order is not None and passages:
+        # "When did we first / what did we do last time": the episodes answer, by date.
+        shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
+    else:
+        room = max(limit - len(memories), 1 if memories else limit)
+        shown = memories + passages[: min(room, RECORDS_SHOWN)]
+    if not shown:
         return RecallResult(question, "C", terms=tuple(terms))
-    _complete(index, passing[:limit])
-    memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
-    state = memories[0].state
-    return RecallResult(question, state, tuple(memories), terms=tuple(terms))
+    state = next((m.state for m in shown if m.record is None), "B")
+    return RecallResult(question, state, tuple(shown), terms=tuple(terms))
 
 
 def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
-           routed: tuple[str, ...], candidates: int = CANDIDATES) -> list[_Unit]:
-    if not terms:
+           routed: tuple[str, ...], candidates: int = CANDIDATES, *, qvec: Any = None,
+           chunks: bool = False) -> list[_Unit]:
+    if not terms and qvec is None:
         return []
-    total = index.doc_count or 1
+    total = index.count(types) or 1
     idf: dict[str, float] = {}
     known: list[str] = []
     common: list[str] = []
@@ -370,7 +519,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         known, common = common, []
         for term in known:
             idf[term] = IDF_FLOOR
-    if not known:
+    if not known and qvec is None:
         return []
     # A long text (a bug report, a prompt) is not expected to be covered word for word:
     # relevance is measured against its MAX_TERMS heaviest words.
@@ -379,10 +528,11 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             idf[t] * LONG_UNKNOWN / UNKNOWN_WEIGHT for t in idf if t not in known]
     else:
         pool = list(idf.values())
-    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS])
+    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
     units: dict[str, _Unit] = {}
-    hits = index.match(known, types, limit=candidates * 4)
-    info = index.hit_info(i for i, _ in hits)
+    hits = index.match(known, types, limit=candidates * 4) if known else []
+    sem_hits = _semantic_hits(index, qvec, chunks) if qvec is not None else []
+    info = index.hit_info([i for i, _ in hits] + [i for i, _ in sem_hits])
     for doc_id, score in hits:
         meta = info.get(doc_id)
         if meta is None:
@@ -393,26 +543,164 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.bm25 = max(unit.bm25, score) + 0.5 * min(unit.bm25, score)
         unit.ids.append(doc_id)
     ranked = sorted(units.values(), key=lambda u: -u.bm25)[:candidates]
+    keys = {u.key for u in ranked}
+    for doc_id, sim in sem_hits:
+        meta = info.get(doc_id)
+        if meta is None or (types and meta[2] not in types):
+            continue
+        unit = units.get(meta[0])
+        if unit is None:
+            unit = units[meta[0]] = _Unit(meta[0], type=meta[2])
+        if unit.key not in keys:
+            ranked.append(unit)
+            keys.add(unit.key)
+        if doc_id not in unit.ids:
+            unit.ids.append(doc_id)
+        unit.sem = max(unit.sem, sim)
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         present = index.docs_matching(term, all_ids)
+        about = index.docs_matching(term, all_ids, about=True) if not chunks else set()
         for unit in ranked:
             if any(i in present for i in unit.ids):
                 unit.coverage += idf[term]
+            if any(i in about for i in unit.ids):
+                unit.about += idf[term]
+    best = max((u.bm25 for u in ranked), default=0.0) or 1.0
+    superseded = index.superseded(u.key for u in ranked) if not chunks else {}
     for unit in ranked:
-        unit.coverage = min(unit.coverage, denominator)
-    best = ranked[0].bm25 if ranked else 1.0
-    superseded = index.superseded(u.key for u in ranked)
-    for unit in ranked:
-        unit.coverage /= denominator
-        unit.final = 0.5 * unit.bm25 / best + 0.5 * unit.coverage
+        unit.coverage = min(unit.coverage, denominator) / denominator
+        unit.about = min(unit.about, denominator) / denominator
+        unit.final = ((1 - ABOUT_WEIGHT) * (0.5 * unit.bm25 / best + 0.5 * unit.coverage)
+                      + ABOUT_WEIGHT * unit.about)
         if routed and unit.type in routed:
             unit.final += ROUTE_BOOST
         unit.superseded_by = superseded.get(unit.key)
         if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
-    ranked.sort(key=lambda u: -u.final)
-    return _successors_first(ranked)
+    if qvec is not None:
+        # Reciprocal-rank fusion of the lexical and the semantic order.
+        lex = sorted((u for u in ranked if u.bm25 > 0), key=lambda u: -u.final)
+        sem = sorted((u for u in ranked if u.sem > 0), key=lambda u: -u.sem)
+        for r, unit in enumerate(lex):
+            unit.fused += 1.0 / (RRF_K + r + 1)
+        for r, unit in enumerate(sem):
+            unit.fused += 1.0 / (RRF_K + r + 1)
+        for unit in ranked:
+            if unit.superseded_by:
+                unit.fused *= SUPERSEDED_FACTOR
+        ranked.sort(key=lambda u: (-u.fused, -u.final))
+    else:
+        ranked.sort(key=lambda u: -u.final)
+    return _successors_first(ranked) if not chunks else ranked
+
+
+def _semantic_hits(index: Index, qvec: Any, chunks: bool) -> list[tuple[int, float]]:
+    """(doc id, cosine) of the nearest documents to the question's vector."""
+    import numpy as np
+
+    ids, matrix = index.vector_matrix(chunks)
+    if not ids or matrix.shape[1] != qvec.shape[0]:
+        return []
+    sims = matrix @ qvec.astype(np.float32)
+    n = min(SEM_CANDIDATES * (3 if chunks else 1), len(ids))
+    top = np.argpartition(-sims, n - 1)[:n]
+    return [(ids[i], float(sims[i])) for i in top]
+
+
+# ------------------------------------------------------------------ session records
+
+
+_WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
+
+
+def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
+                    embedder: Any, order: str | None) -> list[RecalledMemory]:
+    """The best passing chunk of each session, as quoted passages."""
+    by_id = index.docs(i for u in units for i in u.ids[:1])
+    best: dict[str, tuple[_Unit, Doc]] = {}
+    for unit in units:
+        doc = by_id.get(unit.ids[0]) if unit.ids else None
+        if doc is None:
+            continue
+        session = str(doc.data.get("session") or doc.path)
+        if session not in best:
+            best[session] = (unit, doc)
+        if len(best) >= (50 if order else RECORDS_SHOWN * 2):
+            break
+    picked = list(best.values())
+    if order is not None:
+        def when(item: tuple[_Unit, Doc]) -> str:
+            data = item[1].data
+            return f"{data.get('date') or ''} {data.get('time') or ''}"
+        picked.sort(key=when, reverse=(order == "last"))
+    out = []
+    for unit, doc in picked:
+        data = doc.data
+        passage = _passage(str(data.get("text", "")), terms, qvec, embedder)
+        rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
+                            date=str(data.get("date") or ""), time=data.get("time"),
+                            heading=str(data.get("heading", "")),
+                            description=str(data.get("description", "")),
+                            passage=passage, project=data.get("project"))
+        out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
+                                  stored=rec.date, score=unit.coverage, record=rec))
+    return out
+
+
+def _stem_match(word: str, terms: list[str]) -> set[str]:
+    low = word.lower().strip(".,:;()[]`'\"")
+    return {t for t in terms if low.startswith(t[: max(4, len(t) - 2)]) or low == t}
+
+
+def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
+             limit: int = PASSAGE_CHARS) -> str:
+    """The lines of a chunk that best answer the question, in their order, <= ``limit``."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    scores = []
+    for line in lines:
+        found: set[str] = set()
+        for word in _WORD.findall(line):
+            found |= _stem_match(word, terms)
+        scores.append(float(len(found)))
+    if qvec is not None and embedder is not None and len(lines) > 1:
+        try:
+            sims = embedder.embed([ln[:1000] for ln in lines]) @ qvec
+            scores = [s + 1.5 * float(max(v, 0.0)) for s, v in zip(scores, sims, strict=True)]
+        except Exception:  # noqa: BLE001 - fall back to the words
+            pass
+    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
+    chosen = {best}
+    used = len(lines[best])
+    # Grow around the best line, preferring the better-scoring neighbour.
+    lo, hi = best - 1, best + 1
+    while used < limit and (lo >= 0 or hi < len(lines)):
+        cand = [i for i in (lo, hi) if 0 <= i < len(lines)]
+        pick = max(cand, key=lambda i: scores[i])
+        if used + len(lines[pick]) + 1 > limit:
+            break
+        chosen.add(pick)
+        used += len(lines[pick]) + 1
+        if pick == lo:
+            lo -= 1
+        else:
+            hi += 1
+    out = "\n".join(lines[i] for i in sorted(chosen))
+    if len(out) > limit:
+        out = _window(lines[best], terms, limit)
+    return out
+
+
+def _window(line: str, terms: list[str], limit: int) -> str:
+    """A ``limit``-character window of one long line, around its first matching word."""
+    low = line.lower()
+    pos = min((p for p in (low.find(t[: max(4, len(t) - 2)]) for t in terms) if p >= 0),
+              default=0)
+    start = max(0, min(pos - limit // 3, len(line) - limit))
+    piece = line[start:start + limit]
+    return ("..." if start else "") + piece + ("..." if start + limit < len(line) else "")
 
 
 def _complete(index: Index, units: list[_Unit]) -> None:
