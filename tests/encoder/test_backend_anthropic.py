@@ -15,6 +15,7 @@ from dualtrace.encoder.backends.anthropic import TOOLS, AnthropicBackend, build_
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder, parse_store
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import EXAMPLES
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
 
 DATE = "2026-03-10"
@@ -384,7 +385,6 @@ def test_importing_backend_does_not_import_sdk():
 
 # ------------------------------------------------------------------ end to end through the CLI
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def cli(args: list[str], cwd: Path, api: FakeAnthropic | None = None, **env_extra: str):
@@ -467,7 +467,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
 
 
 def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
-    from tests.test_redact import lookalikes, secrets_by_kind, write_corpus
+    from tests.encoder.test_redact import lookalikes, secrets_by_kind, write_corpus
 
     secrets = secrets_by_kind()
     transcript = tmp_path / "secrets.jsonl"
