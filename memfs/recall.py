@@ -67,22 +67,21 @@ CANDIDATES = 40
 ABOUT_WEIGHT = 0.25
 
 # Semantic gate (cosine of the question's vector with a document's), used when an
-# embedder is installed. A memory passes on words (coverage >= THRESHOLD), on meaning
-# alone (cosine >= SEM_HIGH), or on both half-way (coverage >= SEM_COVERAGE and
-# cosine >= SEM_LOW). Calibrated in docs/BENCHMARKS.md ("Recall with session records").
+# embedder is installed; see Gate. Calibrated in docs/BENCHMARKS.md ("Recall with
+# session records") on a set that includes paraphrased questions.
 SEM_HIGH = 0.80
-SEM_LOW = 0.55
-SEM_COVERAGE = 0.34
+SEM_COMBO = 0.95
 SEM_CANDIDATES = 30
 RRF_K = 60
-# Session record chunks are long and many: they pass a stricter gate, and only the
-# best chunk of each session is shown.
+# Session record chunks are long and many: their meaning is judged line by line (the
+# best two-line window of the chunk), they pass a stricter gate, and only the best
+# chunk of each session is shown.
 RECORD_THRESHOLD = 0.6
-RECORD_SEM_HIGH = 0.85
-RECORD_SEM_LOW = 0.6
-RECORD_SEM_COVERAGE = 0.45
+RECORD_SEM_HIGH = 0.60
+RECORD_COMBO = 0.85
+RECORD_RERANK = 8
 RECORDS_SHOWN = 3
-PASSAGE_CHARS = 700
+PASSAGE_CHARS = 900
 
 _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the first time)\b", re.I)
 _LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
@@ -364,26 +363,28 @@ class _Unit:
 
 @dataclass(frozen=True)
 class Gate:
-    """When a candidate counts as relevant (see the SEM_* constants)."""
+    """When a candidate counts as relevant.
+
+    On words alone (``coverage``), on meaning alone (cosine >= ``sem_high``), or on
+    both together (coverage + cosine >= ``combo``). Without an embedder only the first.
+    """
 
     coverage: float
     sem_high: float
-    sem_low: float
-    sem_coverage: float
+    combo: float
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
         if unit.coverage >= self.coverage:
             return True
         if not semantic:
             return False
-        return unit.sem >= self.sem_high or (unit.sem >= self.sem_low
-                                             and unit.coverage >= self.sem_coverage)
+        return unit.sem >= self.sem_high or unit.coverage + unit.sem >= self.combo
 
 
-MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_LOW, SEM_COVERAGE)
-RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_SEM_LOW, RECORD_SEM_COVERAGE)
+MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO)
+RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO)
 # The prompt hook is lexical and speaks unasked: a record passage needs more words.
-PROMPT_RECORD_GATE = Gate(0.75, 2.0, 2.0, 2.0)
+PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0)
 
 _AUTO: Any = object()
 
@@ -480,6 +481,8 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
     order = temporal_order(question)
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
+        if semantic:
+            chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
         passages = _record_results(index, passing_chunks, terms, qvec, embedder, order)
     if order is not None and passages:
@@ -595,6 +598,63 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     return _successors_first(ranked) if not chunks else ranked
 
 
+WINDOW_LINES = 40
+_LINE_CACHE: dict[str, Any] = {}
+LINE_CACHE_SIZE = 20000
+
+
+def _embed_cached(embedder: Any, texts: list[str]) -> Any:
+    """Embed lines, reusing vectors of lines seen before (records repeat across queries)."""
+    import numpy as np
+
+    missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
+    if missing:
+        if len(_LINE_CACHE) + len(missing) > LINE_CACHE_SIZE:
+            _LINE_CACHE.clear()
+        for text, vec in zip(missing, embedder.embed(missing), strict=True):
+            _LINE_CACHE[text] = vec
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.stack([_LINE_CACHE[t] for t in texts])  # lines of a chunk judged for meaning (records put conclusions first)
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.strip()[:600] for ln in text.splitlines() if len(ln.strip()) > 20][:WINDOW_LINES]
+
+
+def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
+                      embedder: Any) -> list[_Unit]:
+    """A chunk's meaning is its best line or pair of lines: a whole-turn mean is diluted."""
+    import numpy as np
+
+    docs = index.docs(u.ids[0] for u in units if u.ids)
+    texts: list[str] = []
+    spans: list[tuple[_Unit, int, int]] = []
+    for unit in units:
+        doc = docs.get(unit.ids[0]) if unit.ids else None
+        if doc is None:
+            continue
+        lines = _lines(str(doc.data.get("text", "")))
+        spans.append((unit, len(texts), len(texts) + len(lines)))
+        texts.extend(lines)
+    if not texts:
+        return units
+    vecs = _embed_cached(embedder, texts)
+    for unit, a, b in spans:
+        if b <= a:
+            continue
+        block = vecs[a:b]
+        best = float((block @ qvec).max())
+        if b - a > 1:
+            pairs = block[:-1] + block[1:]
+            norms = np.linalg.norm(pairs, axis=1)
+            norms[norms == 0] = 1.0
+            best = max(best, float(((pairs @ qvec) / norms).max()))
+        unit.sem = max(unit.sem, best)
+    units.sort(key=lambda u: -(u.coverage + u.sem))
+    return units
+
+
 def _semantic_hits(index: Index, qvec: Any, chunks: bool) -> list[tuple[int, float]]:
     """(doc id, cosine) of the nearest documents to the question's vector."""
     import numpy as np
@@ -617,6 +677,9 @@ _WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
 def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
                     embedder: Any, order: str | None) -> list[RecalledMemory]:
     """The best passing chunk of each session, as quoted passages."""
+    total = index.chunk_count or 1
+    weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))), 0.2)
+               for t in terms}
     by_id = index.docs(i for u in units for i in u.ids[:1])
     best: dict[str, tuple[_Unit, Doc]] = {}
     for unit in units:
@@ -637,7 +700,8 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
     out = []
     for unit, doc in picked:
         data = doc.data
-        passage = _passage(str(data.get("text", "")), terms, qvec, embedder)
+        passage = _passage(str(data.get("text", "")), terms, qvec, embedder,
+                           weights=weights)
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
                             date=str(data.get("date") or ""), time=data.get("time"),
                             heading=str(data.get("heading", "")),
@@ -653,44 +717,60 @@ def _stem_match(word: str, terms: list[str]) -> set[str]:
     return {t for t in terms if low.startswith(t[: max(4, len(t) - 2)]) or low == t}
 
 
+LINE_CHARS = 320
+
+
 def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
-             limit: int = PASSAGE_CHARS) -> str:
-    """The lines of a chunk that best answer the question, in their order, <= ``limit``."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+             limit: int = PASSAGE_CHARS, weights: dict[str, float] | None = None) -> str:
+    """The lines of a chunk that best answer the question, in their order, <= ``limit``.
+
+    Lines are scored by the (IDF-weighted) question words they contain plus, with an
+    embedder, their meaning; the best lines are taken until the budget is spent and
+    shown in file order, with "..." where lines were skipped.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return ""
+    weights = weights or {}
     scores = []
     for line in lines:
         found: set[str] = set()
         for word in _WORD.findall(line):
             found |= _stem_match(word, terms)
-        scores.append(float(len(found)))
+        scores.append(sum(weights.get(t, 1.0) for t in found))
     if qvec is not None and embedder is not None and len(lines) > 1:
         try:
-            sims = embedder.embed([ln[:1000] for ln in lines]) @ qvec
-            scores = [s + 1.5 * float(max(v, 0.0)) for s, v in zip(scores, sims, strict=True)]
+            sims = _embed_cached(embedder, [ln[:600] for ln in lines]) @ qvec
+            top = max(max(scores), 1.0)
+            scores = [s + 1.5 * top * float(max(v, 0.0))
+                      for s, v in zip(scores, sims, strict=True)]
         except Exception:  # noqa: BLE001 - fall back to the words
             pass
-    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
-    chosen = {best}
-    used = len(lines[best])
-    # Grow around the best line, preferring the better-scoring neighbour.
-    lo, hi = best - 1, best + 1
-    while used < limit and (lo >= 0 or hi < len(lines)):
-        cand = [i for i in (lo, hi) if 0 <= i < len(lines)]
-        pick = max(cand, key=lambda i: scores[i])
-        if used + len(lines[pick]) + 1 > limit:
+    order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if scores[i] <= 0 and chosen:
             break
-        chosen.add(pick)
-        used += len(lines[pick]) + 1
-        if pick == lo:
-            lo -= 1
-        else:
-            hi += 1
-    out = "\n".join(lines[i] for i in sorted(chosen))
-    if len(out) > limit:
-        out = _window(lines[best], terms, limit)
-    return out
+        piece = len(_short(lines[i], terms))
+        if chosen and used + piece > limit:
+            continue
+        chosen.append(i)
+        used += piece + 1
+        if used >= limit:
+            break
+    out: list[str] = []
+    last = None
+    for i in sorted(chosen):
+        if last is not None and i != last + 1:
+            out.append("...")
+        out.append(_short(lines[i], terms))
+        last = i
+    return "\n".join(out)
+
+
+def _short(line: str, terms: list[str]) -> str:
+    return line if len(line) <= LINE_CHARS else _window(line, terms, LINE_CHARS)
 
 
 def _window(line: str, terms: list[str], limit: int) -> str:
@@ -739,7 +819,7 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
     topic = content_terms(question, keep_type_words=False)
     topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")]
     if topic:
-        units = [u for u in _score(index, topic, types or None, (), candidates=200)
+        units = [u for u in _score(index, topic, types or CURATED_TYPES, (), candidates=200)
                  if u.coverage >= THRESHOLD]
     else:
         groups: dict[str, _Unit] = {}
