@@ -73,15 +73,23 @@ def encode_session(
     memory_dir: str | Path | None = None,
     backend: str = "auto",
     settings: Settings | None = None,
+    workspace: config.Workspace | None = None,
     host: str | None = None,
     last_assistant_message: str | None = None,
     dry_run: bool = False,
     budget: int | None = None,
+    fallback: str | None = None,
 ) -> EncodeReport:
+    """Encode the new part of ``transcript`` into ``memory_dir``: at most one commit.
+
+    ``fallback`` ("offline" or "none") overrides ``settings.fallback`` for what happens
+    when a model backend fails: encode offline instead, or raise (the default by hand;
+    the worker passes "offline" unless the config says "none").
+    """
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
     from dualtrace.encoder.redact import Redactor, redact_session
-    from dualtrace.hooks.transcripts import read_transcript
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -92,16 +100,21 @@ def encode_session(
         return now
 
     path = Path(transcript).expanduser().resolve()
-    if settings is None:
-        settings = config.load_settings(config.project_root())
-    if memory_dir is None:
-        memory_dir = config.resolve_memory_dir(None, settings=settings)
-    memory_dir = Path(memory_dir).expanduser().resolve()
+    if workspace is None:
+        # The project is the current directory's (config.Workspace), never the
+        # session's cwd: settings, memory dir and project name follow one rule.
+        workspace = config.workspace(memory_dir=memory_dir, settings=settings)
+    elif memory_dir is not None or settings is not None:
+        workspace = replace(workspace, settings=settings or workspace.settings,
+                            memory_dir=Path(memory_dir).expanduser().resolve() if memory_dir
+                            else workspace.memory_dir)
+    settings = workspace.settings
+    memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
     cursor = cursors.load(path, str(memory_dir))
     t = time.perf_counter()
-    session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
@@ -161,8 +174,7 @@ def encode_session(
     store = MemoryStore(
         store_root,
         author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root(session.cwd) if session.cwd
-                                    and Path(session.cwd).is_dir() else config.project_root()),
+        project=workspace.project,
     )
     start = cursor.offset or 0
     key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
@@ -196,8 +208,12 @@ def encode_session(
             try:
                 builder, usage = run(engine)
             except BackendError as exc:
-                if settings.fallback != "offline" or engine.name == "offline":
+                if engine.name == "offline":
                     raise
+                if (fallback or settings.fallback) != "offline":
+                    from dualtrace.encoder.backends import offline_hint
+
+                    raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
                 report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)
