@@ -745,5 +745,12 @@ def update_after_commit(store: Any, paths: list[str]) -> None:
     try:
         with Index.open(store.root, refresh=False) as index:
             index.update_paths(paths)
+            # Vectors are computed here when the semantic extra is installed (the worker
+            # after each session), so a later recall rarely has documents to embed.
+            from dualtrace.memfs.embed import get_embedder
+
+            embedder = get_embedder()
+            if embedder is not None:
+                index.ensure_vectors(embedder)
     except Exception as exc:  # noqa: BLE001 - a stale index is rebuilt later; a commit must stand
         log.warning("search index update after commit failed: %s", exc)

@@ -352,6 +352,7 @@ class _Unit:
     bm25: float = 0.0
     ids: list[int] = field(default_factory=list)
     coverage: float = 0.0
+    mass: float = 0.0
     about: float = 0.0
     sem: float = 0.0
     final: float = 0.0
@@ -372,8 +373,11 @@ class Gate:
     coverage: float
     sem_high: float
     combo: float
+    min_mass: float = 0.0  # summed IDF of the matched words: generic words weigh little
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
+        if unit.mass < self.min_mass:
+            return False
         if unit.coverage >= self.coverage:
             return True
         if not semantic:
@@ -383,8 +387,9 @@ class Gate:
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO)
-# The prompt hook is lexical and speaks unasked: a record passage needs more words.
-PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0)
+# The prompt hook is lexical and speaks unasked: a record passage needs most of the
+# prompt's words, and rare ones ("run the tests" matches every record on common words).
+PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
 
 _AUTO: Any = object()
 
@@ -572,6 +577,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     best = max((u.bm25 for u in ranked), default=0.0) or 1.0
     superseded = index.superseded(u.key for u in ranked) if not chunks else {}
     for unit in ranked:
+        unit.mass = unit.coverage
         unit.coverage = min(unit.coverage, denominator) / denominator
         unit.about = min(unit.about, denominator) / denominator
         unit.final = ((1 - ABOUT_WEIGHT) * (0.5 * unit.bm25 / best + 0.5 * unit.coverage)
