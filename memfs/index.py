@@ -33,7 +33,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -62,6 +62,10 @@ CREATE INDEX docs_path ON docs(path);
 CREATE INDEX docs_unit ON docs(unit);
 CREATE VIRTUAL TABLE fts USING fts5(anchor, type, description, body,
                                     tokenize='porter unicode61');
+-- Session record chunks in a table of their own: the curated memories' statistics (and
+-- query cost) stay what they were, and records are searched only when recall broadens.
+CREATE VIRTUAL TABLE fts_chunks USING fts5(anchor, type, description, body,
+                                           tokenize='porter unicode61');
 -- One fp32 vector per document (semantic recall, the dualtrace[semantic] extra). Rows
 -- are deleted with their document in the same transaction and filled lazily by
 -- ensure_vectors(), so the lexical paths (the prompt hook) never need numpy.
@@ -444,6 +448,7 @@ class Index:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM docs WHERE path = ?", (rel,))]
         for doc_id in ids:
             self.conn.execute("DELETE FROM fts WHERE rowid = ?", (doc_id,))
+            self.conn.execute("DELETE FROM fts_chunks WHERE rowid = ?", (doc_id,))
             self.conn.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
         self.conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
         if ids:
@@ -472,7 +477,8 @@ class Index:
                  row["stored"], row["superseded_by"], json.dumps(row["data"])),
             )
             self.conn.execute(
-                "INSERT INTO fts(rowid, anchor, type, description, body) VALUES (?, ?, ?, ?, ?)",
+                f"INSERT INTO {'fts_chunks' if row['kind'] == 'chunk' else 'fts'}"
+                "(rowid, anchor, type, description, body) VALUES (?, ?, ?, ?, ?)",
                 (cur.lastrowid, *cols),
             )
         self.conn.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size) VALUES (?, ?, ?)",
@@ -607,43 +613,42 @@ class Index:
     def count(self, types: tuple[str, ...] | None) -> int:
         """Documents of these types (all when None): the N of recall's IDF."""
         chunks = self.chunk_count
-        if not types:
-            return self.doc_count
-        if types == (SESSION_TYPE,):
+        if types and set(types) == {SESSION_TYPE}:
             return chunks
-        if SESSION_TYPE not in types:
-            return max(self.doc_count - chunks, 0)
-        return self.doc_count
+        return max(self.doc_count - chunks, 0)
 
     def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
-        query = _term(term) + _type_clause(types)
-        return self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
-                                 (query,)).fetchone()[0]
+        table, clause = _table_for(types)
+        return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+                                 (_term(term) + clause,)).fetchone()[0]
 
     def match(self, terms: list[str], types: tuple[str, ...] | None = None,
               limit: int = 200) -> list[tuple[int, float]]:
         """(doc id, bm25 relevance >= 0, larger is better) for docs matching any term."""
         if not terms:
             return []
-        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + _type_clause(types)
+        table, clause = _table_for(types)
+        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + clause
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         rows = self.conn.execute(
-            f"SELECT rowid, bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+            f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
             "ORDER BY s LIMIT ?", (query, limit)).fetchall()
         return [(r[0], -r[1]) for r in rows]
 
-    def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False) -> set[int]:
+    def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False,
+                      chunks: bool = False) -> set[int]:
         """Which of ``ids`` contain ``term`` (``about``: in their anchor or description)."""
         id_list = list(ids)
         if not id_list:
             return set()
+        table = "fts_chunks" if chunks else "fts"
         query = ("{anchor description} : " if about else "") + _term(term)
         out: set[int] = set()
         for start in range(0, len(id_list), 500):
             chunk = id_list[start:start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
                 (query, *chunk))
             out.update(r[0] for r in rows)
         return out
@@ -701,6 +706,15 @@ _VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {
 def _term(term: str) -> str:
     # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.
     return '"' + term.replace('"', '""') + '"'
+
+
+def _table_for(types: tuple[str, ...] | None) -> tuple[str, str]:
+    """The FTS table to search and the type filter to add, for these types."""
+    if types and set(types) == {SESSION_TYPE}:
+        return "fts_chunks", ""
+    if not types or set(CURATED_TYPES) <= set(types):
+        return "fts", ""
+    return "fts", _type_clause(tuple(t for t in types if t != SESSION_TYPE))
 
 
 def _type_clause(types: tuple[str, ...] | None) -> str:

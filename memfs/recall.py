@@ -567,7 +567,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.sem = max(unit.sem, sim)
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
-        present = index.docs_matching(term, all_ids)
+        present = index.docs_matching(term, all_ids, chunks=chunks)
         about = index.docs_matching(term, all_ids, about=True) if not chunks else set()
         for unit in ranked:
             if any(i in present for i in unit.ids):
