@@ -178,6 +178,7 @@ class AgentMemory:
             parse_store,
         )
         from dualtrace.memfs.anchors import make_anchor
+        from dualtrace.memfs.transaction import commit
 
         if anchor:
             anchor = _text(anchor, "anchor", 64)
@@ -201,7 +202,7 @@ class AgentMemory:
                     return (f"not stored: {outcome.note or 'the validator skipped it'} "
                             f"(evidence {outcome.scores.total if outcome.scores else '-'}; "
                             "5 or more is stored)")
-                sha = builder.apply()
+                sha = commit(store, builder.changeset())
         finally:
             store.close()
         if sha is None:

@@ -160,6 +160,7 @@ def encode_session(
     from dualtrace.encoder.backends import EncodeRequest, get_backend
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
+    from dualtrace.memfs import transaction
     from dualtrace.memfs.store import MemoryStore
 
     scratch = None
@@ -225,7 +226,7 @@ def encode_session(
             if dry_run:
                 report.diff = builder.diff()
             else:
-                report.commit = builder.apply()
+                report.commit = transaction.commit(store, builder.changeset())
             lap("apply", t)
     finally:
         store.close()

@@ -248,7 +248,7 @@ class MemoryTools:
 
     def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
         """(tool_result content, is_error)."""
-        from dualtrace.encoder.plan import Rejected  # noqa: F401 - DualtraceError covers it
+        from dualtrace.encoder.operations import Rejected  # noqa: F401 - DualtraceError covers it
 
         data = raw_input
         if isinstance(data, str):
@@ -324,17 +324,17 @@ class MemoryTools:
         return "accepted: " + json.dumps(outcome.to_dict(), separators=(",", ":"))
 
     def _t_store_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_store
+        from dualtrace.encoder.operations import parse_store
 
         return self._outcome(self.builder.add(parse_store(data)))
 
     def _t_update_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_update
+        from dualtrace.encoder.operations import parse_update
 
         return self._outcome(self.builder.add(parse_update(data)))
 
     def _t_skip(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_skip
+        from dualtrace.encoder.operations import parse_skip
 
         return self._outcome(self.builder.add(parse_skip(data)))
 

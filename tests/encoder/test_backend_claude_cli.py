@@ -22,6 +22,7 @@ from dualtrace.encoder.backends.claude_cli import ALLOWED, ClaudeCliBackend
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 from tests.conftest import EXAMPLES
 from tests.encoder.test_backend_anthropic import DECISION, DIGEST
 
@@ -109,7 +110,7 @@ def test_scripted_session_through_the_validator(tmp_path, claude, monkeypatch):
     assert sorted(builder.pending) == ["decisions/session-storage-postgres.md",
                                        "scenes/decisions/session-storage-postgres.md"]
     assert not (tmp_path / "memory" / "decisions").exists()
-    assert builder.apply()
+    assert commit(builder.store, builder.changeset())
     assert usage.input_tokens == 5200 and usage.cost_usd == 0.0123 and usage.turns == 3
     notes = " ".join(usage.notes)
     assert "3 tool call(s) rejected by the validator" in notes
