@@ -69,8 +69,10 @@ ABOUT_WEIGHT = 0.25
 # Semantic gate (cosine of the question's vector with a document's), used when an
 # embedder is installed; see Gate. Calibrated in docs/BENCHMARKS.md ("Recall with
 # session records") on a set that includes paraphrased questions.
-SEM_HIGH = 0.80
-SEM_COMBO = 0.95
+SEM_HIGH = 0.60
+SEM_COMBO = 0.55
+SEM_FLOOR = 0.35
+SEM_COV_FLOOR = 0.15
 SEM_CANDIDATES = 30
 RRF_K = 60
 # Session record chunks are long and many: their meaning is judged line by line (the
@@ -78,7 +80,9 @@ RRF_K = 60
 # chunk of each session is shown.
 RECORD_THRESHOLD = 0.6
 RECORD_SEM_HIGH = 0.60
-RECORD_COMBO = 0.85
+RECORD_COMBO = 0.80
+RECORD_SEM_FLOOR = 0.0
+RECORD_COV_FLOOR = 0.0
 RECORD_RERANK = 8
 RECORDS_SHOWN = 3
 PASSAGE_CHARS = 900
@@ -366,13 +370,17 @@ class _Unit:
 class Gate:
     """When a candidate counts as relevant.
 
-    On words alone (``coverage``), on meaning alone (cosine >= ``sem_high``), or on
-    both together (coverage + cosine >= ``combo``). Without an embedder only the first.
+    On words alone (coverage >= ``coverage``); or, with an embedder, on meaning alone
+    (cosine >= ``sem_high``) or on both together: cosine >= ``sem_floor`` and coverage
+    >= ``cov_floor`` and their sum >= ``combo``. Static embeddings give every text a
+    baseline similarity, so meaning never passes without some words unless it is high.
     """
 
     coverage: float
     sem_high: float
     combo: float
+    sem_floor: float = 0.0
+    cov_floor: float = 0.0
     min_mass: float = 0.0  # summed IDF of the matched words: generic words weigh little
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
@@ -382,11 +390,15 @@ class Gate:
             return True
         if not semantic:
             return False
-        return unit.sem >= self.sem_high or unit.coverage + unit.sem >= self.combo
+        if unit.sem >= self.sem_high:
+            return True
+        return (unit.sem >= self.sem_floor and unit.coverage >= self.cov_floor
+                and unit.coverage + unit.sem >= self.combo)
 
 
-MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO)
-RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO)
+MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR)
+RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
+                   RECORD_COV_FLOOR)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -415,11 +427,9 @@ def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None
 
         settings = Settings()
     if embedder is _AUTO:
-        embedder = None
-        if getattr(settings, "semantic", True):
-            from dualtrace.memfs.embed import get_embedder
+        from dualtrace.memfs.embed import get_embedder  # None without the extra
 
-            embedder = get_embedder()
+        embedder = get_embedder()
     root = _root_of(store)
     own = index is None
     if index is None:

@@ -8,12 +8,12 @@ import sqlite3
 
 import pytest
 
+from dualtrace.config import Settings
 from dualtrace.memfs import embed, formats, sessions
 from dualtrace.memfs.index import Index, index_path
 from dualtrace.memfs.inject import prompt_context
-from dualtrace.memfs.recall import LABEL_A, LABEL_B, LABEL_B_RECORD, LABEL_C, recall
+from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall
 from dualtrace.memfs.store import MemoryStore
-from dualtrace.config import Settings
 
 SEMANTIC = embed.load_wordllama() is not None
 needs_semantic = pytest.mark.skipif(not SEMANTIC, reason="dualtrace[semantic] not installed")
@@ -202,15 +202,29 @@ def test_vectors_kept_in_step_with_the_index(store):
 
 
 @needs_semantic
-def test_paraphrase_found_by_meaning_not_words(memdir):
-    store = MemoryStore(memdir, project="p")
-    fact = _fact("structured-json-logs", "Structured JSON logs shipped to the aggregator",
-                 body="Every service writes structured JSON log lines.")
-    store.commit([store.write(fact)], "mem: fact\n")
-    lexical = recall(store, "what logging approach did we settle on", embedder=None)
-    semantic = recall(store, "what logging approach did we settle on")
-    assert semantic.memories and semantic.memories[0].path == fact.path
-    assert lexical.state == "C" or lexical.memories[0].path == fact.path
+def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp_path):
+    """On the labelled store: the semantic path answers more of the paraphrased questions
+    than words alone, and still abstains on >= 90% of the never-stored ones."""
+    import importlib.util
+
+    from tests.conftest import DATA
+
+    spec = importlib.util.spec_from_file_location("rq", DATA / "recall_questions.py")
+    rq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rq)
+    store = MemoryStore(tmp_path / "labelled", project="project")
+    rq.build(store)
+
+    def found(**kw):
+        return sum(path in [m.path for m in recall(store, q, limit=3, **kw).memories]
+                   for q, path in rq.PARAPHRASES)
+
+    lexical, semantic = found(embedder=None), found()
+    assert semantic > lexical, (lexical, semantic)
+    never = [q for q, g, _ in rq.QUESTIONS if g == "never"]
+    abstained = sum(recall(store, q).state == "C" for q in never)
+    assert abstained / len(never) >= 0.90
+    store.close()
 
 
 def test_embedder_off_switch(monkeypatch):
