@@ -87,6 +87,8 @@ RECORD_RERANK = 8
 RECORDS_SHOWN = 3
 PASSAGE_CHARS = 900
 
+_TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
+                            "originally initially earliest ago".split())
 _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the first time)\b", re.I)
 _LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
                    r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
@@ -485,6 +487,10 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
     if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), settings, project_root)
     terms = content_terms(question)
+    order = temporal_order(question)
+    if order is not None:
+        # "first", "last time", "recently" say when, not what: they are not evidence.
+        terms = [t for t in terms if t not in _TEMPORAL_WORDS] or terms
     memories: list[RecalledMemory] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
@@ -493,7 +499,6 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
         _complete(index, passing[:limit])
         memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
-    order = temporal_order(question)
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
         if semantic:

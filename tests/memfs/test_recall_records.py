@@ -183,7 +183,8 @@ def test_deleted_record_leaves_nothing_in_the_index(store):
 @needs_semantic
 def test_vectors_kept_in_step_with_the_index(store):
     embedder = embed.get_embedder()
-    assert embedder is not None
+    if embedder is None:
+        pytest.skip("semantic recall switched off (DUALTRACE_EMBEDDER=off)")
     with Index.open(store.root) as index:
         index.ensure_vectors(embedder)
         assert index.ensure_vectors(embedder) == 0  # nothing new to embed
@@ -219,10 +220,11 @@ def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp
         return sum(path in [m.path for m in recall(store, q, limit=3, **kw).memories]
                    for q, path in rq.PARAPHRASES)
 
-    lexical, semantic = found(embedder=None), found()
+    model = embed.load_wordllama()
+    lexical, semantic = found(embedder=None), found(embedder=model)
     assert semantic > lexical, (lexical, semantic)
     never = [q for q, g, _ in rq.QUESTIONS if g == "never"]
-    abstained = sum(recall(store, q).state == "C" for q in never)
+    abstained = sum(recall(store, q, embedder=model).state == "C" for q in never)
     assert abstained / len(never) >= 0.90
     store.close()
 
