@@ -85,6 +85,8 @@ RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_RERANK = 8
 RECORDS_SHOWN = 3
+CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
+TEMPORAL_KEEP = 0.75  # first/last: sessions at least this close to the best match
 PASSAGE_CHARS = 900
 
 _TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
@@ -299,7 +301,7 @@ def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
 def _render_record(rec: RecordPassage, num: str) -> str:
     when = rec.date + (f" {rec.time} UTC" if rec.time else "")
     short = rec.session[:8]
-    lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading.lstrip('# ')}]"]
+    lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading}]"]
     if rec.description:
         lines.append(f"   Session: {rec.description}")
     lines.append(_indent("\n".join("> " + ln if ln.strip() else ">"
@@ -697,40 +699,51 @@ _WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
 
 def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
                     embedder: Any, order: str | None) -> list[RecalledMemory]:
-    """The best passing chunk of each session, as quoted passages."""
+    """One result per session: its passing chunks' best lines, as a quoted passage."""
     total = index.chunk_count or 1
     weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))), 0.2)
                for t in terms}
     by_id = index.docs(i for u in units for i in u.ids[:1])
-    best: dict[str, tuple[_Unit, Doc]] = {}
+    groups: dict[str, list[tuple[_Unit, Doc]]] = {}
     for unit in units:
         doc = by_id.get(unit.ids[0]) if unit.ids else None
         if doc is None:
             continue
         session = str(doc.data.get("session") or doc.path)
-        if session not in best:
-            best[session] = (unit, doc)
-        if len(best) >= (50 if order else RECORDS_SHOWN * 2):
-            break
-    picked = list(best.values())
-    if order is not None:
-        def when(item: tuple[_Unit, Doc]) -> str:
-            data = item[1].data
+        group = groups.setdefault(session, [])
+        if len(group) < CHUNKS_PER_SESSION:
+            group.append((unit, doc))
+    picked = list(groups.values())
+    if order is not None and picked:
+        # Date order among the sessions that are about the question, not every session
+        # that shares a word with it.
+        best = max(_strength(g[0][0]) for g in picked)
+        picked = [g for g in picked if _strength(g[0][0]) >= TEMPORAL_KEEP * best]
+
+        def when(group: list[tuple[_Unit, Doc]]) -> str:
+            data = group[0][1].data
             return f"{data.get('date') or ''} {data.get('time') or ''}"
         picked.sort(key=when, reverse=(order == "last"))
+    else:
+        picked = picked[: RECORDS_SHOWN * 2]
     out = []
-    for unit, doc in picked:
+    for group in picked:
+        unit, doc = group[0]
         data = doc.data
-        passage = _passage(str(data.get("text", "")), terms, qvec, embedder,
-                           weights=weights)
+        text = "\n".join(str(d.data.get("text", "")) for _, d in group)
+        passage = _passage(text, terms, qvec, embedder, weights=weights)
+        heading = ", ".join(str(d.data.get("heading", "")).lstrip("# ") for _, d in group)
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
                             date=str(data.get("date") or ""), time=data.get("time"),
-                            heading=str(data.get("heading", "")),
-                            description=str(data.get("description", "")),
+                            heading=heading, description=str(data.get("description", "")),
                             passage=passage, project=data.get("project"))
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=unit.coverage, record=rec))
     return out
+
+
+def _strength(unit: _Unit) -> float:
+    return unit.coverage + unit.sem
 
 
 def _stem_match(word: str, terms: list[str]) -> set[str]:
