@@ -47,10 +47,8 @@ class AgentMemory:
     def resolve(cls, memory_dir: str | os.PathLike[str] | None = None) -> AgentMemory:
         from dualtrace import config
 
-        root = config.project_root()
-        settings = config.load_settings(root)
-        memdir = config.resolve_memory_dir(memory_dir, settings=settings)
-        return cls(Path(memdir), settings, root, config.project_slug(root),
+        ws = config.workspace(memory_dir=memory_dir)
+        return cls(Path(ws.memory_dir), ws.settings, ws.root, ws.project,
                    os.environ.get("CLAUDE_CODE_SESSION_ID") or None)
 
     # ------------------------------------------------------------ reads

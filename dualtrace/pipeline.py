@@ -158,6 +158,7 @@ def encode_session(
         return _done(report, started, timings)
 
     from dualtrace.encoder.backends import EncodeRequest, get_backend
+    from dualtrace.encoder.backends.spend import BudgetExceeded, action
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
     from dualtrace.memfs import transaction
@@ -207,6 +208,12 @@ def encode_session(
                 return builder, usage
 
             try:
+                builder, usage = run(engine)
+            except BudgetExceeded as exc:
+                if action(settings) == "wait":
+                    raise  # the worker keeps the job queued until the budget resets
+                report.notes.append(f"{exc}; encoded offline instead")
+                engine = get_backend("offline", settings)
                 builder, usage = run(engine)
             except BackendError as exc:
                 if engine.name == "offline":

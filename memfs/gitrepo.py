@@ -267,6 +267,15 @@ class MemoryRepo:
         self._save_stamp(self._index_stamp() if clean else None)
         return self.repo.head.commit.hexsha
 
+    def index_is_ours(self) -> bool:
+        """True when git's index is exactly as our last commit left it (see commit)."""
+        stamp = self._index_stamp()
+        return stamp is not None and stamp == self._saved_stamp()
+
+    def mark_index_ours(self) -> None:
+        """After a checkout of our own (sync's fast-forward) that staged nothing else."""
+        self._save_stamp(self._index_stamp())
+
     # The index stamp lives with dualtrace's derived state, not in .git.
     def _stamp_path(self) -> Path:
         return self.root / ".dualtrace" / "index-stamp"

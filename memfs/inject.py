@@ -69,11 +69,12 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True)
         lines += [f"- {b}" for b in items]
         sections.append("\n".join(lines))
     if conflicts:
-        lines = ["## Open conflicts (a new decision superseded a stored one; confirm with "
-                 "the developer which holds)"]
+        from dualtrace.memfs.conflicts import describe
+
+        lines = ["## Open conflicts (a new decision superseded a stored one, or a sync merge "
+                 "kept two versions; confirm with the developer which holds)"]
         for item in conflicts:
-            lines.append(f"- {item.get('new')} supersedes {item.get('old')}"
-                         f" (stored {item.get('date') or 'unknown'})")
+            lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:
@@ -182,41 +183,3 @@ def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) ->
 
 def _memory_block(memory: RecalledMemory, n: int) -> str:
     return render_memory(memory, n)
-
-
-# ------------------------------------------------------------------ hook glue
-
-
-def hook_output(event: str, payload: dict[str, Any]) -> str | None:
-    """The hook's stdout for SessionStart / UserPromptSubmit, or None for nothing.
-
-    ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` is
-    understood by Claude Code and Codex alike (HOSTS.md). Errors propagate: the hook
-    runner logs them and still exits 0.
-    """
-    from dualtrace import config
-
-    cwd = payload.get("cwd") or None
-    root = config.project_root(cwd)
-    settings = config.load_settings(root)
-    if config.is_disabled(settings):
-        return None
-    memdir = config.resolve_memory_dir(None, cwd=cwd, settings=settings)
-    if not memdir.is_dir():
-        return None  # nothing stored yet; never create a memory dir from a hook
-    if event == "SessionStart":
-        from dualtrace.memfs.store import MemoryStore
-
-        store = MemoryStore(memdir, project=config.project_slug(root), create=False)
-        text: str | None = session_start_context(store, settings)
-    else:
-        # The prompt hook runs before every prompt: recall needs only the directory,
-        # not the store (whose imports cost ~30 ms).
-        prompt = payload.get("prompt")
-        text = prompt_context(memdir, prompt, settings) if isinstance(prompt, str) else None
-    if not text:
-        return None
-    import json
-
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event,
-                                              "additionalContext": text[:HOST_CAP]}})

@@ -195,3 +195,18 @@ def test_cli_encode_with_claude_backend(tmp_path, claude):
     assert "Dualtrace-Backend: claude" in log
     start = claude.log()[0]
     assert start["problems"] == [] and start["prompt_chars"] > 500
+
+
+def test_spending_guard_bounds_the_child(tmp_path, claude):
+    from dualtrace.encoder.backends import spend
+
+    spend.record("anthropic", cost_usd=0.75)
+    claude.script([[{"tool": T("finish"), "input": {}}]], cost=0.02)
+    usage, _, _ = run(tmp_path, claude.path)
+    assert claude.log()[0]["max_budget_usd"] == pytest.approx(0.25)  # what is left today
+    assert spend.spent()["claude"]["cost_usd"] == pytest.approx(0.02)
+    spend.record("claude", cost_usd=0.5)
+    log_before = len(claude.log())
+    with pytest.raises(spend.BudgetExceeded, match="daily model budget reached"):
+        run(tmp_path, claude.path)
+    assert len(claude.log()) == log_before  # claude was never started
