@@ -85,6 +85,7 @@ RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_RERANK = 8
 RECORDS_SHOWN = 3
+RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
 CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
 TEMPORAL_KEEP = 0.75  # first/last: sessions at least this close to the best match
 PASSAGE_CHARS = 900
@@ -511,8 +512,12 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
         # "When did we first / what did we do last time": the episodes answer, by date.
         shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
     else:
-        room = max(limit - len(memories), 1 if memories else limit)
-        shown = memories + passages[: min(room, RECORDS_SHOWN)]
+        # Curated memories first; the episodes they came from keep up to
+        # RECORDS_RESERVED of the places (facts alone lose the detail).
+        keep = len(passages[:RECORDS_RESERVED]) if memories else 0
+        curated = memories[: max(limit - keep, 1)]
+        room = max(limit - len(curated), 0) if memories else limit
+        shown = curated + passages[: min(room, RECORDS_SHOWN)]
     if not shown:
         return RecallResult(question, "C", terms=tuple(terms))
     state = next((m.state for m in shown if m.record is None), "B")
