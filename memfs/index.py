@@ -261,11 +261,12 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
 
 def _sessions() -> Any:
     """The session-record module (issue 11, write side), or None before it exists."""
+    import importlib
+
     try:
-        from dualtrace.memfs import sessions
+        return importlib.import_module("dualtrace.memfs.sessions")
     except ImportError:  # pragma: no cover - only on a tree without session records
         return None
-    return sessions
 
 
 def _record_docs(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str, str, str]]]:

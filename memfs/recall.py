@@ -578,9 +578,10 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         meta = info.get(doc_id)
         if meta is None or (types and meta[2] not in types):
             continue
-        unit = units.get(meta[0])
-        if unit is None:
-            unit = units[meta[0]] = _Unit(meta[0], type=meta[2])
+        found = units.get(meta[0])
+        if found is None:
+            found = units[meta[0]] = _Unit(meta[0], type=meta[2])
+        unit = found
         if unit.key not in keys:
             ranked.append(unit)
             keys.add(unit.key)
