@@ -640,7 +640,7 @@ def digest(transcript: Path, budget: int | None, as_json: bool) -> None:
     import json
     from dataclasses import asdict
 
-    from dualtrace.encoder.digest import prepare
+    from dualtrace.pipeline import prepare
 
     settings = config.load_settings(config.project_root())
     got = prepare(str(transcript), budget=budget or settings.digest_budget,

@@ -218,16 +218,16 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
     if not ws.memory_dir.is_dir():
         # Nothing stored for this project yet (never create a memory dir from a hook);
         # the person's own preferences still follow them into it.
-        text = inject.own_preferences_context(config.user_memory_dir(ws.settings),
-                                              ws.settings) if event == "session-start" else None
-        return registry.get(host).context_output(event, text) if text else None
+        own = inject.own_preferences_context(config.user_memory_dir(ws.settings),
+                                             ws.settings) if event == "session-start" else None
+        return registry.get(host).context_output(event, own) if own else None
     if event == "session-start":
         # Pinned system files, the memory index, open conflicts.
         from dualtrace.memfs.store import MemoryStore
 
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
-        text = inject.session_start_context(store, ws.settings,
-                                            user_memory=config.user_memory_dir(ws.settings))
+        text: str | None = inject.session_start_context(
+            store, ws.settings, user_memory=config.user_memory_dir(ws.settings))
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).

@@ -280,7 +280,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
                 b.cwd = b.cwd or payload["cwd"]
             b.noise["turn_context"] += 1
         elif rtype == "compacted":
-            text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+            text = payload["message"] if isinstance(payload.get("message"), str) else ""
             b.add(Event("compaction", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
         elif rtype == "response_item":
             _item(payload, ts, b, pending, said)
@@ -354,9 +354,10 @@ def _completed(p: dict[str, Any], ts: str | None, b: SessionBuilder, said: _Said
     """A new-style ``item_completed`` event: user and agent messages (other items - tool
     calls, reasoning - still come from their response_item records)."""
     item = p.get("item")
-    role = _COMPLETED_ROLES.get(item.get("type")) if isinstance(item, dict) else None
-    if role is None:
-        b.noise[f"item_completed:{item.get('type') if isinstance(item, dict) else None}"] += 1
+    kind = item.get("type") if isinstance(item, dict) else None
+    role = _COMPLETED_ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None or not isinstance(item, dict):
+        b.noise[f"item_completed:{kind}"] += 1
         return
     _message(role, _message_text(item.get("content")).strip(), ts, b, said)
 

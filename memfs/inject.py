@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dualtrace.memfs.index import Doc, Index
-from dualtrace.memfs.recall import RecalledMemory, recall, render_memory
+from dualtrace.memfs.recall import PROMPT_RECORD_GATE, RecalledMemory, recall, render_memory
 from dualtrace.memfs.recall import _cut as recall_cut
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,10 @@ def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) ->
     if opening in prompt:
         prompt = prompt.split(opening, 1)[0]
     cap = _cap(settings, "prompt_chars", 2000)
-    result = recall(store, prompt[:4000], limit=limit, settings=settings)
+    # Lexical only (the hook's 200 ms budget has no room for numpy and a model), and a
+    # session-record passage only above the stricter prompt gate.
+    result = recall(store, prompt[:4000], limit=limit, settings=settings, embedder=None,
+                    record_gate=PROMPT_RECORD_GATE)
     if result.state == "C" or not result.memories:
         return None
     head = f"dualtrace recalled memories that may be relevant to this prompt {result.label}:"

@@ -96,7 +96,8 @@ def rebase_personal(changeset: ChangeSet, user_store: MemoryStore) -> ChangeSet:
     for rel, old, new in changeset.changes:
         current = user_store.read_text(rel) if user_store.exists(rel) else None
         if rel == HUMAN_FILE:
-            before = formats.parse(old, rel).bullets if old else ()
+            earlier = formats.parse(old, rel) if old else None
+            before = earlier.bullets if isinstance(earlier, SystemFile) else ()
             after = formats.parse(new, rel)
             human = user_store.human_file()
             for bullet in after.bullets if isinstance(after, SystemFile) else ():
