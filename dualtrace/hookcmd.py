@@ -223,11 +223,13 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
         return registry.get(host).context_output(event, own) if own else None
     if event == "session-start":
         # Pinned system files, the memory index, open conflicts.
+        from dualtrace.hooks.mcp_registration import available
         from dualtrace.memfs.store import MemoryStore
 
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
         text: str | None = inject.session_start_context(
-            store, ws.settings, user_memory=config.user_memory_dir(ws.settings))
+            store, ws.settings, mcp_tools=available(host, ws.root),
+            user_memory=config.user_memory_dir(ws.settings))
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).
