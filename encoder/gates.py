@@ -41,7 +41,8 @@ _USER_SIGNAL = re.compile(
     r"|race condition|deadlock|memory leak|flaky|intermittent(?:ly)?|root cause|is back"
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
-    r"|we(?:'re| are) (?:moving|migrating|dropping|adopting)|came back|\w+(?:Error|Exception))\b"
+    r"|we(?:'re| are) (?:moving|migrating|dropping|adopting)|came back|\w+(?:Error|Exception)"
+    r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
 )
 _MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
 

@@ -179,7 +179,29 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+# A project's goal or brief ("I want to build ...", "the goal is ...") is a fact about the
+# project, not the user's taste; a stack statement names several technologies at once.
+GOAL = re.compile(r"^(?:so,? )?(?:i want to (?:build|create|make|write)|i'?m building|we'?re building"
+                  r"|we are building|the goal (?:is|of this project)|this project (?:is|will be)"
+                  r"|the project is)\b", _I)
+STACK = re.compile(r"\b(?:i want to use|we(?:'ll| will)? use|let'?s use|we'?re using|(?:our|the) stack is)"
+                   r"\s+(.+)", _I)
+
+
+def stack_items(sentence: str) -> list[str]:
+    """The technologies of a stack statement, one per subject ("Redis for caching")."""
+    m = STACK.search(sentence)
+    if not m:
+        return []
+    items = [i.strip(" .") for i in re.split(r",\s*(?:and\s+)?|\s+with\s+|\s+and\s+|\s+plus\s+",
+                                               m.group(1).rstrip(". "))]
+    items = [i for i in items if i and len(i.split()) <= 5 and re.match(r"[A-Z0-9]", i)]
+    return items if len(items) >= 3 else []
+
+
 def lead_type(sentence: str) -> str | None:
+    if GOAL.search(sentence):
+        return "decision"
     for kind in PRIORITY:
         if LEAD[kind].search(sentence):
             if kind == "preference" and not re.match(
@@ -199,6 +221,15 @@ def segment(session) -> list[Candidate]:
             current: Candidate | None = None
             said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
             for sentence in sentences(said):
+                items = stack_items(sentence)
+                if items:
+                    # one decision per subject, each carrying the whole statement
+                    for item in items:
+                        candidates.append(Candidate("decision", [f"Use {item}."], support=[sentence],
+                                                    event_index=index, ts=event.ts, role="stack",
+                                                    subject=" ".join(_clean_words(item)[:5]) or None))
+                    current = None
+                    continue
                 kind = lead_type(sentence)
                 supports = bool(RATIONALE.search(sentence) or ALTERNATIVE.search(sentence)
                                 or CONFIRM.search(sentence))
@@ -876,7 +907,7 @@ class OfflineBackend:
 
     @staticmethod
     def body(cand: Candidate, facts: SessionFacts, *, update: bool = False) -> str:
-        who = "The user" if cand.role == "user" else "The session"
+        who = "The user" if cand.role in ("user", "stack") else "The session"
         where = f"session {facts.session_id[:8]}, {facts.date}" if facts.session_id else facts.date
         lead = " ".join(cand.lead)
         if cand.role == "assistant":
@@ -952,6 +983,8 @@ class OfflineBackend:
                 continue
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
+            if cand.role == "stack" and not (set(cand.subject.split()) & set(fact.anchor.split("-"))):
+                continue  # one technology of a stack statement is not another
             # a description is one short sentence; the statement it was cut from counts too
             stated = _first_statement(fact)[:240] or fact.description
             theirs = tokens(f"{fact.anchor.replace('-', ' ')} {stated}")
@@ -998,7 +1031,7 @@ class OfflineBackend:
             return None
         where = f" on branch `{facts.branch}`" if facts.branch else ""
         sid = f"session {facts.session_id[:8]}" if facts.session_id else "a session"
-        who = "the user" if cand.role == "user" else "the session"
+        who = "the user" if cand.role in ("user", "stack") else "the session"
         narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(cand.lead[0], 300)}\""
                      + (f" Then: \"{one_line(cand.support[0], 240)}\"" if cand.support else "")
                      + " Concretely, " + "; ".join(artifacts) + ".")

@@ -155,3 +155,27 @@ def test_distinct_named_subjects_with_shared_wording_are_not_merged(tmp_path, mo
     report = encode_session(again, memory_dir=memdir, backend="offline")
     assert [op["action"] for op in report.operations] == ["update"]
     assert len(facts(memdir, "decision")) == 80
+
+
+def test_a_stack_statement_is_one_decision_per_subject_and_a_goal_is_a_project_fact(tmp_path, monkeypatch):
+    import json
+
+    from dualtrace.pipeline import encode_session
+
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
+    chat = tmp_path / "brief.jsonl"
+    chat.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"role": "user", "content": "I want to build an inventory service for our warehouses. I want to use "
+                                    "FastAPI with PostgreSQL, Redis for caching, Docker, Python 3.12.",
+         "timestamp": "2026-02-01T09:00:00Z"},
+        {"role": "assistant", "content": "Great, I'll scaffold it.", "timestamp": "2026-02-01T09:01:00Z"}]),
+        encoding="utf-8")
+    memdir = tmp_path / "mem"
+    encode_session(chat, memory_dir=memdir, backend="offline")
+    paths = sorted(f.path for f in facts(memdir, "decision"))
+    assert paths == ["decisions/build-inventory-service-warehouses.md", "decisions/docker.md",
+                     "decisions/fastapi.md", "decisions/postgresql.md", "decisions/python-3-12.md",
+                     "decisions/redis-caching.md"]
+    assert not (memdir / "system" / "human.md").exists()  # the goal is not a personal preference
+    redis = MemoryStore(memdir).read_fact("decisions/redis-caching.md")
+    assert redis.body.startswith("The user stated") and "Redis for caching" in redis.description
