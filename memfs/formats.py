@@ -222,6 +222,9 @@ def _raw_segments(front: str) -> dict[str, str]:
 _SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*): ?(.*)$")
 _PLAIN = re.compile(r"^[^\[\]{}'\"&*!|>%@`#,?:\s-][^#]*$|^-?\d+$")
 _FLOW_ITEM = re.compile(r"^[A-Za-z0-9_./@+-]+$")
+_NUMERIC_START = frozenset("0123456789+-.")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n"})
 
 
@@ -239,7 +242,8 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
         return True, inner.replace("''", "'")
     if raw[0] == "[" and raw[-1] == "]":
         items = [i.strip() for i in raw[1:-1].split(",")] if raw[1:-1].strip() else []
-        if all(_FLOW_ITEM.match(i) for i in items):
+        if all(_FLOW_ITEM.match(i) and i[0] not in _NUMERIC_START
+               and i.lower() not in _YAML_WORDS for i in items):
             return True, items
         return False, None
     if raw[0] == "{" and raw[-1] == "}":
@@ -247,16 +251,26 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
         for item in raw[1:-1].split(","):
             key, sep, value = item.partition(":")
             key, value = key.strip(), value.strip()
-            if not sep or not _FLOW_ITEM.match(key) or not value.isdigit():
+            if not sep or not _FLOW_ITEM.match(key) or not _INT.match(value) \
+                    or key[0] in _NUMERIC_START or key.lower() in _YAML_WORDS:
                 return False, None
             out[key] = int(value)
         return True, out
     if ": " in raw or raw.endswith(":") or " #" in raw or not _PLAIN.match(raw):
         return False, None
-    if raw.lstrip("-").isdigit():
-        return True, int(raw)
-    if re.fullmatch(r"\d+\.\d*|\.\d+|\d+[eE][+-]?\d+", raw):
-        return False, None  # floats and the like: let YAML decide
+    if raw[0] in _NUMERIC_START:
+        # YAML 1.1 reads many of these as something else (octal 007, 1_000, 1:20 as
+        # base 60, .nan, 1e3, timestamps): only plain integers and dates are ours.
+        if _INT.match(raw):
+            return True, int(raw)
+        if _DATE.match(raw):
+            try:
+                return True, _dt.date(int(raw[:4]), int(raw[5:7]), int(raw[8:10]))
+            except ValueError:
+                return False, None
+        return False, None
+    if not raw.isprintable():
+        return False, None  # YAML has line breaks and characters of its own there
     return True, raw
 
 
