@@ -1,6 +1,6 @@
 """The validator that decides what a session's proposed operations become.
 
-``PlanBuilder.add`` applies the rules of PROTOCOL.md 6-8 in code - score ranges,
+``PlanBuilder.add`` applies the rules of docs/PROTOCOL.md §5-8 in code - score ranges,
 tier routing and overrides, the duplicate guard, confidence and Timeline
 monotonicity, system-file bullets, supersession, and grounding of moments in the
 session - and either accepts an operation (possibly rewritten, e.g. a duplicate
@@ -64,7 +64,7 @@ __all__ = [
     "timeline_line",
 ]
 
-# Stakes override (PROTOCOL.md 7): FULL once the score reaches 5.
+# Stakes override (docs/PROTOCOL.md §7): FULL once the score reaches 5.
 _STAKES_INCIDENT = re.compile(
     r"\b(outage|down ?time|data loss|lost data|corrupt\w*|security|breach|leak\w*|"
     r"vulnerab\w*|exploit\w*|production (?:down|incident)|sev ?[01]|p0)\b", re.I)

@@ -1,4 +1,4 @@
-"""The memory file formats of PROTOCOL.md 4-5: fact, moment (scene) and system files.
+"""The memory file formats of docs/PROTOCOL.md §4-5: fact, moment (scene) and system files.
 
 Parsing is tolerant: unknown frontmatter keys are kept verbatim (their raw YAML text)
 and written back unchanged; a file that cannot be parsed raises FormatError with its
@@ -55,7 +55,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 @dataclass(frozen=True)
 class Scores:
-    """The four evidence dimensions of PROTOCOL.md 6, each 0-3."""
+    """The four evidence dimensions of docs/PROTOCOL.md §6, each 0-3."""
 
     durability: int
     scope: int

@@ -38,7 +38,7 @@ INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
 # bm25 column weights: anchor, type, description, body. The anchor and the
-# description are written to be searchable (PROTOCOL.md 4), so they count more.
+# description are written to be searchable (docs/PROTOCOL.md §4), so they count more.
 BM25_WEIGHTS = (3.0, 0.5, 2.0, 1.0)
 _FACT_FOLDERS = {"decisions", "incidents", "patterns", "learning", "decision", "debug",
                  "incident", "pattern", "learnings", "convention", "conventions",
@@ -108,7 +108,7 @@ def _is_memory_top(name: str) -> bool:
 def _memory_dirs(root: Path) -> list[Path]:
     """The memory folders, plus the sub-folders of scenes/ and system/.
 
-    Fact folders are flat (PROTOCOL.md 2), so their listings are not walked here:
+    Fact folders are flat (docs/PROTOCOL.md §2), so their listings are not walked here:
     listing a folder of 10,000 files to look for sub-folders would cost more than
     the whole query.
     """
