@@ -14,29 +14,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dualtrace.errors import FormatError
+from dualtrace.memfs.types import BY_NAME, MEMORY_TYPES
 
-TYPES = ("decision", "incident", "convention", "preference", "pattern", "learning")
-CATEGORY = {
-    "decision": "decisions",
-    "incident": "incidents",
-    "convention": "conventions",
-    "preference": "preferences",
-    "pattern": "patterns",
-    "learning": "learning",
-}
-TYPE_OF_CATEGORY = {v: k for k, v in CATEGORY.items()}
-# Types whose fact is a file of its own; conventions/preferences are bullets in system/.
-FACT_FOLDER_TYPES = ("decision", "incident", "pattern", "learning")
-# Singular folder spellings seen in the pilot, accepted when reading.
-FOLDER_ALIASES = {
-    "decision": "decisions",
-    "debug": "incidents",
-    "incident": "incidents",
-    "convention": "conventions",
-    "pattern": "patterns",
-    "preference": "preferences",
-    "learnings": "learning",
-}
+# Derived from the one table of memory types (memfs/types.py).
+TYPES = tuple(t.name for t in MEMORY_TYPES)
+CATEGORY = {t.name: t.folder for t in MEMORY_TYPES}
+TYPE_OF_CATEGORY = {t.folder: t.name for t in MEMORY_TYPES}
+# Types whose fact is a file of its own; the others are bullets in a system/ file.
+FACT_FOLDER_TYPES = tuple(t.name for t in MEMORY_TYPES if t.bullet_file is None)
+BULLET_TYPES = tuple(t.name for t in MEMORY_TYPES if t.bullet_file is not None)
+# Other folder spellings (the pilot's singulars), accepted when reading.
+FOLDER_ALIASES = {alias: t.folder for t in MEMORY_TYPES for alias in t.aliases}
 CONFIDENCE = ("LOW", "MEDIUM", "HIGH")
 SCHEMA = 1
 MOMENT_FOOTER = "(Mnemonic reconstruction only. Not a code specification.)"
@@ -566,6 +554,17 @@ def human_path() -> str:
 
 def conventions_path(project: str) -> str:
     return f"system/{project}/conventions.md"
+
+
+def bullet_path(kind: str, project: str) -> str:
+    """The system file a bullet type's facts live in."""
+    return human_path() if BY_NAME[kind].bullet_file == "human" else conventions_path(project)
+
+
+def type_of_system_file(rel: str) -> str:
+    """The bullet type of a system file: human.md holds preferences, the rest conventions."""
+    which = "human" if rel.endswith("human.md") else "conventions"
+    return next(t.name for t in MEMORY_TYPES if t.bullet_file == which)
 
 
 def canonical_folder(folder: str) -> str | None:
