@@ -509,7 +509,7 @@ class Index:
         if _meta(self.conn, "vectors_model") == embedder.name and \
                 _meta(self.conn, "vectors_gen") == gen:
             return 0
-        import numpy as np
+        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
         done = 0
         with self.write():
@@ -535,7 +535,7 @@ class Index:
         Cached per process by the index file and its document generation, so a
         long-lived process (the worker, the MCP server) reads the vectors once.
         """
-        import numpy as np
+        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
         key = (str(index_path(self.root)), id(self.conn) if self._memory else 0,
                _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
@@ -635,6 +635,26 @@ class Index:
             f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
             "ORDER BY s LIMIT ?", (query, limit)).fetchall()
         return [(r[0], -r[1]) for r in rows]
+
+    def docs_matching_about(self, term: str, ids: Iterable[int]) -> tuple[set[int], set[int]]:
+        """(ids containing ``term``, ids with it in their anchor or description): one query.
+
+        bm25 with zero weights on the type and body columns is non-zero exactly when the
+        term is in the anchor or the description.
+        """
+        id_list = list(ids)
+        present: set[int] = set()
+        about: set[int] = set()
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for rowid, score in self.conn.execute(
+                    f"SELECT rowid, bm25(fts, 1.0, 0.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? "
+                    f"AND rowid IN ({marks})", (_term(term), *chunk)):
+                present.add(rowid)
+                if score < 0:
+                    about.add(rowid)
+        return present, about
 
     def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False,
                       chunks: bool = False) -> set[int]:
