@@ -542,6 +542,21 @@ class Index:
         hit = _VECTOR_CACHE.get(key[:2] + (chunks,))
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
+        snapshot = None
+        if not self._memory and key[2] and key[3]:
+            # A new process (the CLI) would read ~20k blobs row by row; a snapshot of the
+            # matrix beside the index, named by model and generation, loads in one read.
+            # Derived like the index: a stale or broken one is ignored and rewritten.
+            tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{key[2]}-{key[3]}")
+            snapshot = index_path(self.root).with_name(
+                f"vectors.{'chunks' if chunks else 'memories'}.{tag}.npz")
+            try:
+                with np.load(snapshot) as data:
+                    ids, matrix = [int(i) for i in data["ids"]], data["matrix"]
+                _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
+                return ids, matrix
+            except (OSError, ValueError, KeyError):
+                pass
         op = "=" if chunks else "!="
         rows = self.conn.execute(
             f"SELECT v.doc_id, v.vec FROM vectors v JOIN docs d ON d.id = v.doc_id "
@@ -553,6 +568,8 @@ class Index:
         else:
             matrix = np.zeros((0, 1), dtype=np.float32)
         _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
+        if snapshot is not None:
+            _write_snapshot(snapshot, ids, matrix)
         return ids, matrix
 
     def update_paths(self, paths: Iterable[str]) -> None:
@@ -722,6 +739,25 @@ class Index:
 
 
 _VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {}
+
+
+def _write_snapshot(path: Path, ids: list[int], matrix: Any) -> None:
+    """Write the vector snapshot atomically and drop older ones of the same kind."""
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+
+    kind = path.name.split(".")[1]
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, ids=np.asarray(ids, dtype=np.int64), matrix=matrix)
+        os.replace(tmp, path)
+        for old in path.parent.glob(f"vectors.{kind}.*.npz"):
+            if old != path and ".tmp." not in old.name:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    except OSError as exc:  # read-only state: the SQLite rows still answer
+        log.info("vector snapshot %s not written: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def _term(term: str) -> str:

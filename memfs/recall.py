@@ -590,8 +590,9 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.sem = max(unit.sem, sim)
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
+        about: set[int] = set()
         if chunks:
-            present, about = index.docs_matching(term, all_ids, chunks=True), set()
+            present = index.docs_matching(term, all_ids, chunks=True)
         else:
             present, about = index.docs_matching_about(term, all_ids)
         for unit in ranked:
