@@ -40,6 +40,7 @@ class EncodeReport:
     diff: str | None = None
     message: str | None = None
     notes: list[str] = field(default_factory=list)
+    record: str | None = None  # the session record this encode wrote or updated
 
     @property
     def stored(self) -> int:
@@ -201,6 +202,8 @@ def encode_session(
                 report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)
+            if settings.session_records != "off":
+                _attach_record(builder, redacted, store, settings, report)
             report.backend = engine.name
             report.usage = usage.to_dict()
             report.operations = [o.to_dict() for o in builder.outcomes]
@@ -219,6 +222,23 @@ def encode_session(
         report.skipped = "nothing worth storing"
     advance()
     return _done(report, started, timings)
+
+
+def _attach_record(builder, session, store, settings: Settings, report: EncodeReport) -> None:
+    """The session record rides in the plan: same commit as the facts (or local state)."""
+    from dualtrace.encoder.records import record_for
+    from dualtrace.encoder.redact import Redactor
+
+    redactor = Redactor(settings.redact_patterns)
+    local = settings.session_records == "local"
+    record, text = record_for(
+        session, store.root, project=store.project, memories=builder.memories_touched(),
+        local=local, budget=settings.session_record_budget,
+        redact=redactor.redact)
+    turns = len(record.turns)
+    builder.attach_record(record.path, text, commit=not local,
+                          detail=f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
+    report.record = record.path
 
 
 def _done(report: EncodeReport, started: float, timings: dict[str, float]) -> EncodeReport:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from dualtrace.encoder.matching import best_match
 from dualtrace.errors import DualtraceError, PathError
-from dualtrace.memfs import formats
+from dualtrace.memfs import formats, sessions
+from dualtrace.memfs.atomic import atomic_write_text
 from dualtrace.memfs.anchors import check_anchor
 from dualtrace.memfs.formats import (
     CONFIDENCE,
@@ -33,7 +35,7 @@ from dualtrace.memfs.formats import (
     SystemFile,
     tier_for,
 )
-from dualtrace.memfs.gitrepo import OpLine, commit_message
+from dualtrace.memfs.gitrepo import RECORD_TRAILER, OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
 
 # Stakes override (PROTOCOL.md 7): FULL once the score reaches 5.
@@ -370,6 +372,8 @@ class PlanBuilder:
     outcomes: list[Outcome] = field(default_factory=list)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
     _facts_cache: list[Fact] | None = None
+    # The session record (issue 11): (path, text, committed?, commit line when alone).
+    record: tuple[str, str, bool, OpLine] | None = None
 
     # ---- state
 
@@ -704,11 +708,56 @@ class PlanBuilder:
             OpLine(verb, target, detail, evidence),
         )
 
+    # ---- the session record
+
+    def memories_touched(self) -> list[tuple[str, str]]:
+        """(path, stored | updated) for every memory this session's operations wrote."""
+        out: dict[str, str] = {}
+        for o in self.outcomes:
+            if o.path and o.action != "skip":
+                out.setdefault(o.path, "stored" if o.action in ("store", "bullet") else "updated")
+        return list(out.items())
+
+    def attach_record(self, rel: str, text: str, *, commit: bool, detail: str) -> None:
+        """Write the session record with this plan; committed ones are linked from the
+        facts and moments the plan writes (``records:``) and ride in the same commit."""
+        if commit:
+            for path, memory in list(self.pending.items()):
+                if isinstance(memory, (Fact, Moment)) and rel not in memory.records:
+                    self.pending[path] = replace(memory, records=(*memory.records, rel))
+        self.record = (rel, text, commit, OpLine("record", rel.removesuffix(".md"), detail))
+
+    def _record_file(self) -> Path:
+        assert self.record is not None
+        rel, _text, commit, _line = self.record
+        if commit:
+            return self.store.path(rel)
+        # Local records live under .dualtrace/, which confine() refuses for memories;
+        # the path comes from sessions.record_path (a date and [0-9a-z] id), never a model.
+        if not (rel.startswith(sessions.LOCAL_RECORDS_DIR + "/") and sessions.is_record_path(rel)
+                and ".." not in rel):
+            raise PathError(f"not a local session record path: {rel!r}")
+        return self.store.root / rel
+
+    def _record_change(self) -> tuple[str, str | None, str] | None:
+        if self.record is None:
+            return None
+        rel, text, _commit, _line = self.record
+        try:
+            old: str | None = self._record_file().read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            old = None
+        return None if old == text else (rel, old, text)
+
     # ---- output
 
     def changes(self) -> list[tuple[str, str | None, str]]:
         """(path, old text or None, new text) for every file that would change."""
         out = []
+        if self.record is not None and self.record[2]:
+            change = self._record_change()
+            if change is not None:
+                out.append(change)
         for rel, memory in sorted(self.pending.items()):
             new = formats.render_memory(memory)
             try:
@@ -729,15 +778,22 @@ class PlanBuilder:
         return "".join(chunks)
 
     def message(self) -> str | None:
-        if not self.oplines:
+        committed_record = self.record is not None and self.record[2]
+        if not self.oplines and not committed_record:
             return None
-        return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
-                              self.ctx.trailers)
+        trailers = self.ctx.trailers
+        if committed_record:
+            assert self.record is not None
+            trailers = (*trailers, f"{RECORD_TRAILER}: {self.record[0]}")
+        ops = self.oplines if self.oplines or self.record is None else [self.record[3]]
+        return commit_message(self.ctx.session_id, self.ctx.backend, ops, trailers)
 
     def apply(self) -> str | None:
         """Write every pending file atomically and make one commit. Returns the sha."""
+        self._write_local_record()
         changes = self.changes()
-        if not changes or not self.oplines:
+        committed_record = self.record is not None and self.record[2]
+        if not changes or not (self.oplines or committed_record):
             return None
         with self.store.lock():
             existed = {rel: self.store.exists(rel) for rel, _o, _n in changes}
@@ -756,6 +812,14 @@ class PlanBuilder:
             for old, new in self.conflicts:
                 record_conflict(self.store, old, new, self.ctx.session_id, self.ctx.date)
         return sha
+
+    def _write_local_record(self) -> None:
+        """A local record lives in the gitignored state: written, indexed, never committed."""
+        if self.record is None or self.record[2]:
+            return
+        change = self._record_change()
+        if change is not None:
+            atomic_write_text(self._record_file(), change[2])
 
     def _undo(self, changes: list[tuple[str, str | None, str]], existed: dict[str, bool]) -> None:
         """Best effort: restore what ``apply`` wrote before its commit failed."""

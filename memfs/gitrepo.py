@@ -16,6 +16,7 @@ from dualtrace.errors import GitError
 SESSION_TRAILER = "Dualtrace-Session"
 BACKEND_TRAILER = "Dualtrace-Backend"
 RANGE_TRAILER = "Dualtrace-Range"  # "<transcript key> <start>-<end>" byte offsets
+RECORD_TRAILER = "Dualtrace-Record"  # the session record committed with the memories
 GITIGNORE = ".dualtrace/\n.*.tmp\n"
 # Variables that only locate helpers or proxies are harmless; everything else
 # (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_AUTHOR_*, ...) is dropped.
