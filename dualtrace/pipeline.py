@@ -268,3 +268,86 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 
 __all__ = ["EncodeReport", "encode_session", "DualtraceError"]
+
+
+def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
+                        settings: Settings, facts: list | None = None) -> EncodeReport:
+    """Write the session record of an already-encoded (or never-encoded) transcript.
+
+    For ``backfill --records``: the whole transcript is read (cursors are neither read
+    nor moved, no backend runs, no fact is created). A session that fails the noise gate,
+    or already has a record, is skipped. Facts whose ``sessions:`` name the session are
+    listed in the record and, in commit mode, link to it in the same commit.
+    """
+    from dualtrace.encoder import gates as gates_mod
+    from dualtrace.encoder.records import record_for
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+    from dualtrace.memfs import sessions as records
+    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.memfs.formats import render_fact
+    from dualtrace.memfs.gitrepo import RECORD_TRAILER, SESSION_TRAILER, OpLine
+
+    started = time.perf_counter()
+    path = Path(transcript).expanduser().resolve()
+    memory_dir = Path(memory_dir).expanduser().resolve()
+    report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), backend="records")
+    if settings.session_records == "off":
+        report.skipped = "session_records = \"off\""
+        return _done(report, started, {})
+    session = read_transcript(path, cursor=0)
+    if not session.session_id:
+        session = replace(session, session_id=path.stem)
+    report.session_id, report.host = session.session_id, session.host
+    if not session.events:
+        report.skipped = "empty transcript"
+        return _done(report, started, {})
+    redactor = Redactor(settings.redact_patterns)
+    redacted, counts = redact_session(session, redactor)
+    report.redactions = dict(counts)
+    verdict = gates_mod.evaluate(redacted)
+    if verdict.skip_backend:
+        report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+        return _done(report, started, {})
+    from dualtrace.memfs.store import MemoryStore
+
+    store = MemoryStore(
+        memory_dir, author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root(session.cwd) if session.cwd
+                                    and Path(session.cwd).is_dir() else config.project_root()),
+    )
+    local = settings.session_records == "local"
+    try:
+        with store.lock():
+            sid = session.session_id or path.stem
+            if records.find_record(store.root, sid) is not None:
+                report.skipped = "the session already has a record"
+                return _done(report, started, {})
+            if facts is None:
+                facts = store.scan().facts()
+            mine = [f for f in facts if sid in f.sessions]
+            memories = [(f.path, "stored" if f.sessions and f.sessions[0] == sid else "updated")
+                        for f in mine]
+            record, text = record_for(redacted, store.root, project=store.project,
+                                      memories=memories, local=local,
+                                      budget=settings.session_record_budget,
+                                      redact=redactor.redact)
+            report.record = record.path
+            if local:
+                atomic_write_text(store.root / record.path, text)
+                return _done(report, started, {})
+            paths = [store.write_text(record.path, text)]
+            for fact in mine:
+                if record.path not in fact.records:
+                    linked = replace(fact, records=(*fact.records, record.path))
+                    paths.append(store.write_text(fact.path, render_fact(linked)))
+            turns = len(record.turns)
+            line = OpLine("record", record.path.removesuffix(".md"),
+                          f"backfill, {turns} turn{'s' if turns != 1 else ''}")
+            message = (f"{line.line()}\n\n{SESSION_TRAILER}: {sid}\n"
+                       f"{RECORD_TRAILER}: {record.path}\n")
+            report.commit = store.commit(paths, message)
+            report.message = message
+    finally:
+        store.close()
+    return _done(report, started, {})

@@ -55,6 +55,8 @@ _OPEN = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
 _GREETING = re.compile(r"(?i)^\W*(?:hi|hello|hey|thanks?|thank you|ok(?:ay)?|yes|no|continue|go on|"
                        r"go ahead|proceed|sure|great|perfect)\W*$")
+_BASH_OUTPUT = re.compile(r"<(bash-stdout|bash-stderr)>.*?</\1>", re.S)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
 _MARK = "[... {n} chars omitted ...]"
 _NOTE_CHARS = 600  # one note sentence at most this long
 _FLOOR = 160  # texts are never cut below this
@@ -104,10 +106,10 @@ def _first_error_line(result: str | None) -> str:
     if not result:
         return ""
     lines = [ln.strip() for ln in result.splitlines() if ln.strip()]
-    for ln in lines:
+    for ln in lines[:5] + lines[-5:]:  # the error is at the top (tools) or the bottom (logs)
         if re.search(r"(?i)error|exception|failed|fatal|assert|traceback|denied|not found|rejected", ln):
             return ln[:200]
-    return lines[-1][:200] if lines else ""
+    return lines[0][:200] if lines else ""
 
 
 def _sentences(text: str, pattern: re.Pattern[str]) -> list[str]:
@@ -316,8 +318,12 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
 def describe(drafts: Iterable[_Draft]) -> str:
     """The first real request's first line: the user's words, cut, never rephrased."""
     for d in drafts:
-        for text in d.user:
-            line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        for text in ["\n".join(d.user)] if d.user else []:
+            # Claude Code's "!" shell mode: the output is not a request, the command is.
+            text = _BASH_OUTPUT.sub("", text)
+            text = _BASH_INPUT.sub(lambda m: "!" + m.group(1).strip(), text)
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            line = next((ln for ln in lines if not ln.startswith("!")), lines[0] if lines else "")
             if not line or _GREETING.match(line) or (line.startswith("/") and " " not in line):
                 continue
             m = re.search(r"(?<=[.!?])\s", line)
@@ -460,7 +466,10 @@ def record_for(session: Session, root: Path, *, project: str | None,
         commits=tuple(built.commits), files_changed=tuple(built.files), checks=tuple(built.checks),
         memories=tuple(memories), turns=tuple(built.turns), open_ends=tuple(built.open_ends),
     )
-    record = fit(merge(old, new), budget)
+    merged = merge(old, new)
+    # The budget is for the whole file: what the frontmatter takes, the body cannot.
+    front = len(render_record(merged).encode("utf-8")) - len(render_body(merged).encode("utf-8"))
+    record = fit(merged, max(budget - front, budget // 4))
     text = render_record(record)
     if redact is not None:
         # Everything above came from redacted events; one more pass over the rendered file

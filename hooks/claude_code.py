@@ -38,12 +38,37 @@ _SUBAGENT_TOOLS = ("Task", "Agent")
 PREFILTER_TYPES = frozenset({b"progress", b"file-history-snapshot", b"queue-operation"})
 
 
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+# Housekeeping commands that ask the agent nothing (a bare "/clear" is not a request).
+_HOUSEKEEPING = frozenset({"/clear", "/exit", "/quit", "/cost", "/help", "/status", "/model",
+                           "/config", "/resume", "/login", "/logout", "/doctor", "/permissions",
+                           "/hooks", "/mcp", "/ide", "/vim", "/terminal-setup", "/release-notes",
+                           "/export", "/context", "/agents", "/usage", "/theme", "/fast"})
+
+
 def clean_user_text(text: str) -> str:
-    """Remove host-injected tags; '' when nothing the user typed is left."""
+    """Remove host-injected tags; '' when nothing the user typed is left.
+
+    A slash command the user typed is their request: it is kept as ``/name args``
+    (the tags around it are the host's, the name and arguments are the user's).
+    """
+    typed = ""
     if "<" in text:
+        name = _COMMAND_NAME.search(text)
+        if name:
+            args = _COMMAND_ARGS.search(text)
+            command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
+            typed = f"{command} {args.group(1).strip()}".strip() if args else command
+            if typed in _HOUSEKEEPING:
+                typed = ""
         text = _TAG_RE.sub("", text)
         text = _OPEN_TAG_RE.sub("", text)
     text = text.strip()
+    if typed:
+        text = f"{typed}\n\n{text}" if text else typed
     if text.startswith(("[Request interrupted by user", "Caveat: The messages",
                         "Read the output file to retrieve the result")):
         return ""
@@ -93,6 +118,7 @@ class _Parser:
     def __init__(self, builder: SessionBuilder, agent: str | None = None) -> None:
         self.b = builder
         self.agent = agent
+        self.thread_agent = agent  # the agent of this file; inline sidechain lines differ
         self.seen_uuids: set[str] = set()
         self.msg_index: dict[str, int] = {}  # message.id(+thinking) -> event index
         self.pending: dict[str, tuple[str, Any, str | None]] = {}  # tool_use id -> call
@@ -118,6 +144,10 @@ class _Parser:
         if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
             b.git_branch = rec["gitBranch"]  # the latest branch wins: sessions switch
         b.saw_time(ts)
+        # Older Claude Code wrote a Task's subagent turns inline, flagged isSidechain:
+        # its prompts are the parent agent's words, not the user's.
+        self.agent = (self.thread_agent or "sidechain") if rec.get("isSidechain") is True \
+            else self.thread_agent
         if rtype == "system":
             self._system(rec, ts)
         elif rec.get("isMeta"):

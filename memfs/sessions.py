@@ -565,7 +565,7 @@ def read_record(root: Path | str, ref: str) -> SessionRecord:
     if not matches:
         raise DualtraceError(f"no session record for {ref!r} (see `dualtrace sessions`)")
     if len({m.session for m in matches}) > 1:
-        listed = ", ".join(sorted({m.session[:12] for m in matches})[:5])
+        listed = ", ".join(sorted({m.session for m in matches})[:5])
         raise DualtraceError(f"session id {ref!r} is ambiguous: {listed}")
     rel = matches[0].path
     return parse_record((root / rel).read_text(encoding="utf-8"), rel)

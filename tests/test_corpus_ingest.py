@@ -28,12 +28,14 @@ def _records(path: Path):
 
 
 def _independent_claude(path: Path) -> tuple[set[str], set[str]]:
-    """tool_use ids and assistant message ids carrying text, from the raw file."""
+    """tool_use ids and assistant message ids carrying text, from the raw file's main thread."""
     tools: set[str] = set()
     texts: set[str] = set()
     seen: set[str] = set()
     for rec in _records(path):
         if rec.get("type") != "assistant" or rec.get("uuid") in seen:
+            continue
+        if rec.get("isSidechain") is True:  # an inline subagent turn, not the main thread
             continue
         seen.add(rec.get("uuid"))
         for block in rec["message"].get("content") or []:
