@@ -142,6 +142,11 @@ def encode_session(
     t = lap("gates", t)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+        if not dry_run and _has_record(memory_dir, settings, session.session_id):
+            # A later part of a recorded session: no memory in it, but its turns belong
+            # to the session's record (nothing said is lost between two Stop hooks).
+            _record_alone(path, memory_dir, settings, redacted, report,
+                          range_start=cursor.offset or 0, range_end=session.cursor)
         advance()
         return _done(report, started, timings)
 
@@ -203,7 +208,8 @@ def encode_session(
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)
             if settings.session_records != "off":
-                _attach_record(builder, redacted, store, settings, report)
+                _attach_record(builder, redacted, store, settings, report,
+                               whole=lambda: _whole_session(path, host, settings))
             report.backend = engine.name
             report.usage = usage.to_dict()
             report.operations = [o.to_dict() for o in builder.outcomes]
@@ -224,13 +230,38 @@ def encode_session(
     return _done(report, started, timings)
 
 
-def _attach_record(builder, session, store, settings: Settings, report: EncodeReport) -> None:
+def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) -> bool:
+    if settings.session_records == "off" or not session_id or not memory_dir.is_dir():
+        return False
+    from dualtrace.memfs.sessions import find_record
+
+    return find_record(memory_dir, session_id) is not None
+
+
+def _whole_session(path: Path, host: str | None, settings: Settings):
+    """The whole transcript, redacted: for a record first written at a later part."""
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    session = read_transcript(path, cursor=0, fmt=host)
+    if not session.session_id:
+        session = replace(session, session_id=path.stem)
+    return redact_session(session, Redactor(settings.redact_patterns))[0]
+
+
+def _attach_record(builder, session, store, settings: Settings, report: EncodeReport,
+                   whole=None) -> None:
     """The session record rides in the plan: same commit as the facts (or local state)."""
     from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor
+    from dualtrace.memfs.sessions import find_record
 
     redactor = Redactor(settings.redact_patterns)
     local = settings.session_records == "local"
+    if whole is not None and report.cursor[0] > 0 and session.session_id and \
+            find_record(store.root, session.session_id) is None:
+        # Earlier parts fell below the noise gate: the record starts from the beginning.
+        session = whole()
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget,
@@ -270,30 +301,90 @@ def _plain(obj: Any) -> dict[str, Any]:
 __all__ = ["EncodeReport", "encode_session", "DualtraceError"]
 
 
+def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
+                  report: EncodeReport, *, range_start: int | None = None,
+                  range_end: int | None = None, facts: list | None = None,
+                  backfill: bool = False) -> None:
+    """Write (or update) a session record with no memory operation: its own commit.
+
+    Used for a later part of a recorded session that falls below the noise gate, and by
+    ``backfill --records``. In commit mode, facts naming the session (``facts``, for a
+    backfill) are listed in the record and link to it in the same commit.
+    """
+    from dualtrace.encoder.records import record_for
+    from dualtrace.encoder.redact import Redactor
+    from dualtrace.memfs import sessions as records
+    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.memfs.formats import render_fact
+    from dualtrace.memfs.gitrepo import RANGE_TRAILER, RECORD_TRAILER, SESSION_TRAILER, OpLine
+    from dualtrace.memfs.store import MemoryStore
+
+    redactor = Redactor(settings.redact_patterns)
+    store = MemoryStore(
+        memory_dir, author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root(session.cwd) if session.cwd
+                                    and Path(session.cwd).is_dir() else config.project_root()),
+    )
+    local = settings.session_records == "local"
+    sid = session.session_id or path.stem
+    trailers = [f"{SESSION_TRAILER}: {sid}"]
+    if range_start is not None and range_end is not None:
+        key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
+        trailers.append(f"{RANGE_TRAILER}: {key} {range_start}-{range_end}")
+    try:
+        with store.lock():
+            existing = records.find_record(store.root, sid)
+            if backfill and existing is not None:
+                report.skipped = "the session already has a record"
+                return
+            if range_start is not None and store.git.committed_range(
+                    trailers[-1].split()[1], range_start) is not None:
+                return  # this part was committed by a run that died before its cursor
+            mine = [f for f in facts or () if sid in f.sessions]
+            memories = [(f.path, "stored" if f.sessions[0] == sid else "updated") for f in mine]
+            record, text = record_for(session, store.root, project=store.project,
+                                      memories=memories, local=local,
+                                      budget=settings.session_record_budget,
+                                      redact=redactor.redact)
+            report.record = record.path
+            if local:
+                atomic_write_text(store.root / record.path, text)
+                return
+            paths = [store.write_text(record.path, text)]
+            for fact in mine:
+                if record.path not in fact.records:
+                    linked = replace(fact, records=(*fact.records, record.path))
+                    paths.append(store.write_text(fact.path, render_fact(linked)))
+            turns = len(record.turns)
+            detail = (f"backfill, {turns} turn{'s' if turns != 1 else ''}" if backfill else
+                      f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
+            line = OpLine("record", record.path.removesuffix(".md"), detail)
+            message = "\n\n".join([line.line(), "\n".join(
+                [*trailers, f"{RECORD_TRAILER}: {record.path}"])]) + "\n"
+            report.commit = store.commit(paths, message)
+            report.message = message
+    finally:
+        store.close()
+
+
 def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
                         settings: Settings, facts: list | None = None) -> EncodeReport:
     """Write the session record of an already-encoded (or never-encoded) transcript.
 
     For ``backfill --records``: the whole transcript is read (cursors are neither read
     nor moved, no backend runs, no fact is created). A session that fails the noise gate,
-    or already has a record, is skipped. Facts whose ``sessions:`` name the session are
-    listed in the record and, in commit mode, link to it in the same commit.
+    or already has a record, is skipped.
     """
     from dualtrace.encoder import gates as gates_mod
-    from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor, redact_session
     from dualtrace.hooks.transcripts import read_transcript
-    from dualtrace.memfs import sessions as records
-    from dualtrace.memfs.atomic import atomic_write_text
-    from dualtrace.memfs.formats import render_fact
-    from dualtrace.memfs.gitrepo import RECORD_TRAILER, SESSION_TRAILER, OpLine
 
     started = time.perf_counter()
     path = Path(transcript).expanduser().resolve()
     memory_dir = Path(memory_dir).expanduser().resolve()
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), backend="records")
     if settings.session_records == "off":
-        report.skipped = "session_records = \"off\""
+        report.skipped = 'session_records = "off"'
         return _done(report, started, {})
     session = read_transcript(path, cursor=0)
     if not session.session_id:
@@ -302,52 +393,11 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
     if not session.events:
         report.skipped = "empty transcript"
         return _done(report, started, {})
-    redactor = Redactor(settings.redact_patterns)
-    redacted, counts = redact_session(session, redactor)
+    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     verdict = gates_mod.evaluate(redacted)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
         return _done(report, started, {})
-    from dualtrace.memfs.store import MemoryStore
-
-    store = MemoryStore(
-        memory_dir, author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root(session.cwd) if session.cwd
-                                    and Path(session.cwd).is_dir() else config.project_root()),
-    )
-    local = settings.session_records == "local"
-    try:
-        with store.lock():
-            sid = session.session_id or path.stem
-            if records.find_record(store.root, sid) is not None:
-                report.skipped = "the session already has a record"
-                return _done(report, started, {})
-            if facts is None:
-                facts = store.scan().facts()
-            mine = [f for f in facts if sid in f.sessions]
-            memories = [(f.path, "stored" if f.sessions and f.sessions[0] == sid else "updated")
-                        for f in mine]
-            record, text = record_for(redacted, store.root, project=store.project,
-                                      memories=memories, local=local,
-                                      budget=settings.session_record_budget,
-                                      redact=redactor.redact)
-            report.record = record.path
-            if local:
-                atomic_write_text(store.root / record.path, text)
-                return _done(report, started, {})
-            paths = [store.write_text(record.path, text)]
-            for fact in mine:
-                if record.path not in fact.records:
-                    linked = replace(fact, records=(*fact.records, record.path))
-                    paths.append(store.write_text(fact.path, render_fact(linked)))
-            turns = len(record.turns)
-            line = OpLine("record", record.path.removesuffix(".md"),
-                          f"backfill, {turns} turn{'s' if turns != 1 else ''}")
-            message = (f"{line.line()}\n\n{SESSION_TRAILER}: {sid}\n"
-                       f"{RECORD_TRAILER}: {record.path}\n")
-            report.commit = store.commit(paths, message)
-            report.message = message
-    finally:
-        store.close()
+    _record_alone(path, memory_dir, settings, redacted, report, facts=facts, backfill=True)
     return _done(report, started, {})

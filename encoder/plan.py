@@ -21,8 +21,8 @@ from typing import Any
 from dualtrace.encoder.matching import best_match
 from dualtrace.errors import DualtraceError, PathError
 from dualtrace.memfs import formats, sessions
-from dualtrace.memfs.atomic import atomic_write_text
 from dualtrace.memfs.anchors import check_anchor
+from dualtrace.memfs.atomic import atomic_write_text
 from dualtrace.memfs.formats import (
     CONFIDENCE,
     FACT_FOLDER_TYPES,

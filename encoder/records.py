@@ -55,11 +55,17 @@ _OPEN = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
 _GREETING = re.compile(r"(?i)^\W*(?:hi|hello|hey|thanks?|thank you|ok(?:ay)?|yes|no|continue|go on|"
                        r"go ahead|proceed|sure|great|perfect)\W*$")
-_BASH_OUTPUT = re.compile(r"<(bash-stdout|bash-stderr)>.*?</\1>", re.S)
+_BASH_OUTPUT = re.compile(r"<(bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
+_SHELL_CHARS = 600
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
 _MARK = "[... {n} chars omitted ...]"
 _NOTE_CHARS = 600  # one note sentence at most this long
-_FLOOR = 160  # texts are never cut below this
+_FLOOR = 160  # texts are cut no shorter than this (less on sessions of many turns)
+# Frontmatter lists stay bounded on very long sessions.
+MAX_CHECKS = 20
+MAX_FAILED_OPEN = 5
+MAX_COMMITS = 40
+MAX_FILES = 80
 
 
 def is_check(command: str) -> bool:
@@ -293,13 +299,18 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
             user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:8]),
             activity=", ".join(activity) or None,
         ))
-    check_list = [Check(k, v[0], v[1], "passed" if v[2] else "failed") for k, v in checks.items()]
+    # Most recently run checks last; a long session keeps the latest MAX_CHECKS.
+    order = sorted(checks, key=lambda k: check_last_ts.get(k) or "")
+    check_list = [Check(k, checks[k][0], checks[k][1], "passed" if checks[k][2] else "failed")
+                  for k in order][-MAX_CHECKS:]
     open_ends: list[str] = []
-    for c in check_list:
-        if c.outcome == "failed":
-            open_ends.append(f"`{c.command}` failed on its last run"
-                             + (f" ({_hhmm(check_last_ts.get(c.command))})"
-                                if _hhmm(check_last_ts.get(c.command)) else ""))
+    failed_checks = [c for c in check_list if c.outcome == "failed"]
+    for c in failed_checks[-MAX_FAILED_OPEN:]:
+        open_ends.append(f"`{c.command}` failed on its last run"
+                         + (f" ({_hhmm(check_last_ts.get(c.command))})"
+                            if _hhmm(check_last_ts.get(c.command)) else ""))
+    if len(failed_checks) > MAX_FAILED_OPEN:
+        open_ends.append(f"{len(failed_checks) - MAX_FAILED_OPEN} more checks failed on their last run")
     if commits:
         after = list(dict.fromkeys(p for s, p in edit_order if s > last_commit_at))
         if after:
@@ -312,7 +323,8 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
         if last.agent:
             for s in _sentences(last.agent, _OPEN)[:3]:
                 open_ends.append(f"agent: \"{one_line(s)[:300]}\"")
-    return Built(turns, commits, list(files), check_list, open_ends, describe(drafts))
+    return Built(turns, commits[-MAX_COMMITS:], list(files)[:MAX_FILES], check_list, open_ends,
+                 describe(drafts))
 
 
 def describe(drafts: Iterable[_Draft]) -> str:
@@ -359,9 +371,10 @@ def merge(old: SessionRecord | None, new: SessionRecord) -> SessionRecord:
         project=old.project or new.project,
         started=min(starts) if starts else None, ended=max(ends) if ends else None,
         description=old.description or new.description,
-        commits=old.commits + tuple(c for c in new.commits if (c.sha, c.message) not in seen_commits),
-        files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed)),
-        checks=tuple(checks.values()), memories=tuple(memories.items()),
+        commits=(old.commits + tuple(c for c in new.commits
+                                     if (c.sha, c.message) not in seen_commits))[-MAX_COMMITS:],
+        files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed))[:MAX_FILES],
+        checks=tuple(checks.values())[-MAX_CHECKS:], memories=tuple(memories.items()),
         turns=old.turns + new.turns, open_ends=new.open_ends, parts=old.parts + 1,
         omitted=old.omitted + new.omitted, summary=new.summary or old.summary,
         summary_by=new.summary_by or old.summary_by,
@@ -388,6 +401,23 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
     def over() -> int:
         return _size(replace(record, turns=tuple(turns))) - budget
 
+    # 0. shell output pasted by Claude Code's "!" mode is a tool's words, not the user's:
+    # cut to head and tail before anything the user typed.
+    for i, t in enumerate(turns):
+        if t.user and "<bash-std" in t.user:
+            cut_count = 0
+
+            def shrink(m: re.Match[str]) -> str:
+                nonlocal cut_count
+                inner, removed = _cut(m.group(2), _SHELL_CHARS)
+                cut_count += bool(removed)
+                return f"<{m.group(1)}>{inner}</{m.group(1)}>"
+
+            user = _BASH_OUTPUT.sub(shrink, t.user)
+            if cut_count:
+                turns[i] = replace(t, user=user)
+                omitted += cut_count
+
     # 1. activity, oldest first; 2. notes; 3. failures.
     for attr in ("activity", "notes", "failures"):
         excess = over()
@@ -408,20 +438,42 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
         excess = over()
         if excess <= 0:
             break
-        lengths = [len(getattr(t, attr) or "") for t in turns]
+        originals = [getattr(t, attr) or "" for t in turns]
+        lengths = [len(text) for text in originals]
         total = sum(lengths)
         if not total:
             continue
-        target = max(total - excess - 64 * len(turns), 0)
-        cap = _water_level(lengths, target)
-        cap = max(cap, _FLOOR)
-        for i, t in enumerate(turns):
-            text = getattr(t, attr)
-            if text and len(text) > cap:
-                cut, removed = _cut(text, cap)
-                if removed:
+        target = max(total - excess, 0)
+        floor = max(48, min(_FLOOR, budget // (3 * max(len(turns), 1))))
+        for _attempt in range(6):  # the markers cost a little: tighten until it fits
+            cap = max(_water_level(lengths, target), floor)
+            cut_now = 0
+            for i, t in enumerate(turns):
+                text = originals[i]
+                if text and len(text) > cap:
+                    cut, _removed = _cut(text, cap)
                     turns[i] = replace(t, **{attr: cut})
+                    cut_now += 1
+                elif text:
+                    turns[i] = replace(t, **{attr: text})
+            excess = over()
+            if excess <= 0 or cap == floor:
+                break
+            target = max(target - excess - 8, 0)
+        omitted += cut_now
+        if attr == "agent" and over() > 0:
+            # 6. still too big (hundreds of turns): the middle turns' agent text goes, the
+            # first and last three keep theirs; the user's words always stay.
+            excess = over()
+            for i in range(3, len(turns) - 3):
+                if turns[i].agent:
+                    excess -= len(turns[i].agent.encode("utf-8")) + 14
+                    turns[i] = replace(turns[i], agent=None)
                     omitted += 1
+                    if excess <= 0:
+                        excess = over()  # estimates only; re-measure before stopping
+                        if excess <= 0:
+                            break
     return replace(record, turns=tuple(turns), omitted=omitted)
 
 

@@ -213,8 +213,7 @@ def _quote(text: str) -> list[str]:
     """``> ``-prefix every line; an empty line stays inside the quote as ``>``."""
     out = []
     for line in text.strip("\n").split("\n"):
-        line = line.rstrip()
-        out.append(f"> {line}" if line else ">")
+        out.append(f"> {line}" if line else ">")  # verbatim: trailing spaces are kept
     return out
 
 
