@@ -129,9 +129,17 @@ class Settings:
     claude_cli: str = "claude"
     # Session records (issue 11): "commit" keeps one per session in sessions/ and commits
     # it with the session's facts; "local" keeps it in the gitignored state (indexed,
-    # never pushed); "off" writes none. The budget is the record body's size in bytes.
+    # never pushed); "off" writes none. The budget is the record file's size in bytes.
     session_records: str = "commit"
     session_record_budget: int = 12000
+    # The Anthropic backend's HTTP policy and its turn-1 prompt ceiling (estimated
+    # tokens of tools + system + index + digest; the digest is rebuilt smaller to fit).
+    api_retries: int = 4
+    retry_base_seconds: float = 1.0
+    retry_max_seconds: float = 30.0
+    request_timeout_seconds: float = 90.0
+    prompt_budget: int = 9500
+    # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -148,12 +156,20 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {**data, **table} if isinstance(table, dict) else data
 
 
+_NUMBER_FIELDS = {f.name: f.type for f in fields(Settings) if f.type in ("int", "float")}
+
+
 def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Settings:
-    known = {f.name for f in fields(Settings)}
+    known = {f.name for f in fields(Settings)} - {"extra"}
+    # Older docs put the backend tunables in an [extra] table: its keys apply as if
+    # they were written at the top level (a top-level key of the same name wins).
+    table = data.get("extra")
+    if isinstance(table, dict):
+        data = {**table, **{k: v for k, v in data.items() if k != "extra"}}
     updates: dict[str, Any] = {}
     extra = dict(settings.extra)
     for key, value in data.items():
-        if key not in known or key == "extra":
+        if key not in known:
             extra[key] = value
             continue
         if key == "session_records" and value not in SESSION_RECORD_MODES:
@@ -162,6 +178,13 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Setti
         if key == "session_record_budget" and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 1000):
             raise DualtraceError(f"session_record_budget must be a number of bytes >= 1000, not {value!r}")
+        kind = _NUMBER_FIELDS.get(key)
+        if kind is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    kind == "int" and not isinstance(value, int)):
+                raise DualtraceError(f"setting {key} must be {'an integer' if kind == 'int' else 'a number'}, "
+                                     f"not {value!r}")
+            value = float(value) if kind == "float" else value
         if key == "redact_patterns" and isinstance(value, list):
             value = tuple(str(v) for v in value)
         if key == "memory_dir" and isinstance(value, str) and base is not None:
@@ -197,6 +220,79 @@ def resolve_memory_dir(
     if settings.memory_dir:
         return Path(settings.memory_dir).expanduser().resolve()
     return state_dir() / "memory" / project_key(root)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where one command or job works, resolved once at the top and passed down.
+
+    One rule for "the project": the main worktree of the directory the command runs
+    in (for a hook-started job, the agent's cwd from the hook payload), else that
+    directory. Its ``dualtrace.toml`` gives the settings; the memory directory follows
+    the module docstring; ``project`` names ``system/<project>/conventions.md``.
+    """
+
+    root: Path
+    settings: Settings
+    memory_dir: Path
+    project: str
+
+
+def workspace(
+    cwd: str | os.PathLike[str] | None = None,
+    memory_dir: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+) -> Workspace:
+    """Resolve the Workspace of ``cwd`` (default: the current directory)."""
+    root = project_root(cwd)
+    if settings is None:
+        settings = load_settings(root)
+    return Workspace(root, settings, resolve_memory_dir(memory_dir, root, settings),
+                     project_slug(root))
+
+
+def set_user_setting(key: str, value: str) -> Path:
+    """Set one top-level string ``key`` in the user config, keeping the rest of the file
+    (comments, other keys, tables) as it is. Returns the file's path."""
+    import json
+
+    path = state_dir() / USER_CONFIG
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise DualtraceError(f"cannot read {path}: {exc}") from exc
+    line = f"{key} = {json.dumps(value)}"  # a JSON string of plain text is a TOML string
+    lines = text.splitlines()
+    table: str | None = None
+    first_header: int | None = None
+    for i, raw in enumerate(lines):
+        stripped = raw.strip()
+        if stripped.startswith("["):
+            table = stripped.strip("[] ")
+            first_header = i if first_header is None else first_header
+            continue
+        if table in (None, "dualtrace") and re.match(rf"{re.escape(key)}\s*=", stripped):
+            lines[i] = line
+            break
+    else:
+        lines.insert(len(lines) if first_header is None else first_header, line)
+    new = "\n".join(lines) + "\n"
+    try:
+        parsed = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise DualtraceError(f"{path} is not valid TOML ({exc}); fix it first") from exc
+    table_value = parsed.get("dualtrace")
+    if isinstance(table_value, dict) and key in table_value:
+        parsed = table_value
+    if parsed.get(key) != value:
+        raise DualtraceError(f"cannot set {key} in {path}; edit it by hand")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def api_key(settings: Settings) -> str | None:

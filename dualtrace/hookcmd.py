@@ -46,6 +46,10 @@ def entry() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
         sys.exit(run(argv[1:]))
+    if argv[:1] == ["mcp"]:  # a server the host starts at session start: skip click too
+        from dualtrace.mcp_server import main as mcp_main
+
+        sys.exit(mcp_main(argv[1:]))
     from dualtrace.cli import main
 
     main()

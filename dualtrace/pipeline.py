@@ -74,15 +74,23 @@ def encode_session(
     memory_dir: str | Path | None = None,
     backend: str = "auto",
     settings: Settings | None = None,
+    workspace: config.Workspace | None = None,
     host: str | None = None,
     last_assistant_message: str | None = None,
     dry_run: bool = False,
     budget: int | None = None,
+    fallback: str | None = None,
 ) -> EncodeReport:
+    """Encode the new part of ``transcript`` into ``memory_dir``: at most one commit.
+
+    ``fallback`` ("offline" or "none") overrides ``settings.fallback`` for what happens
+    when a model backend fails: encode offline instead, or raise (the default by hand;
+    the worker passes "offline" unless the config says "none").
+    """
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
     from dualtrace.encoder.redact import Redactor, redact_session
-    from dualtrace.hooks.transcripts import read_transcript
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -93,16 +101,21 @@ def encode_session(
         return now
 
     path = Path(transcript).expanduser().resolve()
-    if settings is None:
-        settings = config.load_settings(config.project_root())
-    if memory_dir is None:
-        memory_dir = config.resolve_memory_dir(None, settings=settings)
-    memory_dir = Path(memory_dir).expanduser().resolve()
+    if workspace is None:
+        # The project is the current directory's (config.Workspace), never the
+        # session's cwd: settings, memory dir and project name follow one rule.
+        workspace = config.workspace(memory_dir=memory_dir, settings=settings)
+    elif memory_dir is not None or settings is not None:
+        workspace = replace(workspace, settings=settings or workspace.settings,
+                            memory_dir=Path(memory_dir).expanduser().resolve() if memory_dir
+                            else workspace.memory_dir)
+    settings = workspace.settings
+    memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
     cursor = cursors.load(path, str(memory_dir))
     t = time.perf_counter()
-    session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
@@ -142,11 +155,15 @@ def encode_session(
     t = lap("gates", t)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
-        if not dry_run and _has_record(memory_dir, settings, session.session_id):
-            # A later part of a recorded session: no memory in it, but its turns belong
-            # to the session's record (nothing said is lost between two Stop hooks).
+        if not dry_run and settings.session_records != "off" and (
+                _worth_recording(redacted) or _has_record(memory_dir, settings,
+                                                          session.session_id)):
+            # No memory in it, but the user asked for something (or it is a later part
+            # of a recorded session): its turns are kept in the session's record, so
+            # nothing said is lost.
             _record_alone(path, memory_dir, settings, redacted, report,
-                          range_start=cursor.offset or 0, range_end=session.cursor)
+                          project=workspace.project, range_start=cursor.offset or 0,
+                          range_end=session.cursor)
         advance()
         return _done(report, started, timings)
 
@@ -167,8 +184,7 @@ def encode_session(
     store = MemoryStore(
         store_root,
         author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root(session.cwd) if session.cwd
-                                    and Path(session.cwd).is_dir() else config.project_root()),
+        project=workspace.project,
     )
     start = cursor.offset or 0
     key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
@@ -202,8 +218,12 @@ def encode_session(
             try:
                 builder, usage = run(engine)
             except BackendError as exc:
-                if settings.fallback != "offline" or engine.name == "offline":
+                if engine.name == "offline":
                     raise
+                if (fallback or settings.fallback) != "offline":
+                    from dualtrace.encoder.backends import offline_hint
+
+                    raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
                 report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)
@@ -228,6 +248,13 @@ def encode_session(
         report.skipped = "nothing worth storing"
     advance()
     return _done(report, started, timings)
+
+
+def _worth_recording(session) -> bool:
+    """The record gate: a real request from the user (not a greeting or a bare /clear)."""
+    from dualtrace.encoder.records import has_request
+
+    return has_request(session)
 
 
 def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) -> bool:
@@ -302,7 +329,7 @@ __all__ = ["EncodeReport", "encode_session", "DualtraceError"]
 
 
 def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
-                  report: EncodeReport, *, range_start: int | None = None,
+                  report: EncodeReport, *, project: str, range_start: int | None = None,
                   range_end: int | None = None, facts: list | None = None,
                   backfill: bool = False) -> None:
     """Write (or update) a session record with no memory operation: its own commit.
@@ -320,11 +347,8 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
     from dualtrace.memfs.store import MemoryStore
 
     redactor = Redactor(settings.redact_patterns)
-    store = MemoryStore(
-        memory_dir, author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root(session.cwd) if session.cwd
-                                    and Path(session.cwd).is_dir() else config.project_root()),
-    )
+    store = MemoryStore(memory_dir, author=(settings.author_name, settings.author_email),
+                        project=project)
     local = settings.session_records == "local"
     sid = session.session_id or path.stem
     trailers = [f"{SESSION_TRAILER}: {sid}"]
@@ -396,8 +420,10 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
     redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     verdict = gates_mod.evaluate(redacted)
-    if verdict.skip_backend:
-        report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+    if verdict.skip_backend and not _worth_recording(redacted):
+        report.skipped = "no request from the user in the session"
         return _done(report, started, {})
-    _record_alone(path, memory_dir, settings, redacted, report, facts=facts, backfill=True)
+    project = config.workspace(memory_dir=memory_dir, settings=settings).project
+    _record_alone(path, memory_dir, settings, redacted, report, project=project, facts=facts,
+                  backfill=True)
     return _done(report, started, {})

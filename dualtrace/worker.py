@@ -233,10 +233,13 @@ class Worker:
         stat = os.stat(transcript)
         from dualtrace.pipeline import encode_session
 
+        ws = config.workspace(cwd, memory_dir=memdir, settings=settings)
         report = encode_session(
-            Path(transcript), memory_dir=Path(memdir), backend=settings.backend,
-            settings=settings, host=job.get("host"),
+            Path(transcript), workspace=ws, backend=settings.backend, host=job.get("host"),
             last_assistant_message=job.get("last_assistant_message"),
+            # Hooks never lose a session to a model outage: offline unless the config
+            # asks for retries instead (fallback = "none").
+            fallback=settings.fallback or "offline",
         )
         info = report.to_dict()
         for key in ("backend", "operations", "commit", "skipped", "cursor"):

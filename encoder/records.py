@@ -327,6 +327,11 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
                  describe(drafts))
 
 
+def has_request(session: Session) -> bool:
+    """Whether the session holds a real request from the user (the record gate)."""
+    return bool(describe(_turn_drafts(session)))
+
+
 def describe(drafts: Iterable[_Draft]) -> str:
     """The first real request's first line: the user's words, cut, never rephrased."""
     for d in drafts:

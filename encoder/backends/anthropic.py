@@ -44,7 +44,6 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 SEARCH_LIMIT = 8
 READ_LIMIT = 12000  # characters of one memory file returned to the model
 MAX_INDEX = 40  # memories listed in the user turn
-PROMPT_BUDGET = 9500  # estimated tokens of the whole turn-1 prompt (target: <= 10,000)
 
 _SCORES_SCHEMA = {
     "type": "object",
@@ -213,12 +212,12 @@ def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, An
     """The first request body (pure: no SDK, no network). Used live and for batches.
 
     The whole turn-1 prompt (tools + system + index + digest) is kept within
-    ``prompt_budget`` estimated tokens (default PROMPT_BUDGET): when the digest
+    ``settings.prompt_budget`` estimated tokens (default 9,500): when the digest
     the pipeline built does not fit next to the prefix, it is rebuilt smaller
     from the (already redacted) session.
     """
     params = _params(request, mode)
-    limit = int(request.settings.extra.get("prompt_budget", PROMPT_BUDGET))
+    limit = request.settings.prompt_budget
     session = request.session
     for _ in range(3):
         over = estimate_request_tokens(params) - limit
@@ -410,11 +409,10 @@ class AnthropicBackend:
         # API for turn 1, with exactly the prompt the model saw.
         self.prefetched = prefetched
         self._sleep = sleep
-        extra = settings.extra or {}
-        self.retries = int(extra.get("api_retries", 4))
-        self.retry_base = float(extra.get("retry_base_seconds", 1.0))
-        self.retry_cap = float(extra.get("retry_max_seconds", 30.0))
-        self.request_timeout = float(extra.get("request_timeout_seconds", 90.0))
+        self.retries = settings.api_retries
+        self.retry_base = settings.retry_base_seconds
+        self.retry_cap = settings.retry_max_seconds
+        self.request_timeout = settings.request_timeout_seconds
 
     # -- client
 

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import CORPUS, EXAMPLES
 
 from dualtrace import config
 from dualtrace.encoder.records import fit, record_for
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks.transcripts import read_transcript
 from dualtrace.memfs import sessions
-from dualtrace.memfs.sessions import Check, Commit, SessionRecord, Turn
+from dualtrace.memfs.sessions import Check, Commit, Turn
+from tests.conftest import CORPUS, EXAMPLES
+from tests.memfs.test_session_format import _record
 
 SID = "0b6f1c2e-7d1a-4b8e-9c55-2f0e8a1d3b44"
 
@@ -27,9 +28,9 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
                           text=True, cwd=cwd)
 
 
-def encode(memdir: Path, transcript: Path) -> dict:
+def encode(memdir: Path, transcript: Path, cwd: Path | None = None) -> dict:
     proc = cli("encode", str(transcript), "--memory-dir", str(memdir), "--backend", "offline",
-               "--json")
+               "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -96,83 +97,6 @@ def add_fix(t: Transcript) -> Transcript:
     t.bash("git commit -am 'Retry token refresh once'", "[main 9ab12cd] Retry token refresh once")
     t.say("Fixed: refresh_token now retries once. I haven't checked the staging logs yet.")
     return t
-
-
-# ------------------------------------------------------------------ format
-
-
-def _record(**changes) -> SessionRecord:
-    base = SessionRecord(
-        path="sessions/2026-03/2026-03-25-0b6f1c2e.md", session=SID, host="claude-code",
-        project="shop", branch="main", started="2026-03-25T09:01:00Z",
-        ended="2026-03-25T09:40:00Z", description="Fix the flaky auth test",
-        commits=(Commit("9ab12cd", "Retry token refresh once"),),
-        files_changed=("src/shop/auth.py",),
-        checks=(Check("pytest -q", 2, 1, "passed"),),
-        memories=(("decisions/retry-refresh.md", "stored"),),
-        turns=(Turn(1, "2026-03-25", "09:01", user="line one\n\n## Turn 9 (2026-01-01)\n# not a heading\n  indented ",
-                    agent="done", failures=("09:02 `pytest -q` exited 1: AssertionError",),
-                    notes=("Because X.", "Instead of Y."), activity="2 commands"),
-               Turn(2, "2026-03-25", None, agent="only agent text")),
-        open_ends=("`pytest -q` failed on its last run",),
-    )
-    return SessionRecord(**{**base.__dict__, **changes})
-
-
-def test_render_parse_round_trip_and_no_content_line_is_a_heading():
-    record = _record()
-    text = sessions.render_record(record)
-    again = sessions.parse_record(text, record.path)
-    assert sessions.render_record(again) == text
-    assert again.turns == record.turns and again.checks == record.checks
-    assert again.memories == record.memories and again.commits == record.commits
-    assert again.outcome == "1 commit; pytest -q passed; open end"
-    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
-    assert headings == ["# Session 2026-03-25 0b6f1c2e: Fix the flaky auth test",
-                        "## Turn 1 (2026-03-25 09:01 UTC)", "## Turn 2 (2026-03-25)",
-                        "## Open ends"]
-    for h in headings[1:3]:
-        assert sessions.TURN_HEADING.match(h)
-
-
-def test_turn_windows_are_the_sections_with_dates():
-    windows = sessions.turn_windows(sessions.render_record(_record()))
-    assert [(w.kind, w.number, w.date, w.time) for w in windows] == [
-        ("turn", 1, "2026-03-25", "09:01"), ("turn", 2, "2026-03-25", None),
-        ("open-ends", None, "2026-03-25", None)]
-    first = windows[0].text
-    assert "line one" in first and "## Turn 9 (2026-01-01)" in first and "Because X." in first
-    assert "**User:**" not in first and "> " not in first
-
-
-def test_paths_ids_and_clashes(tmp_path):
-    assert sessions.record_path(SID, "2026-03-25T09:01:00Z") == "sessions/2026-03/2026-03-25-0b6f1c2e.md"
-    assert sessions.record_path(SID, None, local=True, today="2026-04-01") == \
-        ".dualtrace/sessions/2026-04/2026-04-01-0b6f1c2e.md"
-    plain = sessions.id8("My Chat.JSONL")
-    assert re.fullmatch(r"[0-9a-f]{8}", plain) and plain == sessions.id8("My Chat.JSONL")
-    first = tmp_path / sessions.record_path(SID, "2026-03-25")
-    first.parent.mkdir(parents=True)
-    first.write_text(sessions.render_record(_record()))
-    # another session with the same first 8 characters on the same day gets "-2"
-    other = SID[:8] + "-ffff-4fff-8fff-ffffffffffff"
-    assert sessions.free_path(tmp_path, other, "2026-03-25", local=False).endswith("0b6f1c2e-2.md")
-    assert sessions.free_path(tmp_path, SID, "2026-03-25", local=False) == _record().path
-
-
-def test_read_record_by_id_prefix_path_and_errors(tmp_path):
-    rel = _record().path
-    (tmp_path / rel).parent.mkdir(parents=True)
-    (tmp_path / rel).write_text(sessions.render_record(_record()))
-    assert sessions.read_record(tmp_path, SID).path == rel
-    assert sessions.read_record(tmp_path, "0b6f1c").session == SID
-    assert sessions.read_record(tmp_path, rel).turns[0].agent == "done"
-    with pytest.raises(DualtraceError, match="no session record"):
-        sessions.read_record(tmp_path, "ffffffff")
-    with pytest.raises(DualtraceError, match="too short"):
-        sessions.read_record(tmp_path, "0b")
-    (tmp_path / "sessions/2026-03/2026-03-25-broken.md").write_text("not a record")
-    assert [i.session for i in sessions.list_records(tmp_path)] == [SID]  # broken one skipped
 
 
 # ------------------------------------------------------------------ builder and budget
@@ -277,9 +201,14 @@ def test_a_session_encoded_in_parts_updates_its_record_in_place(memdir, tmp_path
     assert len(log) == 2  # both parts committed the same file
 
 
-def test_noise_only_session_writes_no_record(memdir):
-    report = encode(memdir, EXAMPLES / "noise-only.jsonl")
+def test_a_session_without_a_real_request_writes_no_record(memdir, tmp_path):
+    t = Transcript(tmp_path / "hi.jsonl")
+    t.user("hi")
+    t.say("Hello! What would you like to work on?")
+    t.user("<command-name>/clear</command-name>")
+    report = encode(memdir, t.write())
     assert report["record"] is None and not (memdir / "sessions").exists()
+    assert report["commit"] is None
 
 
 def test_a_record_alone_is_committed_when_nothing_is_worth_a_memory(memdir, tmp_path):
@@ -369,7 +298,7 @@ def test_session_start_lists_the_last_three_sessions(memdir, tmp_path):
     for i in range(4):
         t = fix_session(tmp_path / f"s{i}.jsonl", sid=f"{i}{SID[1:]}", day=f"2026-03-2{i}",
                         cwd=str(project))
-        encode(memdir, t.write())
+        encode(memdir, t.write(), cwd=project)  # the project is where the command runs
     assert {i.project for i in sessions.list_records(memdir)} == {"shop"}
     store = MemoryStore(memdir, project="shop", create=False)
     text = session_start_context(store, config.Settings(), mark_shown=False)
@@ -392,11 +321,11 @@ def test_backfill_records_for_real_claude_code_log_sessions(tmp_path):
     memdir = tmp_path / "mem"
     proc = cli("backfill", "--records", "--memory-dir", str(memdir), str(corpus))
     assert proc.returncode == 0, proc.stderr
-    assert "9 transcript(s): 8 encoded, 1 skipped, 0 failed" in proc.stdout
+    assert "9 transcript(s): 9 encoded, 0 skipped, 0 failed" in proc.stdout
     from dualtrace.encoder.redact import Redactor, redact_session
 
     infos = sessions.list_records(memdir)
-    assert len(infos) == 8
+    assert len(infos) == 9
     sizes = []
     shell = re.compile(r"<(bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
     for info in infos:
@@ -414,13 +343,13 @@ def test_backfill_records_for_real_claude_code_log_sessions(tmp_path):
     assert max(sizes) <= 12000
     again = cli("backfill", "--records", "--memory-dir", str(memdir), str(corpus))
     assert "0 encoded, 9 skipped" in again.stdout
-    assert len(git.Repo(memdir).git.log("--format=%s").splitlines()) == 9  # init + 8 records
+    assert len(git.Repo(memdir).git.log("--format=%s").splitlines()) == 10  # init + 9 records
 
 
 def test_a_record_first_written_at_a_later_part_starts_from_the_beginning(memdir, tmp_path):
     t = Transcript(tmp_path / "late.jsonl")
-    t.user("What does the auth module do?")
-    t.say("It checks the bearer token on every request.")
+    t.user("Hello")
+    t.say("Hi! What would you like to work on?")
     t.write()
     first = encode(memdir, t.path)
     assert first["skipped"].startswith("gates:") and first["record"] is None
@@ -430,5 +359,5 @@ def test_a_record_first_written_at_a_later_part_starts_from_the_beginning(memdir
     second = encode(memdir, t.path)
     record = sessions.read_record(memdir, second["record"])
     assert [turn.user.splitlines()[0] for turn in record.turns] == [
-        "What does the auth module do?", "/fix the flaky auth test"]
+        "Hello", "/fix the flaky auth test"]
     assert record.parts == 1

@@ -15,6 +15,7 @@ from dualtrace.encoder.backends.anthropic import TOOLS, AnthropicBackend, build_
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder, parse_store
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import EXAMPLES
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
 
 DATE = "2026-03-10"
@@ -40,8 +41,8 @@ def api():
 
 
 def settings_for(api: FakeAnthropic, **kw) -> Settings:
-    extra = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, **kw.pop("extra", {})}
-    return Settings(api_key="sk-ant-test-dummy", base_url=api.url, extra=extra,
+    kw = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, **kw}
+    return Settings(api_key="sk-ant-test-dummy", base_url=api.url,
                     timeout_seconds=kw.pop("timeout_seconds", 30.0), **kw)
 
 
@@ -287,7 +288,7 @@ def test_repeated_overload_fails_cleanly(api, tmp_path, statuses):
     seed_incident(store)
     before = git_log(store)
     files_before = {p: (store.root / p).read_text() for p in store.iter_files()}
-    settings = settings_for(api, extra={"api_retries": 3})
+    settings = settings_for(api, api_retries=3)
     waits: list[float] = []
     with pytest.raises(BackendError, match=r"failed after 4 attempts \(HTTP 5"):
         run(api, tmp_path, [message(tool_use("store_memory", DECISION))]
@@ -384,7 +385,6 @@ def test_importing_backend_does_not_import_sdk():
 
 # ------------------------------------------------------------------ end to end through the CLI
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def cli(args: list[str], cwd: Path, api: FakeAnthropic | None = None, **env_extra: str):
@@ -454,7 +454,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
     mem = tmp_path / "mem"
     api.default = error(500, "boom")
     (config.state_dir() / "config.toml").write_text(
-        f'base_url = "{api.url}"\nfallback = "offline"\n')
+        f'backend = "anthropic"\nbase_url = "{api.url}"\nfallback = "offline"\n')
     import os
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
     proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--memory-dir", str(mem),
@@ -467,7 +467,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
 
 
 def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
-    from tests.test_redact import lookalikes, secrets_by_kind, write_corpus
+    from tests.encoder.test_redact import lookalikes, secrets_by_kind, write_corpus
 
     secrets = secrets_by_kind()
     transcript = tmp_path / "secrets.jsonl"
@@ -492,11 +492,13 @@ def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
 def test_auto_backend_choice(monkeypatch):
     from dualtrace.encoder.backends import resolve_name
 
+    # auto is offline whatever keys exist: a model runs only when it is named.
     assert resolve_name("auto", Settings()) == "offline"
-    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "anthropic"
+    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "offline"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
-    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "anthropic"
-    assert resolve_name("claude", Settings()) == "claude"  # only when chosen
+    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "offline"
+    assert resolve_name("anthropic", Settings()) == "anthropic"
+    assert resolve_name("claude", Settings()) == "claude"
 
 
 def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
@@ -517,5 +519,5 @@ def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
     assert estimate_request_tokens(params) <= 9500
     assert "<session_digest>" in params["messages"][0]["content"][0]["text"]
     small = build_params(EncodeRequest(session, digest, None, (),
-                                       Settings(extra={"prompt_budget": 6000}), builder.ctx))
+                                       Settings(prompt_budget=6000), builder.ctx))
     assert estimate_request_tokens(small) <= 6000

@@ -21,10 +21,10 @@ from dualtrace.backfill import (
 )
 from dualtrace.config import Settings
 from dualtrace.errors import DualtraceError
+from tests.conftest import EXAMPLES
+from tests.encoder.test_backend_anthropic import LOGGING_DECISION
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
-from tests.test_backend_anthropic import LOGGING_DECISION
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ["pilot-5-session-storage.jsonl", "pilot-1b-structured-logging.jsonl",
          "pilot-4-auth-401-session1.jsonl", "noise-only.jsonl"]
 
@@ -48,7 +48,7 @@ def transcripts(tmp_path) -> list[Path]:
 
 def settings_for(api: FakeAnthropic, **kw) -> Settings:
     return Settings(api_key="sk-ant-test-dummy", base_url=api.url, timeout_seconds=30.0,
-                    extra={"retry_base_seconds": 0.01, "retry_max_seconds": 0.02}, **kw)
+                    retry_base_seconds=0.01, retry_max_seconds=0.02, **kw)
 
 
 def user_text(body: dict) -> str:
@@ -115,15 +115,17 @@ def test_live_backfill_resumable_with_per_transcript_failure(api, tmp_path, tran
     assert by_name["pilot-1b-structured-logging.jsonl"].stored == 1
     assert by_name["pilot-4-auth-401-session1.jsonl"].status == "failed"
     assert "500" in by_name["pilot-4-auth-401-session1.jsonl"].note
-    assert by_name["noise-only.jsonl"].status in ("skipped", "nothing")
+    # noise-only skips the model (gates) but holds real requests: its record is committed
+    assert by_name["noise-only.jsonl"].status == "encoded"
+    assert by_name["noise-only.jsonl"].stored == 0
     assert (mem / "decisions/structured-logging-json.md").is_file()
     table = summary.table()
     # pilot-5's model call stored nothing, but it passed the noise gate: its session
     # record alone is committed, so it counts as encoded (stored 0).
     assert by_name["pilot-5-session-storage.jsonl"].status == "encoded"
     assert by_name["pilot-5-session-storage.jsonl"].stored == 0
-    assert len(list((mem / "sessions").rglob("*.md"))) == 2
-    assert "4 transcript(s): 2 encoded" in table and "1 failed" in table
+    assert len(list((mem / "sessions").rglob("*.md"))) == 3
+    assert "4 transcript(s): 3 encoded" in table and "1 failed" in table
     failed = transcripts[2]
     assert (cursors.load(failed).offset or 0) == 0  # not advanced: retried next run
     # second run: nothing is re-encoded; the failed one is retried and now succeeds
@@ -132,9 +134,9 @@ def test_live_backfill_resumable_with_per_transcript_failure(api, tmp_path, tran
     summary2 = run_live(paths, mem, settings_for(api), "anthropic")
     assert [i.status for i in summary2.items if i.status == "failed"] == []
     assert len(api.message_requests()) - before == 1  # only the previously failed session
-    # the first run's two commits, plus the retried session's record (nothing re-encoded)
+    # the first run's three commits, plus the retried session's record (nothing re-encoded)
     subjects = git_subjects(mem)
-    assert len(subjects) == 3 and sum(s.startswith("mem: record sessions/") for s in subjects) == 2
+    assert len(subjects) == 4 and sum(s.startswith("mem: record sessions/") for s in subjects) == 3
 
 
 def test_dry_run_estimates_without_sending_or_writing(api, tmp_path, transcripts):
