@@ -47,10 +47,8 @@ class AgentMemory:
     def resolve(cls, memory_dir: str | os.PathLike[str] | None = None) -> AgentMemory:
         from dualtrace import config
 
-        root = config.project_root()
-        settings = config.load_settings(root)
-        memdir = config.resolve_memory_dir(memory_dir, settings=settings)
-        return cls(Path(memdir), settings, root, config.project_slug(root),
+        ws = config.workspace(memory_dir=memory_dir)
+        return cls(Path(ws.memory_dir), ws.settings, ws.root, ws.project,
                    os.environ.get("CLAUDE_CODE_SESSION_ID") or None)
 
     # ------------------------------------------------------------ reads
@@ -178,6 +176,7 @@ class AgentMemory:
             parse_store,
         )
         from dualtrace.memfs.anchors import make_anchor
+        from dualtrace.memfs.transaction import commit
 
         if anchor:
             anchor = _text(anchor, "anchor", 64)
@@ -201,7 +200,7 @@ class AgentMemory:
                     return (f"not stored: {outcome.note or 'the validator skipped it'} "
                             f"(evidence {outcome.scores.total if outcome.scores else '-'}; "
                             "5 or more is stored)")
-                sha = builder.apply()
+                sha = commit(store, builder.changeset())
         finally:
             store.close()
         if sha is None:

@@ -15,6 +15,7 @@ import click
 
 from dualtrace import __version__, config
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 memory_dir_option = click.option(
     "--memory-dir",
@@ -97,6 +98,27 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     for line in queue.format_status(queue.status_summary(config.state_dir())):
         click.echo(line)
+    for line in _spend_lines(config.load_settings(config.project_root())):
+        click.echo(line)
+
+
+def _spend_lines(settings: config.Settings) -> list[str]:
+    """Today's model spend per backend, from the usage the APIs reported."""
+    from dualtrace.encoder.backends import spend
+
+    usd, tokens = spend.limits(settings)
+    limit = " and ".join(x for x in (f"${usd:.2f}" if usd > 0 else "",
+                                      f"{tokens:,} tokens" if tokens > 0 else "") if x)
+    cost, used = spend.totals()
+    head = f"spend today: ${cost:.4f}, {used:,} tokens"
+    head += f" (budget {limit} a day; over it: {spend.action(settings)})" if limit else \
+        " (no daily budget)"
+    lines = [head]
+    for backend, entry in sorted(spend.spent().items()):
+        tok = sum(int(entry.get(k) or 0) for k in spend.FIELDS[1:5])
+        lines.append(f"  {backend:<11} ${float(entry.get('cost_usd') or 0):.4f}  "
+                     f"{int(entry.get('requests') or 0)} request(s), {tok:,} tokens")
+    return lines
 
 
 @cli.command()
@@ -309,9 +331,80 @@ def reindex(memory_dir: Path | None) -> None:
     click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
 
 
+@cli.command()
+@memory_dir_option
+@click.option("--remote", default=None, help="Remote name (default: origin, else the only one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
+def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
+    """Fetch, merge (structurally, never with conflict markers) and push the memory."""
+    import json
+
+    from dualtrace.memfs.sync import sync as do_sync
+
+    store = resolve_store(memory_dir, create=False)
+    try:
+        report = do_sync(store, remote)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    if report.recovered:
+        click.echo(f"recovered: {report.recovered}")
+    click.echo(f"synced with {report.remote}/{report.branch}: {report.incoming} commits in, "
+               f"{report.outgoing if report.pushed else 0} out, {len(report.merged)} files "
+               f"merged ({report.took_ms / 1000:.2f}s)")
+    for line in report.conflicts:
+        click.echo(f"conflict kept in the file: {line}")
+
+
+@cli.group(invoke_without_command=True)
+@memory_dir_option
+@click.pass_context
+def remote(ctx: click.Context, memory_dir: Path | None) -> None:
+    """List the memory repository's git remotes (`remote add URL` adds one)."""
+    ctx.obj = memory_dir
+    if ctx.invoked_subcommand is None:
+        from dualtrace.memfs.sync import remotes
+
+        store = resolve_store(memory_dir, create=False)
+        found = remotes(store.root)
+        if not found:
+            click.echo("No remotes. Add one with `dualtrace remote add URL`.")
+        for name, url in found:
+            click.echo(f"{name}\t{url}")
+
+
+@remote.command("add")
+@memory_dir_option
+@click.argument("url")
+@click.option("--name", default="origin", show_default=True, help="Remote name.")
+@click.pass_obj
+def remote_add(group_memory_dir: Path | None, memory_dir: Path | None, url: str,
+               name: str) -> None:
+    """Add a git remote to the memory repository (and register the merge driver)."""
+    from dualtrace.memfs.sync import add_remote
+
+    store = resolve_store(memory_dir or group_memory_dir)
+    try:
+        add_remote(store, url, name)
+    finally:
+        store.close()
+    click.echo(f"added remote {name} {url}; run `dualtrace sync` to share the memory")
+
+
+@cli.command("merge-file", hidden=True)
+@click.argument("files", nargs=4)
+def merge_file(files: tuple[str, str, str, str]) -> None:
+    """git merge driver: BASE OURS THEIRS PATH (%O %A %B %P); writes the merge into OURS."""
+    from dualtrace.memfs.merge import run_driver
+
+    sys.exit(run_driver(list(files)))
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event")
-@click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")
+@click.option("--host", "--agent", "host", default=None, help=", ".join(registry.names()) + ".")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
     """Hook entry for the agent (stdin: the host's JSON). Always exits 0."""
@@ -356,7 +449,7 @@ def retry(session: str | None) -> None:
 
 
 _agent_option = click.option("--agent", "agent", default="claude-code", show_default=True,
-                             type=click.Choice(["claude-code", "codex", "letta"]))
+                             type=click.Choice(registry.names()))
 _scope_option = click.option("--scope", default="user", show_default=True,
                              type=click.Choice(["user", "project", "local"]))
 
@@ -376,6 +469,9 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
 
     for line in do_install(agent, scope, dry_run=dry_run):
         click.echo(line)
+    if agent == "codex":
+        click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
+                   "and review dualtrace's hooks in /hooks.")
     if backend is not None and not dry_run:
         click.echo(f"{config.set_user_setting('backend', backend)}: backend = \"{backend}\"")
     settings = config.load_settings(config.project_root())

@@ -139,6 +139,12 @@ class Settings:
     retry_max_seconds: float = 30.0
     request_timeout_seconds: float = 90.0
     prompt_budget: int = 9500
+    # The spending guard (encoder/backends/spend.py): what every model backend together
+    # may spend a day, from the usage the API reports; 0 turns a limit off. Over it,
+    # "offline" encodes offline, "wait" keeps the job queued until midnight.
+    daily_budget_usd: float = 1.0
+    daily_budget_tokens: int = 1_000_000
+    over_budget: str = "offline"
     # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -199,8 +205,28 @@ def load_settings(root: Path | None = None) -> Settings:
     settings = Settings()
     settings = _merge(settings, _read_toml(state_dir() / USER_CONFIG), None)
     if root is not None:
+        user = settings
         settings = _merge(settings, _read_toml(root / PROJECT_FILE), root)
+        # A repository's file may lower the user's spending limits, never raise them
+        # (a cloned project must not be able to spend the user's money).
+        settings = replace(
+            settings,
+            daily_budget_usd=_lower_limit(user.daily_budget_usd, settings.daily_budget_usd),
+            daily_budget_tokens=int(_lower_limit(user.daily_budget_tokens,
+                                                 settings.daily_budget_tokens)))
+    if settings.over_budget not in ("offline", "wait"):
+        raise DualtraceError(f"setting over_budget must be \"offline\" or \"wait\", not "
+                             f"{settings.over_budget!r}")
     return settings
+
+
+def _lower_limit(user: float, project: float) -> float:
+    """The stricter of two limits, where 0 means no limit."""
+    if user <= 0:
+        return project
+    if project <= 0:
+        return user
+    return min(user, project)
 
 
 def resolve_memory_dir(

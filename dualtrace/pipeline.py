@@ -168,8 +168,10 @@ def encode_session(
         return _done(report, started, timings)
 
     from dualtrace.encoder.backends import EncodeRequest, get_backend
+    from dualtrace.encoder.backends.spend import BudgetExceeded, action
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
+    from dualtrace.memfs import transaction
     from dualtrace.memfs.store import MemoryStore
 
     scratch = None
@@ -217,6 +219,12 @@ def encode_session(
 
             try:
                 builder, usage = run(engine)
+            except BudgetExceeded as exc:
+                if action(settings) == "wait":
+                    raise  # the worker keeps the job queued until the budget resets
+                report.notes.append(f"{exc}; encoded offline instead")
+                engine = get_backend("offline", settings)
+                builder, usage = run(engine)
             except BackendError as exc:
                 if engine.name == "offline":
                     raise
@@ -238,7 +246,12 @@ def encode_session(
             if dry_run:
                 report.diff = builder.diff()
             else:
-                report.commit = builder.apply()
+                report.commit = transaction.commit(store, builder.changeset())
+                local = builder.local_record()
+                if local is not None:  # kept in the gitignored state: indexed, never pushed
+                    from dualtrace.memfs.sessions import write_local_record
+
+                    write_local_record(store.root, *local)
             lap("apply", t)
     finally:
         store.close()
@@ -341,7 +354,6 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
     from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor
     from dualtrace.memfs import sessions as records
-    from dualtrace.memfs.atomic import atomic_write_text
     from dualtrace.memfs.formats import render_fact
     from dualtrace.memfs.gitrepo import RANGE_TRAILER, RECORD_TRAILER, SESSION_TRAILER, OpLine
     from dualtrace.memfs.store import MemoryStore
@@ -372,7 +384,7 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
                                       redact=redactor.redact)
             report.record = record.path
             if local:
-                atomic_write_text(store.root / record.path, text)
+                records.write_local_record(store.root, record.path, text)
                 return
             paths = [store.write_text(record.path, text)]
             for fact in mine:
@@ -385,7 +397,8 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
             line = OpLine("record", record.path.removesuffix(".md"), detail)
             message = "\n\n".join([line.line(), "\n".join(
                 [*trailers, f"{RECORD_TRAILER}: {record.path}"])]) + "\n"
-            report.commit = store.commit(paths, message)
+            # A later part amends the session's own unpushed commit, like any encode.
+            report.commit = store.commit(paths, message, None if backfill else sid)
             report.message = message
     finally:
         store.close()

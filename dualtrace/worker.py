@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dualtrace import config, queue
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 POLL_SECONDS = 0.5
 MAX_WAIT_SECONDS = 900.0
@@ -136,13 +137,11 @@ class Worker:
         if job.get("memory_dir"):
             return str(job["memory_dir"])
         settings = self.settings_for(job.get("cwd"))
-        if job.get("host") == "letta" and not (settings.memory_dir
-                                               or os.environ.get("DUALTRACE_MEMORY_DIR")):
-            from dualtrace.hooks import letta
-
-            memfs = letta.memfs_dir(job.get("agent_id"))
-            if memfs:
-                return memfs
+        if job.get("host") in registry.HOSTS and not (settings.memory_dir
+                                                      or os.environ.get("DUALTRACE_MEMORY_DIR")):
+            owned = registry.get(job["host"]).memory_dir(job.get("agent_id"))  # Letta's memfs
+            if owned:
+                return owned
         return str(config.resolve_memory_dir(None, job.get("cwd"), settings))
 
     def claim(self) -> tuple[dict, int, str | None] | None:
@@ -194,13 +193,27 @@ class Worker:
             _hold("after")
         except Exception as exc:  # noqa: BLE001 - every failure is recorded and retried
             expected = isinstance(exc, DualtraceError)
-            record["error"] = f"{type(exc).__name__}: {exc}" if not expected else str(exc)
+            resume_at = getattr(exc, "resume_at", None)  # spend.BudgetExceeded, over_budget=wait
+            if isinstance(resume_at, float):
+                record["skipped"] = f"waiting for the daily budget: {exc}"
+                record["deferred_until"] = resume_at
+            else:
+                record["error"] = f"{type(exc).__name__}: {exc}" if not expected else str(exc)
             if not expected:
                 self.log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         record["finished_at"] = time.time()
         record["duration"] = round(record["finished_at"] - started, 3)
         queue.append_line(os.path.join(self.s, queue.RUNS), record)
-        if record["error"]:
+        if record.get("deferred_until"):
+            self.log(f"{job['id']}: deferred until the budget resets")
+            with queue.queue_lock(self.s):
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if current and not current.get("_corrupt"):
+                    current.update(status=queue.PENDING, worker_pid=None, started_at=None,
+                                   not_before=record["deferred_until"], immediate=True,
+                                   last_error=record["skipped"][:2000])
+                    queue.atomic_write_json(queue.job_path(self.s, job["id"]), current)
+        elif record["error"]:
             self.log(f"{job['id']}: failed: {record['error']}")
             with queue.queue_lock(self.s):
                 current = queue.read_json(queue.job_path(self.s, job["id"]))
@@ -223,10 +236,8 @@ class Worker:
             record["skipped"] = "session runs inside the memory directory"
             return None
         transcript = job.get("transcript")
-        if not transcript and job.get("host") == "codex":
-            from dualtrace.hooks import codex_hooks
-
-            transcript = codex_hooks.find_rollout(str(job.get("session_id")))
+        if not transcript and job.get("host") in registry.HOSTS:
+            transcript = registry.get(job["host"]).find_transcript(str(job.get("session_id")))
         if not transcript or not os.path.isfile(transcript):
             raise DualtraceError(f"transcript not found: {transcript or '(none given)'}")
         record["transcript"] = transcript
@@ -257,17 +268,16 @@ class Worker:
         Only sessions dualtrace has seen before count (a seen record exists): a
         first install must not bill a model for every old session on disk.
         """
-        from dualtrace.hooks import claude_code_hooks
-
+        name = job.get("host") or registry.DEFAULT
+        host = registry.get(name)
         current = job.get("transcript") or ""
         horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
         queued = 0
-        for path in claude_code_hooks.project_transcripts(current or
-                                                          str(job.get("session_id")) + "/x"):
+        for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
             if path == current:
                 continue
             session = os.path.basename(path)[: -len(".jsonl")]
-            jid = queue.job_id("claude-code", session)
+            jid = queue.job_id(name, session)
             if os.path.exists(queue.job_path(self.s, jid)):
                 continue
             seen = queue.read_json(os.path.join(self.s, queue.SEEN, jid + ".json"))
@@ -279,7 +289,7 @@ class Worker:
                 continue
             if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
                 continue
-            queue.touch(self.s, host="claude-code", session_id=session, event="sweep",
+            queue.touch(self.s, host=name, session_id=session, event="sweep",
                         immediate=True, transcript=path, cwd=job.get("cwd"),
                         memory_dir=job.get("memory_dir"))
             queued += 1

@@ -1,29 +1,46 @@
-"""Claude Code transcript reader (``~/.claude/projects/<project>/<session>.jsonl``).
+"""Claude Code: hook payloads, settings files, and the transcript reader.
 
-Facts from HOSTS.md: one assistant API message is split over several lines sharing
+Transcripts: ``~/.claude/projects/<project>/<session>.jsonl`` (``CLAUDE_CONFIG_DIR``
+moves ``~/.claude``). One assistant API message is split over several lines sharing
 ``message.id``; ``progress`` and snapshot records are noise; resumed sessions replay
 uuids; compaction appends a boundary plus an ``isCompactSummary`` user line;
-subagents live in ``<session>/subagents/agent-*.jsonl``.
+subagents live in ``<session>/subagents/agent-*.jsonl`` (docs/HOSTS.md).
+
+This module is the Claude Code ``Host`` (hooks/host.py). The hook fast path imports
+it: module level is standard library only; the reader imports encoder.session lazily.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+TYPE_CHECKING = False  # typing costs ~4 ms: this module is on the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
 
-HOST = "claude-code"
+    from dualtrace.encoder.session import Event, Session, SessionBuilder
+
+HOST = NAME = "claude-code"
+TRANSCRIPT_FORMAT = "claude-code"
+# Claude Code hook event -> (our event, timeout seconds, matcher or None)
+EVENTS: dict[str, tuple[str, int, str | None]] = {
+    "Stop": ("stop", 10, None),
+    "SessionEnd": ("session-end", 5, None),
+    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
+    "UserPromptSubmit": ("prompt", 5, None),
+    "PreCompact": ("pre-compact", 10, None),
+}
+TIMEOUT_UNIT = 1
+SCOPES = ("user", "project", "local")
+REQUIRES_TRANSCRIPT = True
+SWEEP_ON_START = True  # session-start re-checks the sessions next to the transcript
+KEEPS_OWN_TRANSCRIPT = False
+
+# Events that belong to a subagent or are not about the main conversation.
+_IGNORED_EVENTS = frozenset({"SubagentStop", "SubagentStart", "Notification"})
 
 _NOISE_TAGS = ("command-name", "command-message", "command-args", "local-command-stdout",
                "local-command-stderr", "local-command-caveat", "system-reminder",
@@ -36,6 +53,84 @@ _EDIT_TOOLS = {"Edit": "modify", "MultiEdit": "modify", "Write": "modify",
 _SUBAGENT_TOOLS = ("Task", "Agent")
 # Noise record types the line reader drops before JSON parsing.
 PREFILTER_TYPES = frozenset({b"progress", b"file-history-snapshot", b"queue-operation"})
+
+
+# ------------------------------------------------------------------ the host
+
+
+def detect(payload: dict) -> bool:
+    """The default host: any payload no other host claims (hooks/registry.py)."""
+    return True
+
+
+def normalize(payload: dict, event: str, state: str = "") -> dict:
+    """``{"session_id", "transcript", "cwd", "last_assistant_message", "ignore"}``.
+
+    ``ignore`` holds a reason when the hook must do nothing (subagent, sidechain, or
+    an event we never act on); the caller logs nothing for it: it is routine.
+    """
+    name = str(payload.get("hook_event_name") or "")
+    transcript = payload.get("transcript_path") or None
+    out = {
+        "session_id": _str(payload.get("session_id")) or _str(os.environ.get("CLAUDE_CODE_SESSION_ID")),
+        "transcript": _str(transcript),
+        "cwd": _str(payload.get("cwd")) or _str(os.environ.get("CLAUDE_PROJECT_DIR")),
+        "agent_id": None,
+        "last_assistant_message": _str(payload.get("last_assistant_message")),
+        "ignore": None,
+    }
+    if name in _IGNORED_EVENTS:
+        out["ignore"] = f"event {name}"
+    elif payload.get("agent_id") or payload.get("agent_type"):
+        # Inside a subagent: its work is part of the parent's transcript already.
+        out["ignore"] = "subagent"
+    elif out["transcript"] and f"{os.sep}subagents{os.sep}" in out["transcript"]:
+        out["ignore"] = "subagent transcript"
+    elif payload.get("isSidechain"):
+        out["ignore"] = "sidechain"
+    return out
+
+
+def settings_path(scope: str, root: Path, home: Path) -> Path:
+    user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
+    return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",
+            "local": root / ".claude" / "settings.local.json"}[scope]
+
+
+def projects_dir(root: Path) -> Path:
+    """``~/.claude/projects/<root with every non-alphanumeric as '-'>``."""
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    return base / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root))
+
+
+def project_transcripts(root: Path) -> list[Path]:
+    folder = projects_dir(root)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def find_transcript(session_id: str) -> str | None:
+    return None  # every Claude Code payload names its transcript
+
+
+def sibling_transcripts(transcript: str) -> list[str]:
+    """Every main-session transcript next to ``transcript`` (its project folder)."""
+    folder = os.path.dirname(transcript)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
+
+
+def memory_dir(agent_id: str | None) -> str | None:
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+# ------------------------------------------------------------------ the reader
 
 
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
@@ -96,6 +191,7 @@ def _blocks_text(content: Any) -> str:
 
 def input_summary(name: str, data: Any) -> str:
     """A one-line summary of a tool input (never the full file contents)."""
+    from dualtrace.encoder.session import truncate_middle
     if not isinstance(data, dict):
         return truncate_middle(str(data), 200)
     for key in ("file_path", "notebook_path", "path", "pattern", "url", "query", "command"):
@@ -158,6 +254,7 @@ class _Parser:
             self._user(rec, ts)
 
     def _system(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import Event, truncate_middle
         sub = rec.get("subtype")
         if sub == "compact_boundary":
             meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
@@ -198,6 +295,7 @@ class _Parser:
                     self.pending[tid] = (name, block.get("input"), ts)
 
     def _merge_text(self, key: str, text: str, ts: str | None, detail: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         index = self.msg_index.get(key)
         if index is not None:  # a later line of the same API message
             prev = self.b.events[index]
@@ -209,6 +307,7 @@ class _Parser:
                   agent=self.agent, uuid=key.split(":")[0]))
 
     def _user(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         msg = rec.get("message")
         if not isinstance(msg, dict):
             return
@@ -245,6 +344,12 @@ class _Parser:
                          agent=self.agent, uuid=rec.get("uuid")))
 
     def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
+        from dualtrace.encoder.session import (
+            MAX_RESULT_CHARS,
+            Event,
+            commit_events,
+            truncate_middle,
+        )
         tid = block.get("tool_use_id")
         name, data, call_ts = self.pending.pop(tid, ("tool", None, ts)) if isinstance(
             tid, str) else ("tool", None, ts)
@@ -304,6 +409,7 @@ class _Parser:
 
     def flush_pending(self) -> None:
         """Tool calls whose result is not in the file (yet): keep the call itself."""
+        from dualtrace.encoder.session import Event
         for tid, (name, data, ts) in self.pending.items():
             self.b.add(Event("tool", ts, text=input_summary(name, data), tool=name,
                              agent=self.agent, uuid=tid, detail="no result"))
@@ -329,6 +435,7 @@ def _subagent_files(source: Path, session_id: str | None) -> dict[str, Path]:
 
 def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, str | None] | None:
     """Nested events worth keeping (edits, commits, failures) and a one-line summary."""
+    from dualtrace.encoder.session import SessionBuilder, truncate_middle
     from dualtrace.hooks.transcripts import LineReader
 
     reader = LineReader(path, skip_types=PREFILTER_TYPES)
@@ -364,6 +471,7 @@ def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, st
 
 def read(reader: Any, *, last_assistant_message: str | None = None,
          follow_subagents: bool = True) -> Session:
+    from dualtrace.encoder.session import SessionBuilder
     source = Path(reader.path)
     builder = SessionBuilder(HOST, str(source))
     parser = _Parser(builder)
@@ -378,6 +486,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None,
 
 
 def _attach_subagents(parser: _Parser, source: Path, whole_file: bool) -> None:
+    from dualtrace.encoder.session import Event
     files = _subagent_files(source, parser.b.session_id)
     if not files:
         return

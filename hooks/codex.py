@@ -1,30 +1,144 @@
-"""OpenAI Codex CLI rollout reader (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+"""OpenAI Codex CLI: hook payloads, the legacy ``notify`` argument, rollouts, the reader.
 
-Lines are ``{timestamp, type, payload}``. ``response_item`` holds the conversation
-(messages, reasoning, function calls joined to their outputs by ``call_id``);
-``event_msg`` repeats visible messages for the UI, so it is dropped; ``compacted``
-carries a compaction summary.
+Rollouts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<session>.jsonl`` (default
+``~/.codex``). Lines are ``{timestamp, type, payload}``. ``response_item`` holds the
+conversation (messages, reasoning, function calls joined to their outputs by
+``call_id``); ``event_msg`` repeats visible messages for the UI, so it is dropped;
+``compacted`` carries a compaction summary (docs/HOSTS.md).
+
+This module is the Codex ``Host`` (hooks/host.py). The hook fast path imports it:
+module level is standard library only; the reader imports encoder.session lazily.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+TYPE_CHECKING = False  # typing costs ~4 ms: this module is on the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
 
-HOST = "codex"
+    from dualtrace.encoder.session import Session, SessionBuilder
+
+HOST = NAME = "codex"
+PREFILTER_TYPES: frozenset[bytes] = frozenset()  # record types the line reader may drop unparsed
+TRANSCRIPT_FORMAT = "codex"
+# Codex hook event -> (our event, timeout seconds, matcher or None). SessionEnd (root
+# threads, after the rollout is flushed) has its timeout capped at 3 s by Codex; without
+# it a `codex exec` session waited out Stop's debounce.
+EVENTS: dict[str, tuple[str, int, str | None]] = {
+    "Stop": ("stop", 10, None),
+    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
+    "UserPromptSubmit": ("prompt", 5, None),
+    "PreCompact": ("pre-compact", 10, None),
+    "SessionEnd": ("session-end", 3, None),
+}
+TIMEOUT_UNIT = 1
+SCOPES = ("user", "project")
+REQUIRES_TRANSCRIPT = False  # transcript_path may be null: found by session id
+SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
+KEEPS_OWN_TRANSCRIPT = False
+
+# ------------------------------------------------------------------ the host
+
+
+def looks_like_codex(payload: dict) -> bool:
+    """Codex hook payloads carry ``turn_id``; notify payloads a ``thread-id``."""
+    if "turn_id" in payload or "thread-id" in payload:
+        return True
+    path = payload.get("transcript_path")
+    return isinstance(path, str) and os.path.basename(path).startswith("rollout-")
+
+
+def normalize(payload: dict, event: str, state: str = "") -> dict:
+    transcript = payload.get("transcript_path")
+    return {
+        "session_id": _str(payload.get("session_id")) or _str(payload.get("thread-id")),
+        # transcript_path may be null: the worker then finds the rollout by session id.
+        "transcript": _str(transcript),
+        "cwd": _str(payload.get("cwd")),
+        "agent_id": None,
+        "last_assistant_message": _str(payload.get("last_assistant_message"))
+        or _str(payload.get("last-assistant-message")),
+        "ignore": None,
+    }
+
+
+def from_notify(argument: str) -> dict:
+    """The legacy ``notify`` program gets one JSON argument per finished turn."""
+    data = json.loads(argument.lstrip("\ufeff"))
+    if not isinstance(data, dict):
+        raise ValueError("notify argument is not a JSON object")
+    if data.get("type") not in (None, "agent-turn-complete"):
+        return {"ignore": f"notify type {data.get('type')}"}
+    return normalize(data, "stop")
+
+
+def codex_home() -> str:
+    return os.path.expanduser(os.environ.get("CODEX_HOME") or "~/.codex")
+
+
+def find_rollout(session_id: str, home: str | None = None) -> str | None:
+    """``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<session_id>.jsonl``, newest first."""
+    import glob  # worker side only; keeps the hook's imports minimal
+
+    root = os.path.join(home or codex_home(), "sessions")
+    pattern = os.path.join(root, "*", "*", "*", f"rollout-*{glob.escape(session_id)}.jsonl")
+    hits = sorted(glob.glob(pattern), reverse=True)
+    return hits[0] if hits else None
+
+
+def detect(payload: dict) -> bool:
+    return looks_like_codex(payload)
+
+
+def settings_path(scope: str, root: Path, home: Path) -> Path:
+    user = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
+    return {"user": user / "hooks.json", "project": root / ".codex" / "hooks.json"}[scope]
+
+
+def project_transcripts(root: Path) -> list[Path]:
+    """Rollouts whose session_meta cwd is the project (or inside it)."""
+    found = []
+    for path in sorted((Path(codex_home()) / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        try:
+            with path.open("r", encoding="utf-8", errors="replace") as fh:
+                first = json.loads(fh.readline() or "{}")
+        except (OSError, ValueError):
+            continue
+        cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
+        if isinstance(cwd, str):
+            try:
+                where = Path(cwd).expanduser().resolve()
+            except OSError:
+                continue
+            if where == root or root in where.parents:
+                found.append(path)
+    return found
+
+
+def find_transcript(session_id: str) -> str | None:
+    return find_rollout(session_id)
+
+
+def sibling_transcripts(transcript: str) -> list[str]:
+    return []
+
+
+def memory_dir(agent_id: str | None) -> str | None:
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+# ------------------------------------------------------------------ the reader
+
 
 _SHELL_TOOLS = ("exec_command", "shell", "local_shell", "container.exec", "shell_command")
 # User-role messages Codex injects itself (instructions, environment), not typed by a person.
@@ -93,6 +207,12 @@ def _output_of(raw: Any) -> tuple[str, int | None]:
 
 
 def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    from dualtrace.encoder.session import (
+        MAX_TEXT_CHARS,
+        Event,
+        SessionBuilder,
+        truncate_middle,
+    )
     b = SessionBuilder(HOST, str(reader.path))
     pending: dict[str, tuple[str, Any, str | None, bool]] = {}
     if reader.cursor > 0:
@@ -153,6 +273,7 @@ def _read_meta(path: Path, b: SessionBuilder) -> None:
 
 def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
           pending: dict[str, tuple[str, Any, str | None, bool]]) -> None:
+    from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
     ptype = p.get("type")
     if ptype == "message":
         role = p.get("role")
@@ -193,6 +314,12 @@ def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
 
 def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | None,
             b: SessionBuilder, call_id: str) -> None:
+    from dualtrace.encoder.session import (
+        MAX_RESULT_CHARS,
+        Event,
+        commit_events,
+        truncate_middle,
+    )
     name, args, call_ts, _custom = call
     output, code = _output_of(raw_output)
     when = call_ts or ts

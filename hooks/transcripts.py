@@ -17,15 +17,22 @@ from typing import Any
 from dualtrace.encoder.session import Session
 from dualtrace.errors import TranscriptError
 
-FORMATS = ("claude-code", "codex", "plain")
-# The transcript format each host writes. Letta Code's payloads carry no transcript:
-# the hook keeps one in the plain chat format (hooks/letta.py).
-HOST_FORMATS = {"claude-code": "claude-code", "codex": "codex", "letta": "plain"}
+# Transcript formats -> the module whose ``read`` parses them. A host names its format
+# (Host.TRANSCRIPT_FORMAT); Letta's payloads carry no transcript, so the hook keeps one
+# in the plain chat format (hooks/letta.py).
+READERS = {
+    "claude-code": "dualtrace.hooks.claude_code",
+    "codex": "dualtrace.hooks.codex",
+    "plain": "dualtrace.hooks.plain",
+}
+FORMATS = tuple(READERS)
 
 
 def format_for_host(host: str | None) -> str | None:
     """The transcript format a host's sessions are read with; None (detect) if unknown."""
-    return HOST_FORMATS.get(host) if host else None
+    from dualtrace.hooks import registry
+
+    return registry.get(host).TRANSCRIPT_FORMAT if host in registry.HOSTS else None
 
 # A line longer than this is skipped (counted) while being read in bounded chunks,
 # so one pathological record cannot take unbounded memory. Real records up to this
@@ -225,16 +232,8 @@ def read_transcript(
         fmt = detect_format(p)
     elif fmt not in FORMATS:
         raise TranscriptError(f"unknown transcript format {fmt!r} (expected one of {FORMATS})")
-    if fmt == "claude-code":
-        from dualtrace.hooks import claude_code
+    import importlib
 
-        reader = LineReader(p, cursor, max_line, skip_types=claude_code.PREFILTER_TYPES)
-        return claude_code.read(reader, last_assistant_message=last_assistant_message)
-    reader = LineReader(p, cursor, max_line)
-    if fmt == "codex":
-        from dualtrace.hooks import codex
-
-        return codex.read(reader, last_assistant_message=last_assistant_message)
-    from dualtrace.hooks import plain
-
-    return plain.read(reader, last_assistant_message=last_assistant_message)
+    reader_module = importlib.import_module(READERS[fmt])
+    reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
+    return reader_module.read(reader, last_assistant_message=last_assistant_message)

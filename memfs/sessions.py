@@ -570,6 +570,25 @@ def read_record(root: Path | str, ref: str) -> SessionRecord:
     return parse_record((root / rel).read_text(encoding="utf-8"), rel)
 
 
+def local_record_file(root: Path, rel: str) -> Path:
+    """The file of a local record: under .dualtrace/, which memory paths may not reach.
+
+    The path comes from :func:`record_path` (a date and a [0-9a-z] id), never from a
+    model; it is still checked, since confine() cannot be used for the state folder.
+    """
+    parts = rel.split("/")
+    if not (rel.startswith(LOCAL_RECORDS_DIR + "/") and is_record_path(rel) and len(parts) == 4
+            and all(p and p not in (".", "..") for p in parts)):
+        raise DualtraceError(f"not a local session record path: {rel!r}")
+    return Path(root) / rel
+
+
+def write_local_record(root: Path, rel: str, text: str) -> None:
+    from dualtrace.memfs.atomic import atomic_write_text
+
+    atomic_write_text(local_record_file(root, rel), text)
+
+
 def free_path(root: Path, session_id: str, started: str | None, *, local: bool) -> str:
     """The record path for a new session: the next free ``-2``, ``-3`` name on a clash."""
     rel = record_path(session_id, started, local=local)

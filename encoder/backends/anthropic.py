@@ -33,7 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings, api_key
-from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.backends import EncodeRequest, Usage, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 
@@ -248,7 +248,7 @@ class MemoryTools:
 
     def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
         """(tool_result content, is_error)."""
-        from dualtrace.encoder.plan import Rejected  # noqa: F401 - DualtraceError covers it
+        from dualtrace.encoder.operations import Rejected  # noqa: F401 - DualtraceError covers it
 
         data = raw_input
         if isinstance(data, str):
@@ -324,17 +324,17 @@ class MemoryTools:
         return "accepted: " + json.dumps(outcome.to_dict(), separators=(",", ":"))
 
     def _t_store_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_store
+        from dualtrace.encoder.operations import parse_store
 
         return self._outcome(self.builder.add(parse_store(data)))
 
     def _t_update_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_update
+        from dualtrace.encoder.operations import parse_update
 
         return self._outcome(self.builder.add(parse_update(data)))
 
     def _t_skip(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_skip
+        from dualtrace.encoder.operations import parse_skip
 
         return self._outcome(self.builder.add(parse_skip(data)))
 
@@ -447,16 +447,24 @@ class AnthropicBackend:
                 reply = message_dict(self.prefetched[1])
                 batch_turn = True
             else:
+                try:
+                    spend.check(settings, self.name)  # before every request
+                except spend.BudgetExceeded:
+                    if turn == 1:
+                        raise
+                    usage.notes.append(f"daily budget reached after turn {turn - 1}: "
+                                       f"{tools.accepted} accepted operation(s) kept")
+                    break
                 if client is None:
                     client = self.client()
                 body = {**params, "messages": _with_breakpoint(messages)}
                 reply = message_dict(self._call(client, body, deadline, usage))
             usage.turns = turn
             add_usage(usage, reply)
-            if batch_turn and turn == 1:
-                usage.cost_usd += cost_usd(settings.model, batch=True, **_usage_kw(reply))
-            else:
-                usage.cost_usd += cost_usd(settings.model, **_usage_kw(reply))
+            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1,
+                                 **_usage_kw(reply))
+            usage.cost_usd += turn_cost
+            spend.record(self.name, cost_usd=turn_cost, **_usage_kw(reply))
             content = [b for b in reply.get("content") or [] if isinstance(b, dict)]
             calls = [b for b in content if b.get("type") == "tool_use"]
             if reply.get("stop_reason") == "max_tokens":

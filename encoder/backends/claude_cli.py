@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings
-from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.backends import EncodeRequest, Usage, spend
 from dualtrace.encoder.backends.anthropic import MemoryTools, system_text, user_text
 from dualtrace.encoder.backends.pricing import cost_usd
 from dualtrace.errors import BackendError
@@ -122,7 +122,8 @@ class ClaudeCliBackend:
         settings = request.settings
         usage = Usage(model=settings.model, requests=1)
         tools = MemoryTools(builder)
-        budget = _remaining_budget(settings)
+        spend.check(settings, self.name)  # one claude -p run is one request to us
+        budget = spend.remaining_usd(settings)  # and it may not spend more than is left
         with Broker(tools, max_calls=max(1, settings.max_turns) * CALLS_PER_TURN) as broker, \
                 tempfile.TemporaryDirectory(prefix="dualtrace-claude-") as cwd:
             config_path = os.path.join(cwd, ".dualtrace-mcp.json")
@@ -133,6 +134,7 @@ class ClaudeCliBackend:
                            max_budget_usd=budget)
             result = self._run(argv, user_text(request), cwd)
         _add_usage(usage, result, settings.model)
+        spend.record_usage(self.name, usage)
         usage.turns = int(result.get("num_turns") or 0)
         subtype = str(result.get("subtype") or "success")
         if subtype == "error_max_turns":
@@ -184,15 +186,6 @@ class ClaudeCliBackend:
             raise BackendError("claude -p printed no JSON result (is --output-format json "
                                "supported by this version?)")
         return result
-
-
-def _remaining_budget(settings: Settings) -> float | None:
-    """Dollars left today under the spending guard (None: no dollar budget)."""
-    try:
-        from dualtrace.encoder.backends.spend import remaining_usd
-    except ImportError:
-        return None
-    return remaining_usd(settings)
 
 
 def _add_usage(usage: Usage, result: dict[str, Any], model: str) -> None:

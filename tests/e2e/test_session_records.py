@@ -197,8 +197,11 @@ def test_a_session_encoded_in_parts_updates_its_record_in_place(memdir, tmp_path
     assert record.files_changed == ("src/shop/auth.py", "CHANGELOG.md")
     assert record.open_ends[0] == "`pytest -q tests/test_auth.py` failed on its last run (09:26)" or \
         record.open_ends[0].startswith("`pytest -q tests/test_auth.py` failed on its last run")
-    log = git.Repo(memdir).git.log("--format=%s", "--", record.path).splitlines()
-    assert len(log) == 2  # both parts committed the same file
+    # the second part amends the session's own unpushed commit (one commit per session)
+    repo = git.Repo(memdir)
+    assert len(repo.git.log("--format=%s", "--", record.path).splitlines()) == 1
+    assert "(2 turns, part 2)" in repo.head.commit.message
+    assert "part 1)" not in repo.head.commit.message
 
 
 def test_a_session_without_a_real_request_writes_no_record(memdir, tmp_path):

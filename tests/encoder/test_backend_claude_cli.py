@@ -22,6 +22,7 @@ from dualtrace.encoder.backends.claude_cli import ALLOWED, ClaudeCliBackend
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 from tests.conftest import EXAMPLES
 from tests.encoder.test_backend_anthropic import DECISION, DIGEST
 
@@ -109,7 +110,7 @@ def test_scripted_session_through_the_validator(tmp_path, claude, monkeypatch):
     assert sorted(builder.pending) == ["decisions/session-storage-postgres.md",
                                        "scenes/decisions/session-storage-postgres.md"]
     assert not (tmp_path / "memory" / "decisions").exists()
-    assert builder.apply()
+    assert commit(builder.store, builder.changeset())
     assert usage.input_tokens == 5200 and usage.cost_usd == 0.0123 and usage.turns == 3
     notes = " ".join(usage.notes)
     assert "3 tool call(s) rejected by the validator" in notes
@@ -194,3 +195,18 @@ def test_cli_encode_with_claude_backend(tmp_path, claude):
     assert "Dualtrace-Backend: claude" in log
     start = claude.log()[0]
     assert start["problems"] == [] and start["prompt_chars"] > 500
+
+
+def test_spending_guard_bounds_the_child(tmp_path, claude):
+    from dualtrace.encoder.backends import spend
+
+    spend.record("anthropic", cost_usd=0.75)
+    claude.script([[{"tool": T("finish"), "input": {}}]], cost=0.02)
+    usage, _, _ = run(tmp_path, claude.path)
+    assert claude.log()[0]["max_budget_usd"] == pytest.approx(0.25)  # what is left today
+    assert spend.spent()["claude"]["cost_usd"] == pytest.approx(0.02)
+    spend.record("claude", cost_usd=0.5)
+    log_before = len(claude.log())
+    with pytest.raises(spend.BudgetExceeded, match="daily model budget reached"):
+        run(tmp_path, claude.path)
+    assert len(claude.log()) == log_before  # claude was never started
