@@ -98,8 +98,20 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     for line in queue.format_status(queue.status_summary(config.state_dir())):
         click.echo(line)
-    for line in _spend_lines(config.load_settings(config.project_root())):
+    settings = config.load_settings(config.project_root())
+    click.echo(_sync_line(store.root, settings))
+    for line in _spend_lines(settings):
         click.echo(line)
+
+
+def _sync_line(root: Path, settings: config.Settings) -> str:
+    from dualtrace import queue
+    from dualtrace.memfs.sync import status_line
+    from dualtrace.worker import sync_key
+
+    jid = queue.job_id("dualtrace-sync", sync_key(str(root)))
+    job = queue.read_json(queue.job_path(str(config.state_dir()), jid))
+    return status_line(root, settings.sync, job if job and not job.get("_corrupt") else None)
 
 
 def _spend_lines(settings: config.Settings) -> list[str]:
@@ -145,7 +157,8 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         return
     click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
     if report.skipped and not report.operations:
-        click.echo(f"SKIP  {report.skipped}")
+        click.echo(f"SKIP  {report.skipped}" + ("; kept in the session record" if report.commit
+                                                 and report.record else ""))
     for op in report.operations:
         scores = op["scores"]
         dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""

@@ -137,7 +137,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     if info.get("ignore"):
         return None
     if event == "prompt":
-        return _inject_prompt(payload)
+        return _inject(event, host, info, payload)
     if event == "post-tool-use":
         return None
     if _project_disabled(info.get("cwd")):
@@ -155,7 +155,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
-        return _inject_session_start(payload)
+        return _inject(event, host, info, payload)
     if not session_id:
         raise HookError(f"{event}: payload has no session id")
     if registry.get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
@@ -206,20 +206,30 @@ def _project_disabled(cwd: str | None) -> bool:
     return config.is_disabled(settings)
 
 
-# Injection points for recall (issue 7). They return the text printed on stdout.
+def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
+    """The stdout of a session-start or prompt hook: recalled context in the JSON the
+    host expects (hooks/), or None. Errors propagate: ``run`` logs them, exits 0."""
+    from dualtrace import config  # lazy: the Stop path never loads it
+    from dualtrace.memfs import inject
 
-def _inject_session_start(payload: dict) -> str | None:
-    """Context to add at SessionStart: pinned system files, memory index, conflicts."""
-    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
+    ws = config.workspace(info.get("cwd") or None)
+    if config.is_disabled(ws.settings):
+        return None
+    if not ws.memory_dir.is_dir():
+        return None  # nothing stored yet; never create a memory dir from a hook
+    if event == "session-start":
+        # Pinned system files, the memory index, open conflicts.
+        from dualtrace.memfs.store import MemoryStore
 
-    return hook_output("SessionStart", payload)
-
-
-def _inject_prompt(payload: dict) -> str | None:
-    """Recalled State A/B memories for a UserPromptSubmit prompt, or nothing."""
-    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
-
-    return hook_output("UserPromptSubmit", payload)
+        store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
+        text = inject.session_start_context(store, ws.settings)
+    else:
+        # Recalled State A/B memories for the prompt. Recall needs only the directory,
+        # not the store (whose imports cost ~30 ms before every prompt).
+        prompt = payload.get("prompt")
+        text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
+            if isinstance(prompt, str) else None
+    return registry.get(host).context_output(event, text) if text else None
 
 
 # ------------------------------------------------------------------ stdin

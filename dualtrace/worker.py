@@ -171,6 +171,9 @@ class Worker:
     # ---------------------------------------------------------------- running
 
     def process(self, job: dict, rev: int, memdir: str | None) -> None:
+        if job.get("kind") == "sync":
+            self.sync(job, rev)
+            return
         if job.get("kind") == "sweep":
             try:
                 self.sweep(job)
@@ -221,6 +224,60 @@ class Worker:
                     self._fail(current, record["error"], backoff=True)
         else:
             self._finish(job, rev, seen)
+            target = record.get("memory_dir") or memdir
+            if record.get("commit") and target:
+                self.queue_sync(job, str(target))
+
+    # ---------------------------------------------------------------- team sync
+
+    def queue_sync(self, job: dict, memdir: str) -> None:
+        """After a commit, with ``sync = "after-encode"``: a sync job for that memory dir.
+
+        A job of its own (not a call here) so it backs off on its own schedule when
+        the remote is unreachable, survives the worker exiting, and one job serves
+        any number of commits made before it runs.
+        """
+        settings = self.settings_for(job.get("cwd"))
+        if settings.sync != "after-encode":
+            return
+        queue.touch(self.s, host="dualtrace", session_id=sync_key(memdir), event="commit",
+                    immediate=True, kind="sync", cwd=job.get("cwd"), memory_dir=memdir)
+
+    def sync(self, job: dict, rev: int) -> None:
+        from dualtrace.memfs.store import MemoryStore
+        from dualtrace.memfs.sync import sync as do_sync
+
+        memdir = str(job.get("memory_dir") or "")
+        settings = self.settings_for(job.get("cwd"))
+        try:
+            if not memdir:
+                raise DualtraceError("sync job without a memory directory")
+            store = MemoryStore(memdir, author=(settings.author_name, settings.author_email),
+                                create=False)
+            try:
+                report = do_sync(store, settings.sync_remote)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - a failed sync is retried, never fatal
+            error = str(exc) if isinstance(exc, DualtraceError) else \
+                f"{type(exc).__name__}: {exc}"
+            self.log(f"sync {memdir}: failed: {error}")
+            with queue.queue_lock(self.s):
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if current and not current.get("_corrupt"):
+                    # Offline is normal for a laptop: back off (capped), never park.
+                    attempts = int(current.get("attempts") or 0) + 1
+                    current.update(status=queue.PENDING, attempts=attempts, immediate=True,
+                                   last_error=error[:2000], worker_pid=None, started_at=None,
+                                   not_before=time.time()
+                                   + queue.backoff_seconds(attempts, self.retry_base),
+                                   updated_at=time.time())
+                    queue.atomic_write_json(queue.job_path(self.s, job["id"]), current)
+            return
+        self.log(f"sync {memdir}: {report.incoming} in, {report.outgoing} out, "
+                 f"{len(report.merged)} merged, {len(report.conflicts)} conflicts "
+                 f"({report.took_ms:.0f} ms)")
+        self._finish(job, rev, None)
 
     def encode(self, job: dict, memdir: str | None, record: dict) -> dict | None:
         """Run the pipeline for one session job; fills ``record``; returns a seen record."""
@@ -334,6 +391,13 @@ class Worker:
                 fh.write(line)
         except OSError:
             pass
+
+
+def sync_key(memdir: str) -> str:
+    """The sync job's session id: one job per memory directory."""
+    import hashlib
+
+    return "sync-" + hashlib.sha256(str(Path(memdir).resolve()).encode()).hexdigest()[:12]
 
 
 def _hold(phase: str) -> None:

@@ -42,12 +42,30 @@ KEEPS_OWN_TRANSCRIPT = False
 # Events that belong to a subagent or are not about the main conversation.
 _IGNORED_EVENTS = frozenset({"SubagentStop", "SubagentStart", "Notification"})
 
+# Host-injected wrappers: never the user's words. Slash-command arguments and the
+# user's own shell runs (``!cmd`` -> bash-input/stdout/stderr) are taken out first and
+# kept as what they are (the request, a command); IDE context becomes a tool event.
 _NOISE_TAGS = ("command-name", "command-message", "command-args", "local-command-stdout",
                "local-command-stderr", "local-command-caveat", "system-reminder",
-               "task-notification", "user-prompt-submit-hook")
+               "task-notification", "user-prompt-submit-hook", "bash-input", "bash-stdout",
+               "bash-stderr", "ide_opened_file", "ide_selection", "ide_diagnostics",
+               "user-memory-input")
 _TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*?</\1>", re.S)
 _OPEN_TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*\Z", re.S)  # unclosed
+_NAME_RE = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_BASH_RE = re.compile(r"<(bash-input|bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
+_IDE_RE = re.compile(r"<(ide_opened_file|ide_selection|ide_diagnostics)>(.*?)</\1>", re.S)
 _EXIT_CODE = re.compile(r"Exit code (\d+)")
+# A rejected tool call: "... The tool use was rejected (...). STOP what you are doing ..."
+# optionally followed by what the user said about it.
+_REJECTED = re.compile(r"\AThe user doesn't want to proceed with this tool use\.|"
+                       r"\AThe user doesn't want to take this action", re.I)
+_REJECT_REASON = re.compile(
+    r"(?:the user provided the following reason for the rejection|"
+    r"to tell you how to proceed, the user said|the user said)\s*:\s*(.+)\Z", re.I | re.S)
+# How the user's own shell run went, read from its output (the record has no exit code).
+_SHELL_FAILED = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|^error(?:\[|:)|Traceback \(most"
+                           r"|command not found", re.M)
 _EDIT_TOOLS = {"Edit": "modify", "MultiEdit": "modify", "Write": "modify",
                "NotebookEdit": "modify"}
 _SUBAGENT_TOOLS = ("Task", "Agent")
@@ -89,6 +107,17 @@ def normalize(payload: dict, event: str, state: str = "") -> dict:
     elif payload.get("isSidechain"):
         out["ignore"] = "sidechain"
     return out
+
+
+CONTEXT_CAP = 10_000  # the host drops additionalContext beyond this many characters
+
+
+def context_output(event: str, text: str) -> str:
+    """A SessionStart / UserPromptSubmit hook's stdout that adds ``text`` to the model's
+    context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
+    name = next((ev for ev, (ours, _t, _m) in EVENTS.items() if ours == event), event)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name,
+                                              "additionalContext": text[:CONTEXT_CAP]}})
 
 
 def settings_path(scope: str, root: Path, home: Path) -> Path:
@@ -170,6 +199,14 @@ def clean_user_text(text: str) -> str:
     return text
 
 
+def rejection_reason(output: str) -> str | None:
+    """What the user said when rejecting a tool call ('' for a bare rejection, None if not one)."""
+    if not _REJECTED.search(output.strip()):
+        return None
+    found = _REJECT_REASON.search(output)
+    return found.group(1).strip() if found else ""
+
+
 def _blocks_text(content: Any) -> str:
     """Text of a string or a list of content blocks (images become a marker)."""
     if isinstance(content, str):
@@ -214,11 +251,11 @@ class _Parser:
     def __init__(self, builder: SessionBuilder, agent: str | None = None) -> None:
         self.b = builder
         self.agent = agent
-        self.thread_agent = agent  # the agent of this file; inline sidechain lines differ
         self.seen_uuids: set[str] = set()
         self.msg_index: dict[str, int] = {}  # message.id(+thinking) -> event index
         self.pending: dict[str, tuple[str, Any, str | None]] = {}  # tool_use id -> call
         self.subagent_ids: list[tuple[str, int]] = []  # (agentId, event index)
+        self.shell: int | None = None  # index of the user's last `!command`, awaiting output
 
     def feed(self, rec: dict[str, Any]) -> None:
         b = self.b
@@ -240,10 +277,19 @@ class _Parser:
         if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
             b.git_branch = rec["gitBranch"]  # the latest branch wins: sessions switch
         b.saw_time(ts)
-        # Older Claude Code wrote a Task's subagent turns inline, flagged isSidechain:
-        # its prompts are the parent agent's words, not the user's.
-        self.agent = (self.thread_agent or "sidechain") if rec.get("isSidechain") is True \
-            else self.thread_agent
+        if rec.get("isSidechain") is True and self.agent is None:
+            # Claude Code 1.0.x wrote sub-agent turns inline: the prompt the agent gave
+            # its sub-agent is a "user" record there, but nobody on the main thread said it.
+            self.agent = "sidechain"
+            try:
+                self._dispatch(rtype, rec, ts)
+            finally:
+                self.agent = None
+            return
+        self._dispatch(rtype, rec, ts)
+
+    def _dispatch(self, rtype: Any, rec: dict[str, Any], ts: str | None) -> None:
+        b = self.b
         if rtype == "system":
             self._system(rec, ts)
         elif rec.get("isMeta"):
@@ -336,6 +382,8 @@ class _Parser:
             text = content if isinstance(content, str) else ""
         if not text:
             return
+        if "<" in text:
+            self._wrapped_context(text, ts)
         cleaned = clean_user_text(text)
         if not cleaned:
             self.b.noise["injected-user-text"] += 1
@@ -343,9 +391,32 @@ class _Parser:
         self.b.add(Event("user", ts, text=truncate_middle(cleaned, MAX_TEXT_CHARS),
                          agent=self.agent, uuid=rec.get("uuid")))
 
+    def _wrapped_context(self, text: str, ts: str | None) -> None:
+        """The user's own shell runs and IDE context: kept as what they are, never as words."""
+        from dualtrace.encoder.session import MAX_RESULT_CHARS, Event, truncate_middle
+
+        b = self.b
+        for tag, body in _BASH_RE.findall(text):
+            body = body.strip()
+            if tag == "bash-input" and body:
+                self.shell = b.add(Event("command", ts, text="run by the user", tool="user-shell",
+                                         command=body, agent=self.agent))
+            elif tag != "bash-input" and body and self.shell is not None:
+                prev = b.events[self.shell]
+                output = ((prev.result or "") + "\n" + body).strip()
+                failed = bool(_SHELL_FAILED.search(output))
+                b.replace_at(self.shell, result=truncate_middle(output, MAX_RESULT_CHARS),
+                             exit_code=1 if failed else 0, is_error=failed)
+        for tag, body in _IDE_RE.findall(text):
+            body = " ".join(body.split())
+            if body:
+                b.add(Event("tool", ts, text=truncate_middle(body, 300), tool="ide",
+                            detail=tag, agent=self.agent))
+
     def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
         from dualtrace.encoder.session import (
             MAX_RESULT_CHARS,
+            MAX_TEXT_CHARS,
             Event,
             commit_events,
             truncate_middle,
@@ -360,6 +431,18 @@ class _Parser:
         result = truncate_middle(output, MAX_RESULT_CHARS)
         b, agent = self.b, self.agent
         when = ts or call_ts
+        reason = rejection_reason(output) if is_error else None
+        if reason is not None:
+            # The user refused this call: nothing ran and nothing was written. What they
+            # said about it ("use pnpm") is the user speaking.
+            target = data.get("file_path") or data.get("command") or ""
+            b.add(Event("tool", when, text=input_summary(name, data), tool=name,
+                        path=data.get("file_path") if isinstance(data.get("file_path"), str) else None,
+                        is_error=True, detail="rejected", agent=agent, uuid=tid))
+            if reason:
+                b.add(Event("user", when, text=truncate_middle(reason, MAX_TEXT_CHARS), agent=agent,
+                            detail=f"rejection of {name}" + (f" {target}" if target else "")))
+            return
         if name == "Bash":
             command = data.get("command") if isinstance(data.get("command"), str) else ""
             if is_error:

@@ -37,6 +37,10 @@ class Host(Protocol):
         a job this one supersedes)."""
         ...
 
+    def context_output(self, event: str, text: str) -> str:
+        """The stdout of a session-start / prompt hook that adds ``text`` to the context."""
+        ...
+
     def settings_path(self, scope: str, root: Path, home: Path) -> Path:
         """The settings file `install` merges our hooks into, for one scope."""
         ...

@@ -145,6 +145,13 @@ def normalize(payload: dict, event: str, state: str) -> dict:
     return out
 
 
+def context_output(event: str, text: str) -> str:
+    """Letta Code reads the same hookSpecificOutput shape as Claude Code."""
+    from dualtrace.hooks import claude_code
+
+    return claude_code.context_output(event, text)
+
+
 def settings_path(scope: str, root: Path, home: Path) -> Path:
     return {"user": home / ".letta" / "settings.json",
             "project": root / ".letta" / "settings.json",

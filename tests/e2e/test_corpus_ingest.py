@@ -28,20 +28,23 @@ def _records(path: Path):
 
 
 def _independent_claude(path: Path) -> tuple[set[str], set[str]]:
-    """tool_use ids and assistant message ids carrying text, from the raw file's main thread."""
+    """tool_use ids and main-thread assistant message ids carrying text, from the raw file.
+
+    Inline sidechain records (``isSidechain``, Claude Code 1.0.x) are a sub-agent's turns:
+    their tool calls count, their texts are not the main thread's.
+    """
     tools: set[str] = set()
     texts: set[str] = set()
     seen: set[str] = set()
     for rec in _records(path):
         if rec.get("type") != "assistant" or rec.get("uuid") in seen:
             continue
-        if rec.get("isSidechain") is True:  # an inline subagent turn, not the main thread
-            continue
         seen.add(rec.get("uuid"))
         for block in rec["message"].get("content") or []:
             if block.get("type") == "tool_use":
                 tools.add(block["id"])
-            elif block.get("type") == "text" and block.get("text", "").strip():
+            elif block.get("type") == "text" and block.get("text", "").strip() \
+                    and not rec.get("isSidechain"):
                 texts.add(rec["message"]["id"])
     return tools, texts
 

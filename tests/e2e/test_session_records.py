@@ -216,11 +216,10 @@ def test_a_session_without_a_real_request_writes_no_record(memdir, tmp_path):
 
 def test_a_record_alone_is_committed_when_nothing_is_worth_a_memory(memdir, tmp_path):
     t = Transcript(tmp_path / "plain.jsonl")
-    t.user("Please rename the helper in utils and update its callers.")
-    for name in ("a", "b", "c"):
-        t.edit(f"/home/dev/shop/src/{name}.py")
-    t.say("Renamed it in three files.")
+    t.user("What does the auth module do?")
+    t.say("It checks the bearer token on every request and refreshes it when it expired.")
     report = encode(memdir, t.write())
+    assert report["skipped"].startswith("gates:") and not report["operations"]
     assert report["commit"] and report["record"]
     head = git.Repo(memdir).head.commit
     assert head.summary.startswith(f"mem: record {report['record'][:-3]} (1 turn, part 1)")

@@ -47,3 +47,16 @@ def test_callers_read_the_registry():
     assert transcripts.format_for_host("letta") == "plain"
     assert transcripts.format_for_host("codex") == "codex"
     assert transcripts.format_for_host(None) is None
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_injected_context_is_the_json_each_host_reads(name):
+    import json
+
+    host = registry.get(name)
+    start = json.loads(host.context_output("session-start", "pinned"))
+    assert start == {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                            "additionalContext": "pinned"}}
+    prompt = json.loads(host.context_output("prompt", "x" * 20_000))["hookSpecificOutput"]
+    assert prompt["hookEventName"] == "UserPromptSubmit"
+    assert len(prompt["additionalContext"]) == 10_000  # the hosts' cap
