@@ -46,6 +46,8 @@ def log_error(exc: BaseException, context: str = "") -> Path | None:
 
 
 def resolve_store(memory_dir: Path | None, *, create: bool = True):
+    """The memory store for a command that writes (sync, remote add): created when
+    missing unless ``create`` is False."""
     from dualtrace.memfs.store import MemoryStore
 
     settings = config.load_settings(config.project_root())
@@ -54,10 +56,43 @@ def resolve_store(memory_dir: Path | None, *, create: bool = True):
         root,
         author=(settings.author_name, settings.author_email),
         project=config.project_slug(config.project_root()),
-        # An existing repository is only read here: no lock, no state folder, so the
-        # read commands also work on a read-only memory directory.
         create=create and not (root / ".git").exists(),
     )
+
+
+def read_store(memory_dir: Path | None):
+    """The memory store for a command that only reads (status, log, show).
+
+    Nothing is created: no directory, no repository, no .gitignore, no lock or state
+    folder (so these also work on a read-only memory directory). A missing directory
+    is one line that says so and what to run.
+    """
+    from dualtrace.memfs.store import MemoryStore
+
+    settings = config.load_settings(config.project_root())
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    _require_memory_dir(root, "(nothing stored yet: `dualtrace encode TRANSCRIPT` or the "
+                              "agent hooks create it)")
+    return MemoryStore(
+        root,
+        author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root()),
+        read_only=True,
+    )
+
+
+def hint_command(*args: str, memory_dir: Path | None = None) -> str:
+    """The exact command a person should run next, with the --memory-dir they used.
+
+    A hint without the directory would send them to the default memory directory,
+    which is not where this command just wrote.
+    """
+    import shlex
+
+    words = ["dualtrace", *args]
+    if memory_dir is not None:
+        words += ["--memory-dir", str(Path(memory_dir).expanduser().resolve())]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _require_memory_dir(memdir: Path, hint: str = "") -> None:
@@ -77,31 +112,47 @@ def cli() -> None:
 @memory_dir_option
 @click.option("--check", is_flag=True, help="Parse every memory file fully and list broken ones.")
 def status(memory_dir: Path | None, check: bool) -> None:
-    """Show the memory directory, counts per type and tier, and the last commit."""
+    """Show the memory directory, counts per type and tier, the last commit, and the
+    hooks' queue and last runs for this memory directory."""
+    from dualtrace import queue
     from dualtrace.memfs.summary import store_summary
 
-    store = resolve_store(memory_dir)
-    info = store_summary(store, full=check)
-    click.echo(f"memory dir: {store.root}")
-    click.echo(f"project:    {store.project}")
-    click.echo(f"memories:   {info['total']}")
-    for kind, count in sorted(info["types"].items()):
-        click.echo(f"  {kind:<11} {count}")
-    if info["tiers"]:
-        click.echo("tiers:      " + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
-    if info["problems"]:
-        click.echo(f"unreadable: {len(info['problems'])}")
-        for problem in info["problems"][:10]:
-            click.echo(f"  {problem}")
-    click.echo(f"last commit: {info['last_commit'] or '(none)'}")
-    from dualtrace import queue
-
-    for line in queue.format_status(queue.status_summary(config.state_dir())):
-        click.echo(line)
     settings = config.load_settings(config.project_root())
-    click.echo(_sync_line(store.root, settings))
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    problems: list[str] = []
+    if root.exists() and not root.is_dir():
+        raise DualtraceError(f"memory directory {root} is not a directory")
+    if not root.is_dir():
+        # Status is where a person looks when nothing seems to happen: say so in one
+        # line and still show the queue, creating nothing.
+        click.echo(f"memory dir: {root} (does not exist yet: nothing stored)")
+    else:
+        store = read_store(memory_dir)
+        info = store_summary(store, full=check)
+        problems = info["problems"]
+        click.echo(f"memory dir: {store.root}")
+        click.echo(f"project:    {store.project}")
+        click.echo(f"memories:   {info['total']}")
+        for kind, count in sorted(info["types"].items()):
+            click.echo(f"  {kind:<11} {count}")
+        if info["tiers"]:
+            click.echo("tiers:      "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
+        if problems:
+            click.echo(f"unreadable: {len(problems)}")
+            for problem in problems[:10]:
+                click.echo(f"  {problem}")
+        elif check:
+            click.echo(f"checked:    every file parses ({info['total']} memories)")
+        click.echo(f"last commit: {info['last_commit'] or '(none)'}")
+    summary = queue.status_summary(config.state_dir(), memory_dir=str(root))
+    for line in queue.format_status(summary):
+        click.echo(line)
+    click.echo(_sync_line(root, settings))
     for line in _spend_lines(settings):
         click.echo(line)
+    if check and problems:
+        raise DualtraceError(f"{len(problems)} memory file(s) do not parse (listed above)")
 
 
 def _sync_line(root: Path, settings: config.Settings) -> str:
@@ -142,8 +193,10 @@ def _spend_lines(settings: config.Settings) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
 @click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
               help="Digest token budget (default 8000).")
+@click.option("--force", is_flag=True,
+              help="Encode the whole transcript again, even if it was encoded before.")
 def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_run: bool,
-           as_json: bool, budget: int | None) -> None:
+           as_json: bool, budget: int | None, force: bool) -> None:
     """Encode a finished TRANSCRIPT (JSONL) into the memory directory: one commit."""
     import json
 
@@ -151,7 +204,7 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     ws = config.workspace(memory_dir=memory_dir)
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
-                            dry_run=dry_run, budget=budget)
+                            dry_run=dry_run, budget=budget, force=force)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
@@ -159,6 +212,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
     if report.skipped and not report.operations:
         click.echo(f"SKIP  {report.skipped}" + ("; kept in the session record" if report.commit
                                                  and report.record else ""))
+        if report.skipped.startswith(("nothing new", "already committed")):
+            click.echo("To encode it again: "
+                       + hint_command("encode", str(transcript), "--force", memory_dir=memory_dir))
     for op in report.operations:
         scores = op["scores"]
         dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
@@ -176,7 +232,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo("\n(dry run: nothing written)")
     elif report.commit:
         click.echo(f"commit {report.commit[:10]} {(report.message or '').splitlines()[0]}")
-        click.echo("See the history with `dualtrace log` (or `git log -p` in the memory directory).")
+        click.echo(f"See it with `{hint_command('log', memory_dir=memory_dir)}` and ask it with "
+                   f"`{hint_command('recall', 'your question', memory_dir=memory_dir)}` "
+                   "(or `git log -p` in the memory directory).")
     elif not report.skipped:
         click.echo("nothing to commit")
 
@@ -211,10 +269,10 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
 
 @cli.command("log")
 @memory_dir_option
-@click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")
+@click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
     """One entry per encoded session: date, session id, each operation."""
-    store = resolve_store(memory_dir)
+    store = read_store(memory_dir)
     entries = store.git.session_log(limit)
     if not entries:
         click.echo("No encoded sessions yet.")
@@ -266,7 +324,7 @@ def show(memory_dir: Path | None, target: str) -> None:
     by session id, id prefix or sessions/... path."""
     from dualtrace.memfs import sessions as records
 
-    store = resolve_store(memory_dir, create=False)
+    store = read_store(memory_dir)
     if records.is_record_path(target) or _looks_like_session(target) and not _is_memory_ref(
             store, target):
         record = records.read_record(store.root, target)
@@ -555,7 +613,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except DualtraceError as exc:
-        log_error(exc)
+        # An expected error (bad input, a missing directory, a git state to fix) is the
+        # user's to act on: one line, no report. errors.log keeps internal errors only.
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:

@@ -80,8 +80,12 @@ def encode_session(
     dry_run: bool = False,
     budget: int | None = None,
     fallback: str | None = None,
+    force: bool = False,
 ) -> EncodeReport:
     """Encode the new part of ``transcript`` into ``memory_dir``: at most one commit.
+
+    ``force`` ignores the cursor and the record of earlier commits: the whole
+    transcript is encoded again (what it re-finds becomes updates, never duplicates).
 
     ``fallback`` ("offline" or "none") overrides ``settings.fallback`` for what happens
     when a model backend fails: encode offline instead, or raise (the default by hand;
@@ -113,14 +117,16 @@ def encode_session(
     memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
-    cursor = cursors.load(path, str(memory_dir))
+    cursor = cursors.Cursor(str(path)) if force else cursors.load(path, str(memory_dir))
     t = time.perf_counter()
     session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
-        # Plain chats and some hosts carry no id: the file name is the stable name.
-        session = replace(session, session_id=path.stem)
+        # A part read from a cursor may not carry the id (Codex names it once, at the
+        # top): the label saved with the cursor keeps first and later encodes alike.
+        # Plain chats and some hosts carry no id at all: the file name is the name.
+        session = replace(session, session_id=cursor.session_id or path.stem)
     report.session_id = session.session_id
     report.host = session.host
     report.cursor = (cursor.offset or 0, session.cursor)
@@ -128,7 +134,8 @@ def encode_session(
     def advance() -> None:
         if not dry_run:
             cursors.save(cursors.Cursor(str(path), session.cursor, cursors.inode_of(path),
-                                        session.session_id, str(memory_dir)))
+                                        session.session_id, str(memory_dir),
+                                        cursors.current_head(memory_dir)))
 
     if session.cwd:
         try:
@@ -190,13 +197,14 @@ def encode_session(
     )
     start = cursor.offset or 0
     key = hashlib.sha256(str(cursors.logical_path(path)).encode("utf-8")).hexdigest()[:12]
-    done_to = store.git.committed_range(key, start)
+    done_to = None if force else store.git.committed_range(key, start)
     if done_to is not None:
         # Committed by a run that died before saving its cursor: do not encode it twice.
         report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
         if not dry_run:
             cursors.save(cursors.Cursor(str(path), done_to, cursors.inode_of(path),
-                                        session.session_id, str(memory_dir)))
+                                        session.session_id, str(memory_dir),
+                                        cursors.current_head(memory_dir)))
         store.close()
         return _done(report, started, timings)
     range_trailer = (f"Dualtrace-Range: {key} {start}-{session.cursor}",)
@@ -304,7 +312,7 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
         session = whole()
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
-        local=local, budget=settings.session_record_budget,
+        local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
         redact=redactor.redact)
     turns = len(record.turns)
     builder.attach_record(record.path, text, commit=not local,
@@ -381,7 +389,7 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
             record, text = record_for(session, store.root, project=store.project,
                                       memories=memories, local=local,
                                       budget=settings.session_record_budget,
-                                      redact=redactor.redact)
+                                      redact=redactor.redact, fresh=not range_start)
             report.record = record.path
             if local:
                 records.write_local_record(store.root, record.path, text)

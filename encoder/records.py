@@ -499,18 +499,20 @@ def _water_level(lengths: list[int], target: int) -> int:
 def record_for(session: Session, root: Path, *, project: str | None,
                memories: Iterable[tuple[str, str]], local: bool = False,
                budget: int = DEFAULT_BUDGET, redact: Callable[[str], str] | None = None,
-               ) -> tuple[SessionRecord, str]:
+               fresh: bool = False) -> tuple[SessionRecord, str]:
     """The record of ``session`` after this encode, and its rendered text.
 
     ``session`` is the (redacted) part being encoded now; when the session already has
-    a record (an earlier part), the new turns are appended to it in place.
+    a record (an earlier part), the new turns are appended to it in place. ``fresh``
+    (the part starts at the transcript's beginning: ``encode --force``, a re-created
+    memory directory) rewrites the record from this session instead, at the same path.
     """
     sid = session.session_id or "unknown"
     existing_rel = find_record(root, sid)
     old: SessionRecord | None = None
     if existing_rel is not None and existing_rel.startswith(LOCAL_RECORDS_DIR + "/") != local:
         existing_rel = None  # the mode changed: start a record where the mode puts it
-    if existing_rel is not None:
+    if existing_rel is not None and not fresh:
         try:
             old = parse_record((root / existing_rel).read_text(encoding="utf-8"), existing_rel)
         except (OSError, UnicodeDecodeError, DualtraceError):

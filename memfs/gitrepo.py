@@ -24,6 +24,38 @@ _KEEP_GIT_ENV = ("GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
                  "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_PYTHON_GIT_EXECUTABLE")
 
 
+def head_commit(root: Path) -> str | None:
+    """The memory repository's HEAD sha, or None (no repository, no commit yet).
+
+    A plain ``git rev-parse`` process: callers on the encode path must not pay for
+    GitPython, and a directory that is not a repository must not become one.
+    """
+    import subprocess
+
+    if not (Path(root) / ".git").exists():
+        return None
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD^{commit}"],
+                         capture_output=True, text=True, env=_git_env(), check=False)
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def in_history(root: Path, sha: str) -> bool:
+    """True when commit ``sha`` is HEAD or one of its ancestors in ``root``'s repository."""
+    import subprocess
+
+    if not (Path(root) / ".git").exists():
+        return False
+    out = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", sha, "HEAD"],
+                         capture_output=True, env=_git_env(), check=False)
+    return out.returncode == 0
+
+
+def _git_env() -> dict[str, str]:
+    # The same hygiene as clean_git_env, for one child process only.
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("GIT_") or k in _KEEP_GIT_ENV}
+
+
 def clean_git_env() -> None:
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in _KEEP_GIT_ENV:
@@ -136,7 +168,12 @@ def parse_message(sha: str, date: str, message: str) -> LogEntry:
 class MemoryRepo:
     """GitPython wrapper bound to exactly one directory (never a parent repository)."""
 
-    def __init__(self, root: Path, author: tuple[str, str]) -> None:
+    def __init__(self, root: Path, author: tuple[str, str], *, read_only: bool = False) -> None:
+        """Bind to ``root``'s own repository; create it unless ``read_only``.
+
+        Read-only (the commands that only look: status, log, show) never creates a
+        repository and never writes or commits a .gitignore.
+        """
         clean_git_env()
         import git  # imported here: the hook fast path never loads GitPython
 
@@ -148,9 +185,13 @@ class MemoryRepo:
                 self.repo = git.Repo(root, search_parent_directories=False)
             except git.exc.GitError as exc:  # corrupt or unreadable .git
                 raise GitError(f"{root} is not a usable git repository: {exc}") from exc
+        elif read_only:
+            raise GitError(f"{root} is not a memory directory (it has no git repository); "
+                           "nothing was read or changed")
         else:
             self.repo = git.Repo.init(root, initial_branch="main")
-        self._ensure_gitignore()
+        if not read_only:
+            self._ensure_gitignore()
 
     def close(self) -> None:
         self.repo.close()

@@ -40,15 +40,18 @@ class MemoryStore:
         author: tuple[str, str] = ("dualtrace", "dualtrace@localhost"),
         project: str = "project",
         create: bool = True,
+        read_only: bool = False,
         lock_timeout: float = 120.0,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
         self.author = author
         self.project = project
         self.lock_timeout = lock_timeout
+        # read_only: opened by a command that only looks; nothing is created or written.
+        self.read_only = read_only
         if self.root.exists() and not self.root.is_dir():
             raise DualtraceError(f"memory directory {self.root} is not a directory")
-        if create:
+        if create and not read_only:
             self.ensure()
         elif not self.root.is_dir():
             raise DualtraceError(f"memory directory {self.root} does not exist")
@@ -72,7 +75,7 @@ class MemoryStore:
     def git(self):
         from dualtrace.memfs.gitrepo import MemoryRepo
 
-        return MemoryRepo(self.root, self.author)
+        return MemoryRepo(self.root, self.author, read_only=self.read_only)
 
     @cached_property
     def _lock(self):

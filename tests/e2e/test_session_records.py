@@ -363,3 +363,14 @@ def test_a_record_first_written_at_a_later_part_starts_from_the_beginning(memdir
     assert [turn.user.splitlines()[0] for turn in record.turns] == [
         "Hello", "/fix the flaky auth test"]
     assert record.parts == 1
+
+
+def test_encode_force_rewrites_the_record_instead_of_appending(memdir, tmp_path):
+    t = fix_session(tmp_path / "again.jsonl")
+    first = encode(memdir, t.write())
+    proc = cli("encode", str(t.path), "--memory-dir", str(memdir), "--backend", "offline",
+               "--json", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["record"] == first["record"]
+    record = sessions.read_record(memdir, SID)
+    assert len(record.turns) == 1 and record.parts == 1
