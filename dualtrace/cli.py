@@ -81,6 +81,35 @@ def read_store(memory_dir: Path | None):
     )
 
 
+SCORE_LEGEND = ("scores: d/s/r/l = durability/scope/rationale/retrieval likelihood, 0-3 each; "
+                "(n) = their sum, the evidence; FULL (8-12) = fact + moment, RECORD (5-7) = "
+                "fact, BULLET = a line in a preferences or conventions file")
+
+
+def _tier_label(op: dict) -> str:
+    """The tier column: what was (or would be) stored, never SKIP for something stored."""
+    tier = op.get("tier") or "-"
+    if tier == "SKIP" and op.get("action") not in (None, "skip"):
+        return "BULLET" if op.get("action") == "bullet" else "NOTE"
+    return tier
+
+
+def _echo_operations(operations: list[dict]) -> None:
+    """One line per operation of an encode report, then the legend for the scores."""
+    for op in operations:
+        scores = op.get("scores")
+        dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
+        total = f"({op['evidence']})" if op.get("evidence") is not None else ""
+        line = f"{_tier_label(op):<6} {dims:<15} {total:<5} {op['action']:<8} {op['path'] or '-'}"
+        if op.get("confidence"):
+            line += f"  {op['confidence']}"
+        click.echo(line.rstrip())
+        if op.get("note"):
+            click.echo(f"       {op['note']}")
+    if any(op.get("scores") for op in operations):
+        click.echo(SCORE_LEGEND)
+
+
 def hint_command(*args: str, memory_dir: Path | None = None) -> str:
     """The exact command a person should run next, with the --memory-dir they used.
 
@@ -215,16 +244,7 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         if report.skipped.startswith(("nothing new", "already committed")):
             click.echo("To encode it again: "
                        + hint_command("encode", str(transcript), "--force", memory_dir=memory_dir))
-    for op in report.operations:
-        scores = op["scores"]
-        dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
-        total = f"({op['evidence']})" if op["evidence"] is not None else ""
-        line = f"{op['tier']:<6} {dims:<15} {total:<5} {op['action']:<8} {op['path'] or '-'}"
-        if op["confidence"]:
-            line += f"  {op['confidence']}"
-        click.echo(line.rstrip())
-        if op["note"]:
-            click.echo(f"       {op['note']}")
+    _echo_operations(report.operations)
     for note in report.notes + report.usage.get("notes", []):
         click.echo(f"note: {note}")
     if dry_run:
@@ -265,6 +285,114 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
     cli_run(memory_dir=memory_dir, paths=paths, backend=backend, batch=batch, dry_run=dry_run,
             model=model, cheap=cheap, limit=limit, poll_interval=poll_interval,
             max_wait=max_wait, as_json=as_json, records_only=records_only)
+
+
+_TYPES = ["decision", "incident", "pattern", "learning"]
+
+
+@cli.command("list")
+@memory_dir_option
+@click.option("--type", "kind", default=None, type=click.Choice(_TYPES), help="Only this type.")
+@click.option("--grep", "contains", default=None, help="Only memories whose anchor or "
+              "description contains this text.")
+@click.option("--since", default=None, help="Only memories stored on or after this date "
+              "(YYYY-MM-DD).")
+@click.option("--current", is_flag=True, help="Leave out decisions superseded by a later one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, since: str | None,
+             current: bool, as_json: bool) -> None:
+    """List the stored facts, newest first: type, anchor, stored, confidence, description."""
+    import json
+
+    from dualtrace.memfs.archive import list_memories
+
+    store = read_store(memory_dir)
+    rows = list_memories(store, kind=kind, contains=contains, since=since,
+                         include_superseded=not current)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No memories match." if (kind or contains or since or current)
+                   else "No memories stored yet.")
+        return
+    for r in rows:
+        flags = "".join((" +moment" if r.moment else "",
+                         f" superseded by {r.superseded_by}" if r.superseded_by else "",
+                         f" [{r.status}]" if r.status else ""))
+        click.echo(f"{r.type:<9} {r.anchor:<40} {r.stored or '-':<10} {r.confidence:<6} "
+                   f"{r.description[:90]}{flags}")
+    click.echo(f"({len(rows)} memories; `dualtrace show ANCHOR` prints one)")
+
+
+@cli.command()
+@memory_dir_option
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
+    """Why SESSION (an id, a prefix of one, or a transcript path) stored what it stored,
+    or nothing: what was committed, the gate verdict, every candidate and its scores."""
+    import json
+
+    from dualtrace.explain import explain as do_explain
+
+    ws = config.workspace(memory_dir=memory_dir)
+    got = do_explain(session, ws)
+    if as_json:
+        click.echo(json.dumps(got.to_dict(), indent=2, default=str, ensure_ascii=False))
+        return
+    click.echo(f"session {got.session}" + (f"  ({got.transcript})" if got.transcript else ""))
+    if got.committed:
+        click.echo("committed:")
+        for entry in got.committed:
+            click.echo(f"  {entry['date']}  {entry['sha'][:10]}  {entry['backend'] or ''}")
+            for line in entry["operations"]:
+                click.echo(f"      {line}")
+    else:
+        click.echo(f"committed: nothing for this session in {ws.memory_dir}")
+    if got.unavailable:
+        click.echo(got.unavailable)
+        return
+    report = got.report or {}
+    gates = report.get("gates") or {}
+    click.echo("why (the offline encoder, re-run now as a dry run: nothing written or sent):")
+    if gates:
+        click.echo(f"  gates: min tier {gates.get('min_tier') or '-'}; "
+                   f"{gates.get('file_edits', 0)} edits, {gates.get('commands', 0)} commands "
+                   f"({gates.get('failed_commands', 0)} failed), {gates.get('commits', 0)} commits")
+        for reason in gates.get("reasons") or []:
+            click.echo(f"    - {reason}")
+    if report.get("skipped"):
+        click.echo(f"  nothing stored: {report['skipped']}")
+    elif not report.get("operations"):
+        click.echo("  nothing stored: no candidate passed the encoder's cues")
+    else:
+        click.echo("  candidates:")
+        _echo_operations(report["operations"])
+
+
+@cli.command()
+@memory_dir_option
+@click.argument("target")
+@click.option("--reason", default="", help="Why, for the commit message.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None:
+    """Retire the memory TARGET (anchor or path) and its moment into archive/, in one
+    commit: recall and injection stop using it; `git revert` brings it back."""
+    from dualtrace.memfs.archive import retire
+
+    store = resolve_store(memory_dir, create=False)
+    try:
+        memory, moment = store.lookup(target)
+        names = [memory.path] + ([moment.path] if moment is not None else [])
+        if not yes:
+            click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+        done = retire(store, target, reason=reason)
+    finally:
+        store.close()
+    for src, dest in done.moved:
+        click.echo(f"retired {src} -> {dest}")
+    click.echo(f"commit {done.commit[:10]}; undo with `git -C {store.root} revert {done.commit[:10]}`")
 
 
 @cli.command("log")
@@ -533,12 +661,16 @@ _scope_option = click.option("--scope", default="user", show_default=True,
               type=click.Choice(["auto", "offline", "anthropic", "claude"]),
               help="Encoder the hooks use, saved in dualtrace's user config "
                    "(default: keep it; auto and offline send nothing to a model).")
-def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
-    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup)."""
+@click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
+              help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
+                   "supports MCP (Claude Code, Codex).")
+def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool) -> None:
+    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
+    register its MCP server."""
     from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
-    for line in do_install(agent, scope, dry_run=dry_run):
+    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp):
         click.echo(line)
     if agent == "codex":
         click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
@@ -574,7 +706,7 @@ def digest(transcript: Path, budget: int | None, as_json: bool) -> None:
     import json
     from dataclasses import asdict
 
-    from dualtrace.encoder.digest import prepare
+    from dualtrace.pipeline import prepare
 
     settings = config.load_settings(config.project_root())
     got = prepare(str(transcript), budget=budget or settings.digest_budget,

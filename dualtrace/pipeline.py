@@ -13,11 +13,16 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date as _date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualtrace import config, cursors
 from dualtrace.config import Settings
 from dualtrace.errors import BackendError, DualtraceError
+
+if TYPE_CHECKING:
+    from dualtrace.encoder.digest import Digest
+    from dualtrace.encoder.gates import GateVerdict
+    from dualtrace.encoder.session import Session
 
 
 @dataclass
@@ -66,6 +71,33 @@ def _grounding_text(session, digest) -> str:
         if v:
             parts.append(v)
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything the worker and ``dualtrace digest`` need from one transcript read."""
+
+    session: Session  # redacted
+    digest: Digest
+    verdict: GateVerdict
+    redactions: dict[str, int]
+
+
+def prepare(path: str, *, cursor: int = 0, budget: int | None = None,
+            extra_patterns: tuple[str, ...] = (), fmt: str | None = None,
+            last_assistant_message: str | None = None) -> Prepared:
+    """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
+    from dualtrace.encoder.digest import DEFAULT_BUDGET, build_digest
+    from dualtrace.encoder.gates import evaluate
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    raw = read_transcript(path, cursor=cursor, fmt=fmt,
+                          last_assistant_message=last_assistant_message)
+    session, counts = redact_session(raw, Redactor(extra_patterns))
+    digest = build_digest(session, budget or DEFAULT_BUDGET)
+    digest.stats["redactions"] = dict(sorted(counts.items()))
+    return Prepared(session, digest, evaluate(session), dict(counts))
 
 
 def encode_session(

@@ -206,7 +206,7 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
         job["dirty_at"] = now
         job["updated_at"] = now
         job["rev"] = int(job.get("rev") or 0) + 1
-        events = job.get("events") if isinstance(job.get("events"), dict) else {}
+        events: dict[str, int] = job["events"] if isinstance(job.get("events"), dict) else {}
         events[event] = int(events.get(event, 0)) + 1
         job["events"] = events
         atomic_write_json(path, job)
@@ -258,7 +258,7 @@ def backoff_seconds(attempts: int, base: float) -> float:
 
 def retry(state: str, session: str | None = None) -> list[str]:
     """Re-queue parked (and failed-pending) jobs, all or those matching ``session``."""
-    requeued = []
+    requeued: list[str] = []
     if not os.path.isdir(queue_dir(state)):
         return requeued
     with queue_lock(state):

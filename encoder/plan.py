@@ -141,6 +141,7 @@ class PlanBuilder:
     # ---- entry point
 
     def add(self, op: Operation) -> Outcome:
+        kind: str | None
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
         if isinstance(op, Store):
@@ -492,7 +493,7 @@ class PlanBuilder:
         return out
 
     def diff(self) -> str:
-        chunks = []
+        chunks: list[str] = []
         for rel, old, new in self.changes():
             chunks.extend(difflib.unified_diff(
                 (old or "").splitlines(keepends=True), new.splitlines(keepends=True),

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
@@ -49,7 +50,7 @@ def _ds_patterns(secret_type: str) -> list[str]:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     except ImportError:  # pragma: no cover - it is a declared dependency
         return []
-    cls = get_mapping_from_secret_type_to_class().get(secret_type)
+    cls: Any = get_mapping_from_secret_type_to_class().get(secret_type)
     denylist = getattr(cls, "denylist", None) or ()
     return [p.pattern for p in denylist]
 
@@ -151,8 +152,8 @@ def _build_rules() -> list[_Rule]:
         add("openai-api-key", src, hint=("T3BlbkFJ",))
     add("openai-api-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}" + _E,
         hint=("sk-",), check=_looks_random)
-    src = _ds_patterns("AWS Access Key")
-    add("aws-access-key", _B + (src[0] if src else r"(?:AKIA|ASIA)[0-9A-Z]{16}") + _E,
+    aws = _ds_patterns("AWS Access Key")
+    add("aws-access-key", _B + (aws[0] if aws else r"(?:AKIA|ASIA)[0-9A-Z]{16}") + _E,
         hint=("AKIA", "ASIA", "ABIA", "ACCA", "A3T"))
     add("aws-secret-key",
         r"(?i)aws.{0,20}?(?:secret|key|pwd|pw|password|pass|token).{0,20}?[=:\s\"']\s*[\"']?"
@@ -369,7 +370,7 @@ def redact_session(session: Session, redactor: Redactor | None = None) -> tuple[
     if len(pieces) != len(parts) + len(extra):  # a custom pattern ate a separator
         return _redact_each(session, redactor)
     cwd, branch = pieces[0] or None, pieces[1] or None
-    changes: dict[int, dict[str, str | None]] = {}
+    changes: dict[int, dict[str, Any]] = {}
     for (i, name), new, old in zip(slots, pieces[2:], parts, strict=True):
         if new != old:
             changes.setdefault(i, {})[name] = new if (new or name == "text") else None
@@ -384,7 +385,7 @@ def _redact_each(session: Session, redactor: Redactor) -> tuple[Session, Counter
     total: Counter[str] = Counter()
     events = []
     for e in session.events:
-        change = {}
+        change: dict[str, Any] = {}
         for name in _TEXT_FIELDS:
             value = getattr(e, name)
             if value:

@@ -138,6 +138,11 @@ def merge_messages(old: str, new: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _text(value: str | bytes) -> str:
+    """GitPython types commit messages as str or bytes (an undecodable encoding)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class LogEntry:
     sha: str
@@ -254,13 +259,13 @@ class MemoryRepo:
         if not session_id or not self.has_commits():
             return None
         head = self.repo.head.commit
-        if parse_message(head.hexsha, "", head.message).session != session_id:
+        if parse_message(head.hexsha, "", _text(head.message)).session != session_id:
             return None
         if head.committer.name != self.actor.name or not head.parents:
             return None
         pushed = self.repo.git.execute(["git", "branch", "-r", "--contains", head.hexsha],
                                        with_exceptions=False)
-        return None if str(pushed).strip() else head.message
+        return None if str(pushed).strip() else _text(head.message)
 
     def commit(self, paths: list[str], message: str,
                session_id: str | None = None) -> str | None:
@@ -356,7 +361,8 @@ class MemoryRepo:
         entries = []
         for commit in self.repo.iter_commits(max_count=max(limit, 1) * 4):
             entry = parse_message(
-                commit.hexsha, commit.committed_datetime.strftime("%Y-%m-%d %H:%M"), commit.message
+                commit.hexsha, commit.committed_datetime.strftime("%Y-%m-%d %H:%M"),
+                _text(commit.message)
             )
             if entry.session is None and not entry.operations:
                 continue
@@ -372,7 +378,7 @@ class MemoryRepo:
             return None
         commit = self.repo.head.commit
         when = commit.committed_datetime.strftime("%Y-%m-%d %H:%M")
-        return f"{commit.hexsha[:10]} {when} {commit.summary}"
+        return f"{commit.hexsha[:10]} {when} {_text(commit.summary)}"
 
     def committed_range(self, key: str, start: int, depth: int = 200) -> int | None:
         """End offset of a commit that already encoded ``key`` from ``start``, if any.

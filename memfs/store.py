@@ -250,9 +250,9 @@ class MemoryStore:
             return memory, self.moment_for(memory)
         anchor = target.removesuffix(".md")
         for kind in formats.FACT_FOLDER_TYPES:
-            fact = self.find_fact(kind, anchor)
-            if fact is not None:
-                return fact, self.moment_for(fact)
+            found = self.find_fact(kind, anchor)
+            if found is not None:
+                return found, self.moment_for(found)
         for kind in ("convention", "preference"):
             rel = formats.scene_path(kind, anchor)
             if self.exists(rel):

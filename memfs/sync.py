@@ -570,7 +570,8 @@ def _recover(store, git: Git) -> str | None:
         # We hold the store lock and the journal says our checkout was interrupted:
         # the lock is the killed git's.
         lock.unlink()
-    restore, remove = [], []
+    restore: list[str] = []
+    remove: list[str] = []
     for path in _changed_paths(git, old, new):
         current = store.root / path
         in_old = git.ok("cat-file", "-e", f"{old}:{path}")

@@ -538,7 +538,7 @@ class AnthropicBackend:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def _usage_kw(reply: dict[str, Any]) -> dict[str, int]:
+def _usage_kw(reply: dict[str, Any]) -> dict[str, Any]:
     u = reply.get("usage") or {}
     return {
         "input_tokens": int(u.get("input_tokens") or 0),

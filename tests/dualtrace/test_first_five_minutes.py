@@ -174,3 +174,75 @@ def test_log_rejects_zero_and_negative_counts(tmp_path, n):
     proc = run("log", "-n", n, "--memory-dir", str(memdir), ok=False)
     assert proc.returncode != 0
     assert "Invalid value for '-n'" in proc.stderr
+
+
+def _encode_pilots(memdir: Path) -> None:
+    for name in ("pilot-1a-preference", "pilot-1b-structured-logging",
+                 "pilot-4-auth-401-session1", "pilot-5-session-storage"):
+        run("encode", str(EXAMPLES / f"{name}.jsonl"), "--memory-dir", str(memdir),
+            "--backend", "offline")
+
+
+def test_list_shows_every_fact_with_filters_and_json(tmp_path):
+    import json
+
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    out = run("list", "--memory-dir", str(memdir)).stdout
+    for anchor in ("json-structured-logging", "move-session-storage-redis-postgres"):
+        assert anchor in out
+    rows = json.loads(run("list", "--json", "--type", "incident", "--memory-dir",
+                          str(memdir)).stdout)
+    assert rows and {r["type"] for r in rows} == {"incident"}
+    assert all(r["stored"] and r["confidence"] and r["description"] for r in rows)
+    grep = json.loads(run("list", "--json", "--grep", "logging", "--memory-dir", str(memdir)).stdout)
+    assert [r["anchor"] for r in grep] == ["json-structured-logging"]
+    assert json.loads(run("list", "--json", "--since", "2099-01-01", "--memory-dir",
+                          str(memdir)).stdout) == []
+
+
+def test_forget_retires_fact_and_moment_in_one_commit_and_recall_stops_using_it(tmp_path):
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    question = ["recall", "why did we switch to JSON structured logging", "--memory-dir",
+                str(memdir)]
+    assert "json-structured-logging" in run(*question).stdout
+    before = commits(memdir)
+    refused = run("forget", "json-structured-logging", "--memory-dir", str(memdir), ok=False)
+    assert refused.returncode == 1  # never silent: without --yes it asks, and no stdin aborts
+    assert (memdir / "decisions" / "json-structured-logging.md").exists()
+    out = run("forget", "json-structured-logging", "--reason", "moved to OTLP", "--yes",
+              "--memory-dir", str(memdir)).stdout
+    assert "archive/decisions/json-structured-logging.md" in out
+    assert commits(memdir) == before + 1
+    assert not (memdir / "decisions" / "json-structured-logging.md").exists()
+    assert (memdir / "archive" / "scenes" / "decisions" / "json-structured-logging.md").exists()
+    assert "Reason: moved to OTLP" in git(memdir, "log", "-1", "--format=%B")
+    assert "json-structured-logging" not in run(*question).stdout
+    assert "json-structured-logging" not in run("list", "--memory-dir", str(memdir)).stdout
+    # Recoverable with git.
+    git(memdir, "-c", "user.name=a", "-c", "user.email=a@b", "revert", "--no-edit", "HEAD")
+    assert "json-structured-logging" in run(*question).stdout
+
+
+def test_explain_says_why_a_session_stored_something_or_nothing(tmp_path):
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    stored = run("explain", "1b000000", "--memory-dir", str(memdir)).stdout
+    assert "mem: store decisions/json-structured-logging" in stored  # what was committed
+    assert "signal: decision phrase" in stored  # the gate verdict
+    assert "d/s/r/l=3/3/3/3 (12)" in stored and "scores: d/s/r/l = durability" in stored
+    noise = run("explain", str(EXAMPLES / "noise-only.jsonl"), "--memory-dir", str(memdir)).stdout
+    assert "committed: nothing for this session" in noise
+    assert "nothing stored: gates:" in noise and "routine activity only" in noise
+    missing = run("explain", "no-such-session", "--memory-dir", str(memdir), ok=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("Error: no session")
+
+
+def test_the_tier_column_never_says_skip_for_a_stored_bullet(tmp_path):
+    memdir = tmp_path / "demo"
+    out = run("encode", str(EXAMPLES / "pilot-1a-preference.jsonl"), "--memory-dir",
+              str(memdir), "--backend", "offline").stdout
+    row = next(line for line in out.splitlines() if "system/human.md" in line)
+    assert row.startswith("BULLET") and "SKIP" not in row
+    assert "scores: d/s/r/l = durability/scope/rationale/retrieval" in out

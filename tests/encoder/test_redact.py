@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dualtrace.encoder.digest import build_digest, prepare
+from dualtrace.encoder.digest import build_digest
 from dualtrace.encoder.redact import INJECT_CLOSE, INJECT_OPEN, Redactor, redact_session
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks.transcripts import read_transcript
+from dualtrace.pipeline import prepare
 from tests.conftest import DATA
 
 RNG = random.Random(1234)
