@@ -312,10 +312,10 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
     if len(failed_checks) > MAX_FAILED_OPEN:
         open_ends.append(f"{len(failed_checks) - MAX_FAILED_OPEN} more checks failed on their last run")
     if commits:
-        after = list(dict.fromkeys(p for s, p in edit_order if s > last_commit_at))
-        if after:
-            open_ends.append("edited after the session's last commit: " + ", ".join(after[:8])
-                             + (f" and {len(after) - 8} more" if len(after) > 8 else ""))
+        late = list(dict.fromkeys(p for at, p in edit_order if at > last_commit_at))
+        if late:
+            open_ends.append("edited after the session's last commit: " + ", ".join(late[:8])
+                             + (f" and {len(late) - 8} more" if len(late) > 8 else ""))
     if turns:
         last = turns[-1]
         if last.user and not last.agent:
@@ -433,7 +433,7 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
             if not value:
                 continue
             cost = len(("\n".join(value) if isinstance(value, tuple) else value).encode("utf-8"))
-            turns[i] = replace(t, **{attr: (() if isinstance(value, tuple) else None)})
+            turns[i] = _without(t, attr)
             omitted += len(value) if isinstance(value, tuple) else 1
             excess -= cost
             if excess <= 0 and over() <= 0:
@@ -457,10 +457,10 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
                 text = originals[i]
                 if text and len(text) > cap:
                     cut, _removed = _cut(text, cap)
-                    turns[i] = replace(t, **{attr: cut})
+                    turns[i] = _with_text(t, attr, cut)
                     cut_now += 1
                 elif text:
-                    turns[i] = replace(t, **{attr: text})
+                    turns[i] = _with_text(t, attr, text)
             excess = over()
             if excess <= 0 or cap == floor:
                 break
@@ -471,8 +471,9 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
             # first and last three keep theirs; the user's words always stay.
             excess = over()
             for i in range(3, len(turns) - 3):
-                if turns[i].agent:
-                    excess -= len(turns[i].agent.encode("utf-8")) + 14
+                agent = turns[i].agent
+                if agent:
+                    excess -= len(agent.encode("utf-8")) + 14
                     turns[i] = replace(turns[i], agent=None)
                     omitted += 1
                     if excess <= 0:
@@ -480,6 +481,18 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
                         if excess <= 0:
                             break
     return replace(record, turns=tuple(turns), omitted=omitted)
+
+
+def _without(turn: Turn, attr: str) -> Turn:
+    if attr == "activity":
+        return replace(turn, activity=None)
+    if attr == "notes":
+        return replace(turn, notes=())
+    return replace(turn, failures=())
+
+
+def _with_text(turn: Turn, attr: str, text: str) -> Turn:
+    return replace(turn, agent=text) if attr == "agent" else replace(turn, user=text)
 
 
 def _water_level(lengths: list[int], target: int) -> int:
