@@ -87,3 +87,20 @@ def test_read_record_by_id_prefix_path_and_errors(tmp_path):
     assert [i.session for i in sessions.list_records(tmp_path)] == [SID]  # broken one skipped
 
 
+
+
+def test_list_records_limit_ranks_same_day_records_by_start_time(tmp_path):
+    # names sort by id on one day; the limit must still pick the latest starts
+    for n, (sid, start) in enumerate([("aaaa0000-1", "10:00"), ("bbbb0000-1", "08:00"),
+                                      ("cccc0000-1", "12:00"), ("dddd0000-1", "09:00")]):
+        record = _record(session=sid, started=f"2026-03-25T{start}:00Z",
+                         path=sessions.record_path(sid, "2026-03-25"))
+        (tmp_path / record.path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / record.path).write_text(sessions.render_record(record))
+    older = _record(session="eeee0000-1", started="2026-03-20T23:00:00Z",
+                    path=sessions.record_path("eeee0000-1", "2026-03-20"))
+    (tmp_path / older.path).write_text(sessions.render_record(older))
+    assert [i.session for i in sessions.list_records(tmp_path, limit=2)] == [
+        "cccc0000-1", "aaaa0000-1"]
+    assert [i.session for i in sessions.list_records(tmp_path, limit=2, project="other")] == []
+    assert [i.session for i in sessions.list_records(tmp_path)][-1] == "eeee0000-1"
