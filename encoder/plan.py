@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -86,6 +87,48 @@ class Context:
 
 
 # ------------------------------------------------------------------ the builder
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKUP = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")
+# Raw output in an update: log/diff/test lines, or long runs without spaces.
+_RAW_LINE = re.compile(r"^\s*(?:[+\-@]{1,3}\s|diff --git|E\s{2,}|={3,}|_{3,}|Traceback|File \"|\S{120,}"
+                       r"|\d+\s*[→|│:]|<[!/a-zA-Z]|\{[%{#]|[{}\[\]();]+\s*$)")
+MAX_UPDATE_CHARS = 1500
+
+
+def clean_description(text: str) -> bool:
+    """One line of at most 200 characters without markup."""
+    return bool(text) and len(text) <= 200 and "\n" not in text and not _MARKUP.search(text)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[`*_\"']", "", text).lower().split())
+
+
+def new_sentences(existing: str, addition: str) -> str:
+    """The sentences of ``addition`` that ``existing`` does not say yet, without markup
+    or raw dumps (pasted HTML, logs, diffs), at most MAX_UPDATE_CHARS."""
+    have = _norm(existing)
+    out: list[str] = []
+    seen: set[str] = set()
+    for line in addition.splitlines():
+        if _RAW_LINE.match(line) or len(_MARKUP.findall(line)) >= 2:
+            continue
+        prose = sum(ch.isalpha() or ch.isspace() for ch in line)
+        if len(line) > 20 and prose < 0.7 * len(line):
+            continue  # code, markup, data: context for a reader, not a sentence
+        for part in _SENTENCE_END.split(_MARKUP.sub("", line)):
+            part = " ".join(part.split())
+            key = _norm(part)
+            if len(key) < 3 or key in have or key in seen:
+                continue
+            seen.add(key)
+            out.append(part)
+    text = " ".join(out)
+    if len(text) > MAX_UPDATE_CHARS:
+        text = text[:MAX_UPDATE_CHARS].rsplit(" ", 1)[0] + " [...]"
+    return text
 
 
 @dataclass
@@ -370,11 +413,10 @@ class PlanBuilder:
             else:
                 confidence = op.confidence
         body = fact.body
-        if op.body.strip():
-            paragraph = " ".join(op.body.split())
-            if paragraph not in " ".join(fact.body.split()):
-                session = f", session {self.ctx.session_id[:8]}" if self.ctx.session_id else ""
-                body = f"{fact.body.rstrip()}\n\n**Update {self.ctx.date}{session}:** {op.body.strip()}"
+        addition = new_sentences(fact.body, op.body)
+        if addition:
+            session = f", session {self.ctx.session_id[:8]}" if self.ctx.session_id else ""
+            body = f"{fact.body.rstrip()}\n\n**Update {self.ctx.date}{session}:** {addition}"
         scores = fact.scores
         evidence = fact.evidence_score
         if op.scores is not None:
@@ -384,9 +426,18 @@ class PlanBuilder:
         sessions = fact.sessions
         if self.ctx.session_id and self.ctx.session_id not in sessions:
             sessions = sessions + (self.ctx.session_id,)
+        # The memory keeps its description: an update adds to what it says. A clean new
+        # description (one line, <= 200 chars, no markup) replaces it only when what is
+        # known changed - an incident's status moves on, confidence rises - or the old
+        # one is broken. Raw dumps never do.
+        description = fact.description
+        advanced = (op.status is not None and op.status != fact.status) or confidence != fact.confidence
+        if op.description and clean_description(op.description) and (
+                advanced or not clean_description(fact.description)):
+            description = op.description
         new = replace(
             fact,
-            description=op.description or fact.description,
+            description=description,
             body=body,
             confidence=confidence,
             status=op.status or fact.status,
@@ -505,18 +556,30 @@ class PlanBuilder:
         committed_record = self.record is not None and self.record[2]
         if not self.oplines and not committed_record:
             return None
+        return self._message(self.oplines, committed_record)
+
+    def _message(self, lines: list[OpLine], with_record: bool) -> str:
         trailers = self.ctx.trailers
-        if committed_record:
-            assert self.record is not None
+        if with_record and self.record is not None:
             trailers = (*trailers, f"{RECORD_TRAILER}: {self.record[0]}")
-        ops = self.oplines if self.oplines or self.record is None else [self.record[3]]
+        ops = lines if lines or not with_record or self.record is None else [self.record[3]]
         return commit_message(self.ctx.session_id, self.ctx.backend, ops, trailers)
 
-    def changeset(self) -> ChangeSet:
-        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do)."""
-        committed_record = self.record is not None and self.record[2]
-        changes = tuple(self.changes()) if self.oplines or committed_record else ()
-        return ChangeSet(changes, self.message() or "", tuple(self.conflicts),
+    def changeset(self, only: Callable[[str], bool] | None = None) -> ChangeSet:
+        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do).
+
+        ``only`` keeps just the files whose path it accepts, with a commit message of
+        just their operations (the person's own preferences go to their own memory).
+        The committed session record goes wherever ``only`` accepts its path.
+        """
+        lines = [o for o in self.oplines if only is None or only(f"{o.target}.md")]
+        record = self.record[0] if self.record is not None and self.record[2] else None
+        with_record = record is not None and (only is None or only(record))
+        if not lines and not with_record:
+            return ChangeSet((), "", (), self.ctx.session_id, self.ctx.date)
+        changes = tuple(c for c in self.changes() if only is None or only(c[0]))
+        conflicts = tuple(c for c in self.conflicts if only is None or only(c[1]))
+        return ChangeSet(changes, self._message(lines, with_record), conflicts,
                          self.ctx.session_id, self.ctx.date)
 
     def local_record(self) -> tuple[str, str] | None:

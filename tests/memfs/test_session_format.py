@@ -91,8 +91,8 @@ def test_read_record_by_id_prefix_path_and_errors(tmp_path):
 
 def test_list_records_limit_ranks_same_day_records_by_start_time(tmp_path):
     # names sort by id on one day; the limit must still pick the latest starts
-    for n, (sid, start) in enumerate([("aaaa0000-1", "10:00"), ("bbbb0000-1", "08:00"),
-                                      ("cccc0000-1", "12:00"), ("dddd0000-1", "09:00")]):
+    for sid, start in [("aaaa0000-1", "10:00"), ("bbbb0000-1", "08:00"),
+                       ("cccc0000-1", "12:00"), ("dddd0000-1", "09:00")]:
         record = _record(session=sid, started=f"2026-03-25T{start}:00Z",
                          path=sessions.record_path(sid, "2026-03-25"))
         (tmp_path / record.path).parent.mkdir(parents=True, exist_ok=True)
