@@ -778,6 +778,7 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         for word in _WORD.findall(line):
             found |= _stem_match(word, terms)
         scores.append(sum(weights.get(t, 1.0) for t in found))
+    worded = [sc > 0 for sc in scores]
     if qvec is not None and embedder is not None and len(lines) > 1:
         try:
             sims = _embed_cached(embedder, [ln[:600] for ln in lines]) @ qvec
@@ -792,6 +793,8 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
     for i in order:
         if scores[i] <= 0 and chosen:
             break
+        if chosen and not worded[i] and len(lines[i]) < 40:
+            continue  # "[Image #1]", "Done." : meaning alone does not earn a short line a place
         piece = len(_short(lines[i], terms))
         if chosen and used + piece > limit:
             continue
