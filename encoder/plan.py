@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from dualtrace.encoder.grounding import (
@@ -514,11 +515,18 @@ class PlanBuilder:
         return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
                               self.ctx.trailers)
 
-    def changeset(self) -> ChangeSet:
-        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do)."""
-        changes = tuple(self.changes()) if self.oplines else ()
-        return ChangeSet(changes, self.message() or "", tuple(self.conflicts),
-                         self.ctx.session_id, self.ctx.date)
+    def changeset(self, only: Callable[[str], bool] | None = None) -> ChangeSet:
+        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do).
+
+        ``only`` keeps just the files whose path it accepts, with a commit message of
+        just their operations (the person's own preferences go to their own memory).
+        """
+        lines = [o for o in self.oplines if only is None or only(f"{o.target}.md")]
+        changes = tuple(c for c in self.changes() if only is None or only(c[0])) if lines else ()
+        message = commit_message(self.ctx.session_id, self.ctx.backend, lines,
+                                 self.ctx.trailers) if lines else ""
+        conflicts = tuple(c for c in self.conflicts if only is None or only(c[1]))
+        return ChangeSet(changes, message, conflicts, self.ctx.session_id, self.ctx.date)
 
 def _type_of_path(path: str | None) -> str | None:
     if not path:
