@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from test_hook_util import (  # noqa: E402 - after the path tweak
+from tests.hook_helpers import (  # noqa: E402 - after the path tweak
     claude_payload,
     hook_cmd,
     pids_of_workers,

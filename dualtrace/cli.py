@@ -103,7 +103,7 @@ def status(memory_dir: Path | None, check: bool) -> None:
 @memory_dir_option
 @click.argument("transcript", type=click.Path(path_type=Path))
 @click.option("--backend", default=None,
-              help="auto (default: anthropic with an API key, else offline), offline, anthropic, claude.")
+              help="auto (the default: offline, no model), offline, anthropic, claude.")
 @click.option("--dry-run", is_flag=True, help="Print the files it would write as a diff; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
 @click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
@@ -296,12 +296,24 @@ _scope_option = click.option("--scope", default="user", show_default=True,
 @_agent_option
 @_scope_option
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
-def install(agent: str, scope: str, dry_run: bool) -> None:
+@click.option("--backend", default=None,
+              type=click.Choice(["auto", "offline", "anthropic", "claude"]),
+              help="Encoder the hooks use, saved in dualtrace's user config "
+                   "(default: keep it; auto and offline send nothing to a model).")
+def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
     """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup)."""
+    from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
     for line in do_install(agent, scope, dry_run=dry_run):
         click.echo(line)
+    if backend is not None and not dry_run:
+        click.echo(f"{config.set_user_setting('backend', backend)}: backend = \"{backend}\"")
+    settings = config.load_settings(config.project_root())
+    chosen = backend or settings.backend
+    click.echo(disclosure(chosen, settings) + "." + (
+        "" if chosen not in ("auto", "offline")
+        else " (A model encoder: dualtrace install --backend anthropic|claude.)"))
 
 
 @cli.command()

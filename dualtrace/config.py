@@ -187,6 +187,50 @@ def resolve_memory_dir(
     return state_dir() / "memory" / project_key(root)
 
 
+def set_user_setting(key: str, value: str) -> Path:
+    """Set one top-level string ``key`` in the user config, keeping the rest of the file
+    (comments, other keys, tables) as it is. Returns the file's path."""
+    import json
+
+    path = state_dir() / USER_CONFIG
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise DualtraceError(f"cannot read {path}: {exc}") from exc
+    line = f"{key} = {json.dumps(value)}"  # a JSON string of plain text is a TOML string
+    lines = text.splitlines()
+    table: str | None = None
+    first_header: int | None = None
+    for i, raw in enumerate(lines):
+        stripped = raw.strip()
+        if stripped.startswith("["):
+            table = stripped.strip("[] ")
+            first_header = i if first_header is None else first_header
+            continue
+        if table in (None, "dualtrace") and re.match(rf"{re.escape(key)}\s*=", stripped):
+            lines[i] = line
+            break
+    else:
+        lines.insert(len(lines) if first_header is None else first_header, line)
+    new = "\n".join(lines) + "\n"
+    try:
+        parsed = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise DualtraceError(f"{path} is not valid TOML ({exc}); fix it first") from exc
+    table_value = parsed.get("dualtrace")
+    if isinstance(table_value, dict) and key in table_value:
+        parsed = table_value
+    if parsed.get(key) != value:
+        raise DualtraceError(f"cannot set {key} in {path}; edit it by hand")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
 def api_key(settings: Settings) -> str | None:
     """ANTHROPIC_API_KEY wins over the config file (keys stay out of repos)."""
     return os.environ.get("ANTHROPIC_API_KEY") or settings.api_key or None

@@ -77,7 +77,14 @@ def encode_session(
     last_assistant_message: str | None = None,
     dry_run: bool = False,
     budget: int | None = None,
+    fallback: str | None = None,
 ) -> EncodeReport:
+    """Encode the new part of ``transcript`` into ``memory_dir``: at most one commit.
+
+    ``fallback`` ("offline" or "none") overrides ``settings.fallback`` for what happens
+    when a model backend fails: encode offline instead, or raise (the default by hand;
+    the worker passes "offline" unless the config says "none").
+    """
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
     from dualtrace.encoder.redact import Redactor, redact_session
@@ -196,8 +203,12 @@ def encode_session(
             try:
                 builder, usage = run(engine)
             except BackendError as exc:
-                if settings.fallback != "offline" or engine.name == "offline":
+                if engine.name == "offline":
                     raise
+                if (fallback or settings.fallback) != "offline":
+                    from dualtrace.encoder.backends import offline_hint
+
+                    raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
                 report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)

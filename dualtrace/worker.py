@@ -237,6 +237,9 @@ class Worker:
             Path(transcript), memory_dir=Path(memdir), backend=settings.backend,
             settings=settings, host=job.get("host"),
             last_assistant_message=job.get("last_assistant_message"),
+            # Hooks never lose a session to a model outage: offline unless the config
+            # asks for retries instead (fallback = "none").
+            fallback=settings.fallback or "offline",
         )
         info = report.to_dict()
         for key in ("backend", "operations", "commit", "skipped", "cursor"):

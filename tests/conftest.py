@@ -14,6 +14,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 EXAMPLES = REPO_ROOT / "examples"
+DATA = REPO_ROOT / "tests" / "data"
 _REAL_HOME = Path(os.path.expanduser("~")).resolve()
 
 
@@ -60,3 +61,24 @@ def corpus_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared corpus not present: {path}")
     return path
+
+
+@pytest.fixture
+def run_cli(monkeypatch):
+    """The `dualtrace` CLI in process (click's CliRunner), for tests where the process
+    boundary is not the point: ``run_cli("status", "--memory-dir", str(memdir))``.
+
+    Returns click's Result (exit_code, output with stderr mixed in, exception); ``cwd``
+    runs the command from that directory. Use a real subprocess for hooks, workers and
+    anything whose exit status or stdio a host reads.
+    """
+    from click.testing import CliRunner
+
+    from dualtrace.cli import cli
+
+    def run(*args: str, input: str | None = None, cwd: Path | None = None):
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+    return run

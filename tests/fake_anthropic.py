@@ -52,6 +52,39 @@ class Recorded:
 # ------------------------------------------------------------------ builders
 
 
+def sse_stream(msg: dict[str, Any]) -> bytes:
+    """A complete message as the Messages API's server-sent events (``"stream": true``):
+    message_start, one start/delta/stop triple per content block, message_delta, stop."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    usage = dict(msg.get("usage") or {})
+    start_usage = {**usage, "output_tokens": 1}
+    head = {**msg, "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": start_usage}
+    events.append(("message_start", {"type": "message_start", "message": head}))
+    for index, block in enumerate(msg.get("content") or []):
+        if block.get("type") == "tool_use":
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+        elif block.get("type") == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            delta = {"type": "thinking_delta", "thinking": block.get("thinking", "")}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block.get("text", "")}
+        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": opening}))
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": delta}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": msg.get("stop_reason"), "stop_sequence": msg.get("stop_sequence")},
+        "usage": {"output_tokens": usage.get("output_tokens", 1)}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                   for name, data in events).encode()
+
+
 def tool_use(name: str, input: Any, id: str | None = None) -> dict[str, Any]:  # noqa: A002
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):06d}", "name": name,
             "input": input}
@@ -276,6 +309,9 @@ class FakeAnthropic:
         reply = scripted if isinstance(scripted, Reply) else Reply(200, scripted)
         if reply.status == 200 and isinstance(reply.body, dict):
             reply = Reply(200, self.complete(body, reply.body), reply.headers)
+            if body.get("stream"):
+                reply = Reply(200, sse_stream(reply.body),
+                              {**reply.headers, "content-type": "text/event-stream"})
         return reply
 
     def complete(self, request: dict[str, Any], msg: dict[str, Any]) -> dict[str, Any]:

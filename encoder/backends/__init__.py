@@ -12,7 +12,7 @@ import importlib
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dualtrace.config import Settings, api_key
+from dualtrace.config import Settings
 from dualtrace.errors import DualtraceError
 
 if TYPE_CHECKING:
@@ -77,15 +77,49 @@ BACKENDS: dict[str, str] = {
 }
 
 
+# What each backend sends off this machine, in one line (``install --backend`` prints it,
+# the README's "What leaves your machine" says the same at more length).
+DISCLOSURES: dict[str, str] = {
+    "offline": "nothing leaves this machine: sessions are encoded here, by rules, with no model",
+    "anthropic": "after each session, its redacted digest (up to digest_budget tokens) and the "
+                 "descriptions of related memories are sent to the Anthropic API "
+                 "({where}) and billed to {key}",
+    "claude": "after each session, its redacted digest and the descriptions of related "
+              "memories are given to `claude -p`, which sends them to Anthropic under your "
+              "Claude Code login and billing",
+}
+
+
 def resolve_name(name: str, settings: Settings) -> str:
-    """``auto`` is the Anthropic sub-agent when a key is configured, else offline."""
+    """``auto`` is offline. A model backend runs only when it is named, in dualtrace's
+    own config or on the command line: a key in the environment (Claude Code passes
+    its ANTHROPIC_API_KEY to every hook) is not consent to send sessions to a model."""
     if name == "auto":
-        return "anthropic" if api_key(settings) else "offline"
+        return "offline"
     if name not in BACKENDS:
         raise DualtraceError(
             f"unknown backend {name!r}; choose one of auto, {', '.join(sorted(BACKENDS))}"
         )
     return name
+
+
+def disclosure(name: str, settings: Settings) -> str:
+    """One line: what choosing backend ``name`` sends off this machine, and where."""
+    import os
+
+    name = resolve_name(name, settings)
+    where = (settings.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+             or "https://api.anthropic.com")
+    key = "ANTHROPIC_API_KEY (or api_key in dualtrace's config)"
+    return f"backend {name}: " + DISCLOSURES[name].format(where=where, key=key)
+
+
+def offline_hint(transcript: str | None = None) -> str:
+    """How to do the same job without a model, for the end of a backend error."""
+    what = f"dualtrace encode --backend offline {transcript}" if transcript \
+        else "dualtrace encode --backend offline TRANSCRIPT"
+    return f"to encode on this machine without a model, run `{what}` " \
+           "(or set backend = \"offline\" in dualtrace's config)"
 
 
 def get_backend(name: str, settings: Settings) -> Backend:

@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-import test_hook_util
-from test_hook_util import (
+
+from dualtrace import config, queue
+from tests import hook_helpers
+from tests.hook_helpers import (
     PY,
     claude_payload,
     run_hook,
@@ -19,11 +21,9 @@ from test_hook_util import (
     wait_drained,
 )
 
-from dualtrace import config, queue
-
 BUDGET = 5.0  # seconds; the hosts' timeouts are 5-10 s, a healthy hook takes ~0.05 s
 
-hook_env = test_hook_util.hook_env  # the fixture, shared with the other hook tests
+hook_env = hook_helpers.hook_env  # the fixture, shared with the other hook tests
 
 
 def _transcript(tmp_path: Path, session: str = "s1") -> Path:

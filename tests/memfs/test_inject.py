@@ -19,12 +19,13 @@ from dualtrace.memfs.index import index_path
 from dualtrace.memfs.inject import prompt_context, session_start_context
 from dualtrace.memfs.recall import LABEL_A
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import DATA
 
-DATA = Path(__file__).parent / "data" / "recall_questions.py"
+QUESTIONS = DATA / "recall_questions.py"
 
 
 def _labelled():
-    spec = importlib.util.spec_from_file_location("recall_questions", DATA)
+    spec = importlib.util.spec_from_file_location("recall_questions", QUESTIONS)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -13,8 +13,9 @@ from dualtrace.cli import cli
 from dualtrace.memfs.formats import Fact, Moment
 from dualtrace.memfs.gitrepo import OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import EXAMPLES
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pilot-1a-preference.jsonl"
+EXAMPLE = EXAMPLES / "pilot-1a-preference.jsonl"
 
 
 def seed(memdir):
@@ -33,29 +34,28 @@ def seed(memdir):
     return store
 
 
-def test_version():
-    result = CliRunner().invoke(cli, ["--version"])
+def test_version(run_cli):
+    result = run_cli("--version")
     assert result.exit_code == 0 and __version__ in result.output
 
 
-def test_status_log_show(memdir):
+def test_status_log_show(memdir, run_cli):
     seed(memdir)
-    runner = CliRunner()
-    status = runner.invoke(cli, ["status", "--memory-dir", str(memdir)])
+    status = run_cli("status", "--memory-dir", str(memdir))
     assert status.exit_code == 0, status.output
     assert "decision" in status.output and "FULL 1" in status.output
     assert "mem: store decisions/structured-logging-json" in status.output
-    log = runner.invoke(cli, ["log", "--memory-dir", str(memdir)])
+    log = run_cli("log", "--memory-dir", str(memdir))
     assert "sess-abcdef123" in log.output
     assert "mem: store decisions/structured-logging-json (decision, evidence:11)" in log.output
-    show = runner.invoke(cli, ["show", "structured-logging-json", "--memory-dir", str(memdir)])
+    show = run_cli("show", "structured-logging-json", "--memory-dir", str(memdir))
     assert show.exit_code == 0
     assert show.output.index("==> decisions/") < show.output.index("==> scenes/decisions/")
     assert "[MOMENT:structured-logging-json]" in show.output
 
 
-def test_status_on_fresh_dir_initialises_repo(memdir):
-    result = CliRunner().invoke(cli, ["status", "--memory-dir", str(memdir)])
+def test_status_on_fresh_dir_initialises_repo(memdir, run_cli):
+    result = run_cli("status", "--memory-dir", str(memdir))
     assert result.exit_code == 0
     assert "memories:   0" in result.output
     assert (memdir / ".git").is_dir()

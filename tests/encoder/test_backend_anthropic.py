@@ -15,6 +15,7 @@ from dualtrace.encoder.backends.anthropic import TOOLS, AnthropicBackend, build_
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder, parse_store
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import EXAMPLES
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
 
 DATE = "2026-03-10"
@@ -384,7 +385,6 @@ def test_importing_backend_does_not_import_sdk():
 
 # ------------------------------------------------------------------ end to end through the CLI
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def cli(args: list[str], cwd: Path, api: FakeAnthropic | None = None, **env_extra: str):
@@ -454,7 +454,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
     mem = tmp_path / "mem"
     api.default = error(500, "boom")
     (config.state_dir() / "config.toml").write_text(
-        f'base_url = "{api.url}"\nfallback = "offline"\n')
+        f'backend = "anthropic"\nbase_url = "{api.url}"\nfallback = "offline"\n')
     import os
     env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
     proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--memory-dir", str(mem),
@@ -467,7 +467,7 @@ def test_cli_fallback_offline_on_model_failure(api, tmp_path):
 
 
 def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
-    from tests.test_redact import lookalikes, secrets_by_kind, write_corpus
+    from tests.encoder.test_redact import lookalikes, secrets_by_kind, write_corpus
 
     secrets = secrets_by_kind()
     transcript = tmp_path / "secrets.jsonl"
@@ -492,11 +492,13 @@ def test_request_bodies_contain_no_secret_from_redaction_corpus(api, tmp_path):
 def test_auto_backend_choice(monkeypatch):
     from dualtrace.encoder.backends import resolve_name
 
+    # auto is offline whatever keys exist: a model runs only when it is named.
     assert resolve_name("auto", Settings()) == "offline"
-    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "anthropic"
+    assert resolve_name("auto", Settings(api_key="sk-ant-config")) == "offline"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
-    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "anthropic"
-    assert resolve_name("claude", Settings()) == "claude"  # only when chosen
+    assert resolve_name("auto", Settings(claude_cli="/usr/bin/claude")) == "offline"
+    assert resolve_name("anthropic", Settings()) == "anthropic"
+    assert resolve_name("claude", Settings()) == "claude"
 
 
 def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):

@@ -10,8 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-import test_hook_util
-from test_hook_util import (
+from dualtrace import queue
+from tests import hook_helpers
+from tests.conftest import EXAMPLES
+from tests.hook_helpers import (
     PY,
     append_turn,
     claude_payload,
@@ -26,11 +28,7 @@ from test_hook_util import (
     worker_running,
 )
 
-from dualtrace import queue
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-hook_env = test_hook_util.hook_env  # the fixture, shared with the other hook tests
+hook_env = hook_helpers.hook_env  # the fixture, shared with the other hook tests
 
 
 def _mem_commits(memdir: Path) -> list[str]:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from dualtrace.encoder.gates import evaluate
 from dualtrace.hooks.transcripts import read_transcript
-
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
 
 
 def plain(tmp_path: Path, *messages: str):

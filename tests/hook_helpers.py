@@ -1,6 +1,6 @@
 """Shared helpers for the hook/queue/worker tests: real processes, temp state.
 
-(Named test_hook_* so it belongs to the hook test files; it holds no tests itself.)
+It holds no tests itself; import it as ``tests.hook_helpers``.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ import pytest
 from dualtrace.encoder.session import Event, truncate_middle
 from dualtrace.errors import TranscriptError
 from dualtrace.hooks.transcripts import LineReader, detect_format, read_transcript
-
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,12 +15,13 @@ from dualtrace.config import Settings
 from dualtrace.memfs import formats
 from dualtrace.memfs.recall import ABSTAIN, LABEL_A, LABEL_B, LABEL_C, THRESHOLD, recall
 from dualtrace.memfs.store import MemoryStore
+from tests.conftest import DATA
 
-DATA = Path(__file__).parent / "data" / "recall_questions.py"
+QUESTIONS = DATA / "recall_questions.py"
 
 
 def _labelled():
-    spec = importlib.util.spec_from_file_location("recall_questions", DATA)
+    spec = importlib.util.spec_from_file_location("recall_questions", QUESTIONS)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

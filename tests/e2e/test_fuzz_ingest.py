@@ -14,8 +14,8 @@ from dualtrace.encoder.gates import evaluate
 from dualtrace.encoder.redact import redact_session
 from dualtrace.errors import TranscriptError
 from dualtrace.hooks.transcripts import read_transcript
+from tests.conftest import DATA
 
-DATA = Path(__file__).parent / "data"
 SAMPLES = [(DATA / n).read_bytes() for n in
            ("claude_session.jsonl", "codex_session.jsonl", "plain_session.jsonl")]
 

@@ -17,6 +17,7 @@ from dualtrace.encoder.digest import build_digest, prepare
 from dualtrace.encoder.redact import INJECT_CLOSE, INJECT_OPEN, Redactor, redact_session
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks.transcripts import read_transcript
+from tests.conftest import DATA
 
 RNG = random.Random(1234)
 ALNUM = string.ascii_letters + string.digits
@@ -239,7 +240,7 @@ def test_settings_redact_patterns_reach_cli(tmp_path: Path, monkeypatch):
 
 
 def test_redact_session_keeps_structure():
-    s = read_transcript(Path(__file__).parent / "data" / "claude_session.jsonl")
+    s = read_transcript(DATA / "claude_session.jsonl")
     red, counts = redact_session(s)
     assert counts == {}  # nothing secret in it: nothing changed
     assert red.events == s.events

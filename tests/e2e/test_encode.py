@@ -13,8 +13,7 @@ import git
 import pytest
 
 from dualtrace.memfs.store import MemoryStore
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.conftest import EXAMPLES
 
 
 def encode(memdir: Path, name: str, *extra: str) -> dict:

@@ -11,8 +11,7 @@ import pytest
 
 from dualtrace.encoder.digest import build_digest, estimate_tokens, prepare
 from dualtrace.hooks.transcripts import read_transcript
-
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
 
 
 def test_estimate_tokens_is_chars_over_four():

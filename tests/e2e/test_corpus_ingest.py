@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, corpus_path
 
 from dualtrace.encoder.digest import prepare
 from dualtrace.hooks.transcripts import read_transcript
+from tests.conftest import CORPUS, corpus_path
 
 CLAUDE = sorted((CORPUS / "claude-code" / "spotter").glob("*.jsonl")) + sorted(
     (CORPUS / "agentlogs" / "claudecode").glob("*.jsonl"))

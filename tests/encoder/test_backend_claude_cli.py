@@ -16,7 +16,8 @@ from dualtrace.encoder.backends.claude_cli import ClaudeCliBackend, extract_plan
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
-from tests.test_backend_anthropic import DECISION, DIGEST
+from tests.conftest import EXAMPLES
+from tests.encoder.test_backend_anthropic import DECISION, DIGEST
 
 DATE = "2026-03-10"
 
@@ -149,7 +150,7 @@ def test_cli_encode_with_claude_backend(tmp_path, fake_claude):
                 "scores": {"durability": 3, "scope": 3, "rationale": 3, "retrieval": 2},
                 "confidence": "HIGH"}
     reply(fake_claude, result({"operations": [decision]}))
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    examples = EXAMPLES
     proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--backend", "claude",
                            "--memory-dir", str(tmp_path / "mem"),
                            str(examples / "pilot-1b-structured-logging.jsonl")],

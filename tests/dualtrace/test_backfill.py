@@ -21,10 +21,10 @@ from dualtrace.backfill import (
 )
 from dualtrace.config import Settings
 from dualtrace.errors import DualtraceError
+from tests.conftest import EXAMPLES
+from tests.encoder.test_backend_anthropic import LOGGING_DECISION
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
-from tests.test_backend_anthropic import LOGGING_DECISION
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ["pilot-5-session-storage.jsonl", "pilot-1b-structured-logging.jsonl",
          "pilot-4-auth-401-session1.jsonl", "noise-only.jsonl"]
 

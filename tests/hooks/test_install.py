@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dualtrace.hooks import install as inst
+from tests.conftest import REPO_ROOT
 
 PY = sys.executable
 
@@ -146,7 +147,7 @@ def test_recognises_only_our_handlers(command, ours):
 
 
 def test_plugin_files_point_at_the_hook_command():
-    root = Path(__file__).resolve().parent.parent
+    root = REPO_ROOT
     plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
     hooks = json.loads((root / "hooks" / "hooks.json").read_text())
     assert plugin["name"] == "dualtrace"
