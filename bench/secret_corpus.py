@@ -139,11 +139,10 @@ def _kinds(g: _Gen) -> list[tuple[str, Callable[[], str], list[_Ctx]]]:
             ("output", "slack: authenticated as deploy-bot with {v}"),
             ("user", "the bot token is {v}"),
         ]),
-        ("slack-webhook", lambda: "https://hooks.slack.com/services/T" + g.s(8, UP + DIG) + "/B"
-         + g.s(10, UP + DIG) + "/" + g.s(24), [
-            ("command", "curl -X POST -d '{{\"text\":\"deployed\"}}' {v}"),
-            ("edit", "webhook_url: {v}\n"),
-            ("prose", "Alerts go to {v}."),
+        ("slack-webhook", lambda: "T" + g.s(8, UP + DIG) + "/B" + g.s(10, UP + DIG) + "/" + g.s(24), [
+            ("command", "curl -X POST -d '{{\"text\":\"deployed\"}}' https://hooks.slack.com/services/{v}"),
+            ("edit", "webhook_url: https://hooks.slack.com/services/{v}\n"),
+            ("prose", "Alerts go to https://hooks.slack.com/services/{v}."),
         ]),
         ("stripe-live-key", lambda: g.pick(["sk_live_", "rk_live_"]) + g.s(g.pick([24, 34, 99])), [
             ("edit", "stripe.api_key = \"{v}\"\n"),

@@ -339,6 +339,8 @@ def _assignment_spans(text: str) -> Iterable[tuple[int, int, str]]:
             continue
         s, e = m.span(idx)
         pos = e
+        while idx == 3 and e - s > 6 and text[e - 1] in ".,:;!?":
+            e -= 1  # an unquoted value at the end of a sentence keeps its full stop
         yield s, e, kind
 
 
@@ -359,7 +361,37 @@ _INJECTED = re.compile(re.escape(INJECT_OPEN) + r"(?:(?!\x00\x1e).)*?"
                        + re.escape(INJECT_CLOSE), re.S)
 _LONE_MARKER = re.compile(re.escape(INJECT_OPEN) + "|" + re.escape(INJECT_CLOSE))
 # /home/<name> and /Users/<name> -> ~ (not /home alone, not inside a longer path).
-_HOME = re.compile(r"(?<![\w./~-])/(?:home|Users)/(?!Shared\b)[A-Za-z0-9._-]+(?=/|\b|$)")
+_HOME = re.compile(r"/(?:home|Users)/([A-Za-z0-9._-]+)")  # literal start: a fast scan
+
+# Secret values this process has found, so later text (a backend's output, a memory
+# read back) loses them too. In memory only, never written anywhere; bounded.
+_KNOWN: dict[str, str] = {}
+_KNOWN_MAX = 5000
+_KNOWN_SCAN_LIMIT = 256_000  # bytes of text worth checking against every known value
+
+
+def _secret_parts(value: str) -> list[str]:
+    """Pieces of a long secret that identify it when quoted alone: the path of a
+    webhook URL (``T0/B1/xyz`` without ``https://hooks...``), the tail of a long token."""
+    parts = []
+    if len(value) >= 24 and "/" in value:
+        i = value.find("/")
+        while i >= 0:
+            tail = value[i + 1:]
+            if len(tail) >= 16 and _looks_random(tail):
+                parts.append(tail)
+            i = value.find("/", i + 1)
+    if len(value) >= 32 and _looks_random(value[-16:]):
+        parts.append(value[-16:])
+    return parts
+
+
+def _remember(values: dict[str, str]) -> None:
+    for value, kind in values.items():
+        if len(_KNOWN) >= _KNOWN_MAX:
+            _KNOWN.pop(next(iter(_KNOWN)))
+        _KNOWN[value] = kind
+
 
 _WORDISH = re.compile(r"[A-Za-z0-9_\-]")
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-]")
@@ -381,6 +413,8 @@ def _widen(text: str, start: int, end: int) -> tuple[int, int]:
             end += 1
         else:
             break
+    while end - start > 8 and text[end - 1] in ".~%-":
+        end -= 1  # a sentence's full stop is not part of the token
     return start, end
 
 
@@ -388,7 +422,16 @@ def home_to_tilde(text: str) -> str:
     """``/home/<name>`` and ``/Users/<name>`` become ``~`` (stored text names no user)."""
     if "/home/" not in text and "/Users/" not in text:
         return text
-    return _HOME.sub("~", text)
+
+    def sub(m: re.Match[str]) -> str:
+        start = m.start()
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_./~-"):
+            return m.group(0)  # inside a longer path: /srv/home/x stays
+        if m.group(1) == "Shared":
+            return m.group(0)
+        return "~"
+
+    return _HOME.sub(sub, text)
 
 
 class Redactor:
@@ -471,12 +514,21 @@ class Redactor:
         if "=" in text or ":" in text or ">" in text or "," in text:
             spans.extend(_assignment_spans(text))
         # A value found once is a secret everywhere: mask its other occurrences too
-        # (quoted later in prose, echoed in an output, repeated in a commit message).
+        # (quoted later in prose, echoed in an output, repeated in a commit message),
+        # and in what a backend writes afterwards in this process (a bare password the
+        # session revealed only in a `-p` flag has no shape to find it by later).
         seen: dict[str, str] = {}
         for s, e, kind in spans:
             value = text[s:e]
             if len(value) >= 6 and "\n" not in value:
                 seen.setdefault(value, kind)
+                for part in _secret_parts(value):
+                    seen.setdefault(part, kind)
+        _remember(seen)
+        if len(text) <= _KNOWN_SCAN_LIMIT:
+            for value, kind in list(_KNOWN.items()):
+                if value not in seen and value in text:
+                    seen[value] = kind
         for value, kind in seen.items():
             idx = text.find(value)
             while idx >= 0:
@@ -545,6 +597,29 @@ def redact_text(text: str, redactor: Redactor | None = None) -> str:
 
 
 _DEFAULT: Redactor | None = None
+
+
+def redact_fields(obj: Any, redactor: Redactor | None = None) -> Any:
+    """A copy of a frozen dataclass with every string (also in tuples and nested
+    dataclasses) redacted: what a backend proposes passes the same redactor as the
+    session did, whatever the backend read or made up."""
+    from dataclasses import is_dataclass
+
+    r = redactor or _default()
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return r.redact(value) if value else value
+        if isinstance(value, tuple):
+            return tuple(clean(v) for v in value)
+        if is_dataclass(value) and not isinstance(value, type):
+            changes = {f.name: clean(getattr(value, f.name)) for f in fields(value)}
+            changed = {k: v for k, v in changes.items() if v is not getattr(value, k)
+                       and v != getattr(value, k)}
+            return replace(value, **changed) if changed else value
+        return value
+
+    return clean(obj)
 
 
 def _default() -> Redactor:
