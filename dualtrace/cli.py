@@ -97,6 +97,27 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     for line in queue.format_status(queue.status_summary(config.state_dir())):
         click.echo(line)
+    for line in _spend_lines(config.load_settings(config.project_root())):
+        click.echo(line)
+
+
+def _spend_lines(settings: config.Settings) -> list[str]:
+    """Today's model spend per backend, from the usage the APIs reported."""
+    from dualtrace.encoder.backends import spend
+
+    usd, tokens = spend.limits(settings)
+    limit = " and ".join(x for x in (f"${usd:.2f}" if usd > 0 else "",
+                                      f"{tokens:,} tokens" if tokens > 0 else "") if x)
+    cost, used = spend.totals()
+    head = f"spend today: ${cost:.4f}, {used:,} tokens"
+    head += f" (budget {limit} a day; over it: {spend.action(settings)})" if limit else \
+        " (no daily budget)"
+    lines = [head]
+    for backend, entry in sorted(spend.spent().items()):
+        tok = sum(int(entry.get(k) or 0) for k in spend.FIELDS[1:5])
+        lines.append(f"  {backend:<11} ${float(entry.get('cost_usd') or 0):.4f}  "
+                     f"{int(entry.get('requests') or 0)} request(s), {tok:,} tokens")
+    return lines
 
 
 @cli.command()
@@ -115,11 +136,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    root = config.project_root()
-    settings = config.load_settings(root)
-    target = config.resolve_memory_dir(memory_dir, settings=settings)
-    report = encode_session(transcript, memory_dir=target, backend=backend or settings.backend,
-                            settings=settings, dry_run=dry_run, budget=budget)
+    ws = config.workspace(memory_dir=memory_dir)
+    report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
+                            dry_run=dry_run, budget=budget)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
@@ -250,6 +269,77 @@ def reindex(memory_dir: Path | None) -> None:
     click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
 
 
+@cli.command()
+@memory_dir_option
+@click.option("--remote", default=None, help="Remote name (default: origin, else the only one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
+def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
+    """Fetch, merge (structurally, never with conflict markers) and push the memory."""
+    import json
+
+    from dualtrace.memfs.sync import sync as do_sync
+
+    store = resolve_store(memory_dir, create=False)
+    try:
+        report = do_sync(store, remote)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    if report.recovered:
+        click.echo(f"recovered: {report.recovered}")
+    click.echo(f"synced with {report.remote}/{report.branch}: {report.incoming} commits in, "
+               f"{report.outgoing if report.pushed else 0} out, {len(report.merged)} files "
+               f"merged ({report.took_ms / 1000:.2f}s)")
+    for line in report.conflicts:
+        click.echo(f"conflict kept in the file: {line}")
+
+
+@cli.group(invoke_without_command=True)
+@memory_dir_option
+@click.pass_context
+def remote(ctx: click.Context, memory_dir: Path | None) -> None:
+    """List the memory repository's git remotes (`remote add URL` adds one)."""
+    ctx.obj = memory_dir
+    if ctx.invoked_subcommand is None:
+        from dualtrace.memfs.sync import remotes
+
+        store = resolve_store(memory_dir, create=False)
+        found = remotes(store.root)
+        if not found:
+            click.echo("No remotes. Add one with `dualtrace remote add URL`.")
+        for name, url in found:
+            click.echo(f"{name}\t{url}")
+
+
+@remote.command("add")
+@memory_dir_option
+@click.argument("url")
+@click.option("--name", default="origin", show_default=True, help="Remote name.")
+@click.pass_obj
+def remote_add(group_memory_dir: Path | None, memory_dir: Path | None, url: str,
+               name: str) -> None:
+    """Add a git remote to the memory repository (and register the merge driver)."""
+    from dualtrace.memfs.sync import add_remote
+
+    store = resolve_store(memory_dir or group_memory_dir)
+    try:
+        add_remote(store, url, name)
+    finally:
+        store.close()
+    click.echo(f"added remote {name} {url}; run `dualtrace sync` to share the memory")
+
+
+@cli.command("merge-file", hidden=True)
+@click.argument("files", nargs=4)
+def merge_file(files: tuple[str, str, str, str]) -> None:
+    """git merge driver: BASE OURS THEIRS PATH (%O %A %B %P); writes the merge into OURS."""
+    from dualtrace.memfs.merge import run_driver
+
+    sys.exit(run_driver(list(files)))
+
+
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event")
 @click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")
@@ -260,6 +350,16 @@ def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
 
     args = [event, *extra] + (["--host", host] if host else [])
     sys.exit(hookcmd.run(args))
+
+
+@cli.command("mcp", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def mcp_cmd(args: tuple[str, ...]) -> None:
+    """Serve this project's memory to the agent over MCP (stdio): recall, search, show,
+    recent_sessions, remember. Hosts start it; `dualtrace install` registers it."""
+    from dualtrace.mcp_server import main as mcp_main
+
+    sys.exit(mcp_main(list(args)))
 
 
 @cli.command(hidden=True)

@@ -126,6 +126,20 @@ class Settings:
     session_start_chars: int = 6000
     prompt_chars: int = 2000
     claude_cli: str = "claude"
+    # The Anthropic backend's HTTP policy and its turn-1 prompt ceiling (estimated
+    # tokens of tools + system + index + digest; the digest is rebuilt smaller to fit).
+    api_retries: int = 4
+    retry_base_seconds: float = 1.0
+    retry_max_seconds: float = 30.0
+    request_timeout_seconds: float = 90.0
+    prompt_budget: int = 9500
+    # The spending guard (encoder/backends/spend.py): what every model backend together
+    # may spend a day, from the usage the API reports; 0 turns a limit off. Over it,
+    # "offline" encodes offline, "wait" keeps the job queued until midnight.
+    daily_budget_usd: float = 1.0
+    daily_budget_tokens: int = 1_000_000
+    over_budget: str = "offline"
+    # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -142,14 +156,29 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return {**data, **table} if isinstance(table, dict) else data
 
 
+_NUMBER_FIELDS = {f.name: f.type for f in fields(Settings) if f.type in ("int", "float")}
+
+
 def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Settings:
-    known = {f.name for f in fields(Settings)}
+    known = {f.name for f in fields(Settings)} - {"extra"}
+    # Older docs put the backend tunables in an [extra] table: its keys apply as if
+    # they were written at the top level (a top-level key of the same name wins).
+    table = data.get("extra")
+    if isinstance(table, dict):
+        data = {**table, **{k: v for k, v in data.items() if k != "extra"}}
     updates: dict[str, Any] = {}
     extra = dict(settings.extra)
     for key, value in data.items():
-        if key not in known or key == "extra":
+        if key not in known:
             extra[key] = value
             continue
+        kind = _NUMBER_FIELDS.get(key)
+        if kind is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    kind == "int" and not isinstance(value, int)):
+                raise DualtraceError(f"setting {key} must be {'an integer' if kind == 'int' else 'a number'}, "
+                                     f"not {value!r}")
+            value = float(value) if kind == "float" else value
         if key == "redact_patterns" and isinstance(value, list):
             value = tuple(str(v) for v in value)
         if key == "memory_dir" and isinstance(value, str) and base is not None:
@@ -164,8 +193,28 @@ def load_settings(root: Path | None = None) -> Settings:
     settings = Settings()
     settings = _merge(settings, _read_toml(state_dir() / USER_CONFIG), None)
     if root is not None:
+        user = settings
         settings = _merge(settings, _read_toml(root / PROJECT_FILE), root)
+        # A repository's file may lower the user's spending limits, never raise them
+        # (a cloned project must not be able to spend the user's money).
+        settings = replace(
+            settings,
+            daily_budget_usd=_lower_limit(user.daily_budget_usd, settings.daily_budget_usd),
+            daily_budget_tokens=int(_lower_limit(user.daily_budget_tokens,
+                                                 settings.daily_budget_tokens)))
+    if settings.over_budget not in ("offline", "wait"):
+        raise DualtraceError(f"setting over_budget must be \"offline\" or \"wait\", not "
+                             f"{settings.over_budget!r}")
     return settings
+
+
+def _lower_limit(user: float, project: float) -> float:
+    """The stricter of two limits, where 0 means no limit."""
+    if user <= 0:
+        return project
+    if project <= 0:
+        return user
+    return min(user, project)
 
 
 def resolve_memory_dir(
@@ -185,6 +234,35 @@ def resolve_memory_dir(
     if settings.memory_dir:
         return Path(settings.memory_dir).expanduser().resolve()
     return state_dir() / "memory" / project_key(root)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where one command or job works, resolved once at the top and passed down.
+
+    One rule for "the project": the main worktree of the directory the command runs
+    in (for a hook-started job, the agent's cwd from the hook payload), else that
+    directory. Its ``dualtrace.toml`` gives the settings; the memory directory follows
+    the module docstring; ``project`` names ``system/<project>/conventions.md``.
+    """
+
+    root: Path
+    settings: Settings
+    memory_dir: Path
+    project: str
+
+
+def workspace(
+    cwd: str | os.PathLike[str] | None = None,
+    memory_dir: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+) -> Workspace:
+    """Resolve the Workspace of ``cwd`` (default: the current directory)."""
+    root = project_root(cwd)
+    if settings is None:
+        settings = load_settings(root)
+    return Workspace(root, settings, resolve_memory_dir(memory_dir, root, settings),
+                     project_slug(root))
 
 
 def set_user_setting(key: str, value: str) -> Path:

@@ -46,6 +46,15 @@ def entry() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
         sys.exit(run(argv[1:]))
+    if argv[:1] == ["merge-file"]:
+        # git runs this once per file a merge touches on both sides: no click, no CLI.
+        from dualtrace.memfs.merge import run_driver
+
+        sys.exit(run_driver(argv[1:]))
+    if argv[:1] == ["mcp"]:  # a server the host starts at session start: skip click too
+        from dualtrace.mcp_server import main as mcp_main
+
+        sys.exit(mcp_main(argv[1:]))
     from dualtrace.cli import main
 
     main()

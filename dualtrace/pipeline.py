@@ -73,6 +73,7 @@ def encode_session(
     memory_dir: str | Path | None = None,
     backend: str = "auto",
     settings: Settings | None = None,
+    workspace: config.Workspace | None = None,
     host: str | None = None,
     last_assistant_message: str | None = None,
     dry_run: bool = False,
@@ -88,7 +89,7 @@ def encode_session(
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
     from dualtrace.encoder.redact import Redactor, redact_session
-    from dualtrace.hooks.transcripts import read_transcript
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -99,16 +100,21 @@ def encode_session(
         return now
 
     path = Path(transcript).expanduser().resolve()
-    if settings is None:
-        settings = config.load_settings(config.project_root())
-    if memory_dir is None:
-        memory_dir = config.resolve_memory_dir(None, settings=settings)
-    memory_dir = Path(memory_dir).expanduser().resolve()
+    if workspace is None:
+        # The project is the current directory's (config.Workspace), never the
+        # session's cwd: settings, memory dir and project name follow one rule.
+        workspace = config.workspace(memory_dir=memory_dir, settings=settings)
+    elif memory_dir is not None or settings is not None:
+        workspace = replace(workspace, settings=settings or workspace.settings,
+                            memory_dir=Path(memory_dir).expanduser().resolve() if memory_dir
+                            else workspace.memory_dir)
+    settings = workspace.settings
+    memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
     cursor = cursors.load(path, str(memory_dir))
     t = time.perf_counter()
-    session = read_transcript(path, cursor=cursor.offset or 0, fmt=host,
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
@@ -152,8 +158,10 @@ def encode_session(
         return _done(report, started, timings)
 
     from dualtrace.encoder.backends import EncodeRequest, get_backend
+    from dualtrace.encoder.backends.spend import BudgetExceeded, action
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
+    from dualtrace.memfs import transaction
     from dualtrace.memfs.store import MemoryStore
 
     scratch = None
@@ -168,8 +176,7 @@ def encode_session(
     store = MemoryStore(
         store_root,
         author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root(session.cwd) if session.cwd
-                                    and Path(session.cwd).is_dir() else config.project_root()),
+        project=workspace.project,
     )
     start = cursor.offset or 0
     key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
@@ -202,6 +209,12 @@ def encode_session(
 
             try:
                 builder, usage = run(engine)
+            except BudgetExceeded as exc:
+                if action(settings) == "wait":
+                    raise  # the worker keeps the job queued until the budget resets
+                report.notes.append(f"{exc}; encoded offline instead")
+                engine = get_backend("offline", settings)
+                builder, usage = run(engine)
             except BackendError as exc:
                 if engine.name == "offline":
                     raise
@@ -220,7 +233,7 @@ def encode_session(
             if dry_run:
                 report.diff = builder.diff()
             else:
-                report.commit = builder.apply()
+                report.commit = transaction.commit(store, builder.changeset())
             lap("apply", t)
     finally:
         store.close()

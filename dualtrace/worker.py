@@ -194,13 +194,27 @@ class Worker:
             _hold("after")
         except Exception as exc:  # noqa: BLE001 - every failure is recorded and retried
             expected = isinstance(exc, DualtraceError)
-            record["error"] = f"{type(exc).__name__}: {exc}" if not expected else str(exc)
+            resume_at = getattr(exc, "resume_at", None)  # spend.BudgetExceeded, over_budget=wait
+            if isinstance(resume_at, float):
+                record["skipped"] = f"waiting for the daily budget: {exc}"
+                record["deferred_until"] = resume_at
+            else:
+                record["error"] = f"{type(exc).__name__}: {exc}" if not expected else str(exc)
             if not expected:
                 self.log("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         record["finished_at"] = time.time()
         record["duration"] = round(record["finished_at"] - started, 3)
         queue.append_line(os.path.join(self.s, queue.RUNS), record)
-        if record["error"]:
+        if record.get("deferred_until"):
+            self.log(f"{job['id']}: deferred until the budget resets")
+            with queue.queue_lock(self.s):
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if current and not current.get("_corrupt"):
+                    current.update(status=queue.PENDING, worker_pid=None, started_at=None,
+                                   not_before=record["deferred_until"], immediate=True,
+                                   last_error=record["skipped"][:2000])
+                    queue.atomic_write_json(queue.job_path(self.s, job["id"]), current)
+        elif record["error"]:
             self.log(f"{job['id']}: failed: {record['error']}")
             with queue.queue_lock(self.s):
                 current = queue.read_json(queue.job_path(self.s, job["id"]))
@@ -233,9 +247,9 @@ class Worker:
         stat = os.stat(transcript)
         from dualtrace.pipeline import encode_session
 
+        ws = config.workspace(cwd, memory_dir=memdir, settings=settings)
         report = encode_session(
-            Path(transcript), memory_dir=Path(memdir), backend=settings.backend,
-            settings=settings, host=job.get("host"),
+            Path(transcript), workspace=ws, backend=settings.backend, host=job.get("host"),
             last_assistant_message=job.get("last_assistant_message"),
             # Hooks never lose a session to a model outage: offline unless the config
             # asks for retries instead (fallback = "none").

@@ -1,13 +1,15 @@
-"""The plan every backend proposes, and the validator that decides what is written.
+"""The validator that decides what a session's proposed operations become.
 
-Backends (offline heuristics, a model with tools, ``claude -p``) only *propose*
-operations: Store, Update, Skip. ``PlanBuilder.add`` applies the rules of
-PROTOCOL.md 6-8 in code - score ranges, tier routing and overrides, the duplicate
-guard, confidence and Timeline monotonicity, system-file bullets, supersession,
-and grounding of moments in the session - and either accepts an operation
-(possibly rewritten, e.g. a duplicate Store becomes an Update) or raises
-``Rejected`` with a reason a model can act on. ``apply`` writes the accepted
-result atomically and commits it once.
+``PlanBuilder.add`` applies the rules of PROTOCOL.md 6-8 in code - score ranges,
+tier routing and overrides, the duplicate guard, confidence and Timeline
+monotonicity, system-file bullets, supersession, and grounding of moments in the
+session - and either accepts an operation (possibly rewritten, e.g. a duplicate
+Store becomes an Update) or raises ``Rejected`` with a reason a model can act on.
+``changeset`` hands the accepted result to memfs (``memfs.transaction.commit``),
+which writes it and commits it once: the encoder itself never writes.
+
+The operations live in ``encoder.operations``, the grounding checks in
+``encoder.grounding``; both are re-exported here for the backends.
 """
 
 from __future__ import annotations
@@ -15,26 +17,52 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from dualtrace.encoder.grounding import (
+    Grounding,
+    LazyArtifacts,
+    check_moment,
+    specifics,
+    timeline_line,
+)
 from dualtrace.encoder.matching import best_match
+from dualtrace.encoder.operations import (
+    MomentDraft,
+    Operation,
+    Outcome,
+    Rejected,
+    Skip,
+    Store,
+    Update,
+    parse_moment,
+    parse_operation,
+    parse_scores,
+    parse_skip,
+    parse_store,
+    parse_update,
+)
 from dualtrace.errors import DualtraceError, PathError
 from dualtrace.memfs import formats
 from dualtrace.memfs.anchors import check_anchor
 from dualtrace.memfs.formats import (
     CONFIDENCE,
     FACT_FOLDER_TYPES,
-    SCORE_KEYS,
-    TYPES,
     Fact,
     Memory,
     Moment,
-    Scores,
     SystemFile,
     tier_for,
 )
 from dualtrace.memfs.gitrepo import OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import ChangeSet
+
+__all__ = [
+    "ChangeSet", "Context", "Grounding", "LazyArtifacts", "MomentDraft", "Operation", "Outcome",
+    "PlanBuilder", "Rejected", "Skip", "Store", "Update", "check_moment", "parse_moment",
+    "parse_operation", "parse_scores", "parse_skip", "parse_store", "parse_update", "specifics",
+    "timeline_line",
+]
 
 # Stakes override (PROTOCOL.md 7): FULL once the score reaches 5.
 _STAKES_INCIDENT = re.compile(
@@ -46,102 +74,6 @@ _IRREVERSIBLE = re.compile(
 SIMILAR_THRESHOLD = 0.5
 
 
-class Rejected(DualtraceError):
-    """An operation the validator refuses; the message says why (sent back to a model)."""
-
-
-@dataclass(frozen=True)
-class MomentDraft:
-    narrative: str
-    what: str  # what happened, for the Timeline line
-    marker: str  # temporal marker: commit, PR, release, session date...
-    prior: str = ""
-    after: str = ""
-
-
-@dataclass(frozen=True)
-class Store:
-    type: str
-    anchor: str
-    description: str
-    body: str
-    scores: Scores
-    confidence: str = "MEDIUM"
-    status: str | None = None
-    related: tuple[str, ...] = ()
-    moment: MomentDraft | None = None
-    supersedes: str | None = None  # path of a stored decision this one contradicts
-    bullet: str | None = None  # conventions/preferences: the bullet text (default: description)
-
-
-@dataclass(frozen=True)
-class Update:
-    target: str  # path (decisions/x.md) or anchor
-    reason: str
-    body: str = ""  # a new paragraph, appended with the date
-    description: str | None = None
-    confidence: str | None = None
-    confidence_reason: str | None = None  # required to lower confidence
-    status: str | None = None
-    what: str | None = None  # a new Timeline entry: what happened ...
-    marker: str | None = None  # ... and when
-    moment: MomentDraft | None = None  # creates the scene when the memory becomes FULL
-    scores: Scores | None = None
-
-
-@dataclass(frozen=True)
-class Skip:
-    reason: str
-    scores: Scores | None = None
-    subject: str = ""
-
-
-Operation = Store | Update | Skip
-
-
-class LazyArtifacts:
-    """Artifacts computed on first use: most sessions never propose a moment."""
-
-    def __init__(self, compute: Any) -> None:
-        self._compute = compute
-        self._value: frozenset[str] | None = None
-
-    def _get(self) -> frozenset[str]:
-        if self._value is None:
-            self._value = frozenset(self._compute())
-        return self._value
-
-    def __iter__(self):
-        return iter(self._get())
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._get()
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-
-@dataclass(frozen=True)
-class Grounding:
-    """What the session contains. Moment specifics must appear here."""
-
-    text: str  # the redacted session text (digest and events), any case
-    date: str  # session date YYYY-MM-DD
-    artifacts: frozenset[str] | LazyArtifacts = frozenset()
-
-    def has(self, token: str) -> bool:
-        token = token.strip().lower()
-        return bool(token) and (token in self._haystack or token == self.date.lower())
-
-    @property
-    def _haystack(self) -> str:
-        cached = self.__dict__.get("_hay")
-        if cached is None:
-            cached = self.text.lower() + "\n" + "\n".join(a.lower() for a in self.artifacts)
-            object.__setattr__(self, "_hay", cached)
-        return cached
-
-
 @dataclass(frozen=True)
 class Context:
     session_id: str | None
@@ -150,210 +82,6 @@ class Context:
     grounding: Grounding
     project: str = "project"
     trailers: tuple[str, ...] = ()  # extra commit trailers (e.g. the transcript range)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the validator made of one proposed operation."""
-
-    action: str  # store | update | upgrade | bullet | skip | supersede
-    path: str | None
-    tier: str
-    scores: Scores | None
-    confidence: str | None
-    note: str = ""
-    kind: str | None = None  # the memory type (decision, incident, ...)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "type": self.kind,
-            "path": self.path,
-            "tier": self.tier,
-            "scores": self.scores.as_dict() if self.scores else None,
-            "evidence": self.scores.total if self.scores else None,
-            "confidence": self.confidence,
-            "note": self.note,
-        }
-
-
-# ------------------------------------------------------------------ grounding
-
-_PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cpp|hpp|cs|php|sql|yml|yaml|json|toml|ini|cfg|md|sh|html|css|lock|txt|env)\b")
-_CALL = re.compile(r"\b([A-Za-z_][\w.]*)\(\)")
-_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b")
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,.]*\d|(?<![\w.])\d(?![\w])")
-_SHA = re.compile(r"\b[0-9a-f]{7,40}\b")
-_DATE_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}:\d{2}\b")
-
-
-def specifics(text: str) -> set[str]:
-    """Concrete tokens a moment asserts: paths, calls, error names, numbers, SHAs."""
-    found: set[str] = set()
-    # Dates and clock times are one specific each, not three numbers.
-    for m in _DATE_TIME.finditer(text):
-        found.add(m.group(0))
-    text = _DATE_TIME.sub(" ", text)
-    for pattern in (_PATH, _ERROR, _SHA):
-        found.update(m.group(0).strip(".,;:") for m in pattern.finditer(text))
-    found.update(m.group(1) for m in _CALL.finditer(text))
-    found.update(m.group(0).rstrip(".,") for m in _NUMBER.finditer(text))
-    return {f for f in found if f}
-
-
-def check_moment(draft: MomentDraft, anchor: str, ctx: Context) -> None:
-    """Reject a moment with invented specifics, no artifact, or no temporal marker."""
-    if not draft.narrative.strip():
-        raise Rejected("moment narrative is empty")
-    if not draft.marker.strip():
-        raise Rejected("moment needs a temporal marker for its Timeline (commit, PR, release, or the session date)")
-    if not draft.what.strip():
-        raise Rejected("moment Timeline needs what happened")
-    text = "\n".join((draft.narrative, draft.what, draft.marker, draft.prior, draft.after))
-    text = text.replace(anchor, " ")
-    invented = sorted(s for s in specifics(text) if not ctx.grounding.has(s))
-    if invented:
-        raise Rejected(
-            "moment mentions specifics that are not in the session (no invented specifics): "
-            + ", ".join(invented[:8])
-        )
-    lowered = draft.narrative.lower() + " " + draft.what.lower()
-    # Whole sentences extracted as "error messages" would make any quote count:
-    # only short, artifact-sized strings qualify.
-    artifacts = [a for a in ctx.grounding.artifacts
-                 if 3 <= len(a) <= 120 and len(a.split()) <= 8 and a.lower() in lowered]
-    grounded_specifics = [s for s in specifics(draft.narrative + " " + draft.what)
-                          if not s.replace(",", "").replace(".", "").isdigit()]
-    if not artifacts and not grounded_specifics:
-        raise Rejected(
-            "moment names no concrete artifact from the session (a file path, function, "
-            "error message, command or commit)"
-        )
-
-
-def timeline_line(anchor: str, what: str, marker: str) -> str:
-    what = " ".join(what.split()).rstrip(".")
-    marker = " ".join(marker.split()).strip("[]")
-    return f"{anchor} -> {what} [{marker}]"
-
-
-# ------------------------------------------------------------------ parsing tool input
-
-
-def _req_str(data: dict[str, Any], key: str, limit: int = 20000) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise Rejected(f"'{key}' is required and must be a non-empty string")
-    if len(value) > limit:
-        raise Rejected(f"'{key}' is longer than {limit} characters")
-    return value.strip()
-
-
-def _opt_str(data: dict[str, Any], key: str, limit: int = 20000) -> str | None:
-    value = data.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise Rejected(f"'{key}' must be a string")
-    if len(value) > limit:
-        raise Rejected(f"'{key}' is longer than {limit} characters")
-    return value.strip() or None
-
-
-def parse_scores(value: Any) -> Scores:
-    if not isinstance(value, dict):
-        raise Rejected(f"'scores' must be an object with {', '.join(SCORE_KEYS)} (each 0-3)")
-    out = {}
-    for key in SCORE_KEYS:
-        raw = value.get(key)
-        if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 3:
-            raise Rejected(f"score '{key}' must be an integer 0-3, got {raw!r}")
-        out[key] = raw
-    return Scores(**out)
-
-
-def _confidence(value: Any, default: str | None) -> str | None:
-    if value is None or value == "":
-        return default
-    if not isinstance(value, str) or value.upper() not in CONFIDENCE:
-        raise Rejected(f"confidence must be HIGH, MEDIUM or LOW, got {value!r}")
-    return value.upper()
-
-
-def parse_moment(value: Any) -> MomentDraft | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise Rejected("'moment' must be an object with narrative, what, marker, prior, after")
-    return MomentDraft(
-        narrative=_req_str(value, "narrative", 4000),
-        what=_req_str(value, "what", 400),
-        marker=_req_str(value, "marker", 200),
-        prior=_opt_str(value, "prior", 1000) or "",
-        after=_opt_str(value, "after", 1000) or "",
-    )
-
-
-def parse_store(data: dict[str, Any]) -> Store:
-    kind = data.get("type")
-    if kind not in TYPES:
-        raise Rejected(f"unknown type {kind!r}; expected one of {', '.join(TYPES)}")
-    related = data.get("related") or []
-    if not isinstance(related, list) or not all(isinstance(r, str) for r in related):
-        raise Rejected("'related' must be a list of memory paths")
-    return Store(
-        type=kind,
-        anchor=_req_str(data, "anchor", 200),
-        description=_req_str(data, "description", 500),
-        body=_req_str(data, "body"),
-        scores=parse_scores(data.get("scores")),
-        confidence=_confidence(data.get("confidence"), "MEDIUM") or "MEDIUM",
-        status=_opt_str(data, "status", 40),
-        related=tuple(related),
-        moment=parse_moment(data.get("moment")),
-        supersedes=_opt_str(data, "supersedes", 300),
-        bullet=_opt_str(data, "bullet", 500),
-    )
-
-
-def parse_update(data: dict[str, Any]) -> Update:
-    scores = data.get("scores")
-    return Update(
-        target=_req_str(data, "target", 300),
-        reason=_req_str(data, "reason", 200),
-        body=_opt_str(data, "body") or "",
-        description=_opt_str(data, "description", 500),
-        confidence=_confidence(data.get("confidence"), None),
-        confidence_reason=_opt_str(data, "confidence_reason", 500),
-        status=_opt_str(data, "status", 40),
-        what=_opt_str(data, "what", 400),
-        marker=_opt_str(data, "marker", 200),
-        moment=parse_moment(data.get("moment")),
-        scores=parse_scores(scores) if scores is not None else None,
-    )
-
-
-def parse_skip(data: dict[str, Any]) -> Skip:
-    scores = data.get("scores")
-    return Skip(
-        reason=_req_str(data, "reason", 500),
-        scores=parse_scores(scores) if scores is not None else None,
-        subject=_opt_str(data, "subject", 300) or "",
-    )
-
-
-def parse_operation(data: dict[str, Any]) -> Operation:
-    """A JSON plan entry: {"op": "store"|"update"|"skip", ...fields}."""
-    if not isinstance(data, dict):
-        raise Rejected("each operation must be a JSON object")
-    op = data.get("op")
-    if op == "store":
-        return parse_store(data)
-    if op == "update":
-        return parse_update(data)
-    if op == "skip":
-        return parse_skip(data)
-    raise Rejected(f"unknown op {op!r}; expected store, update or skip (nothing can be deleted)")
 
 
 # ------------------------------------------------------------------ the builder
@@ -492,7 +220,7 @@ class PlanBuilder:
             if op.moment is None:
                 tier, note = "RECORD", "no moment proposed: stored as fact only"
             else:
-                check_moment(op.moment, anchor, self.ctx)
+                check_moment(op.moment, anchor, self.ctx.grounding)
                 moment = self._new_moment(op.type, anchor, op.description, op.moment,
                                           rel, op.confidence)
         fact = Fact(
@@ -576,7 +304,7 @@ class PlanBuilder:
         target = system.path.removesuffix(".md")
         moment = None
         if tier == "FULL" and op.moment is not None:
-            check_moment(op.moment, op.anchor, self.ctx)
+            check_moment(op.moment, op.anchor, self.ctx.grounding)
             rel = formats.scene_path(op.type, op.anchor)
             current = self.current(rel)
             if isinstance(current, Moment):
@@ -683,15 +411,16 @@ class PlanBuilder:
         if isinstance(scene, Moment):
             if what and marker:
                 if draft is not None:
-                    check_moment(draft, fact.anchor, self.ctx)
+                    check_moment(draft, fact.anchor, self.ctx.grounding)
                 else:
-                    check_moment(MomentDraft(scene.narrative, what, marker), fact.anchor, self.ctx)
+                    check_moment(MomentDraft(scene.narrative, what, marker), fact.anchor,
+                                 self.ctx.grounding)
                 line = timeline_line(fact.anchor, what, marker)
                 if line not in scene.timeline:
                     self._put(replace(scene, timeline=scene.timeline + (line,),
                                       confidence=confidence, updated=self.ctx.date))
         elif draft is not None and wants_full:
-            check_moment(draft, fact.anchor, self.ctx)
+            check_moment(draft, fact.anchor, self.ctx.grounding)
             scene = self._new_moment(fact.type, fact.anchor, new.description, draft,
                                      fact.path, confidence)
             self._put(scene)
@@ -739,45 +468,11 @@ class PlanBuilder:
         return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
                               self.ctx.trailers)
 
-    def apply(self) -> str | None:
-        """Write every pending file atomically and make one commit. Returns the sha."""
-        changes = self.changes()
-        if not changes or not self.oplines:
-            return None
-        with self.store.lock():
-            existed = {rel: self.store.exists(rel) for rel, _o, _n in changes}
-            try:
-                for rel, _old, new in changes:
-                    self.store.write_text(rel, new)
-                sha = self.store.commit([rel for rel, _o, _n in changes], self.message() or "")
-            except BaseException:
-                # Uncommitted files would be read back on the retry as memories that
-                # already exist ("update" instead of "store"): put the directory back.
-                self._undo(changes, existed)
-                raise
-        if self.conflicts:
-            from dualtrace.memfs.conflicts import record_conflict
-
-            for old, new in self.conflicts:
-                record_conflict(self.store, old, new, self.ctx.session_id, self.ctx.date)
-        return sha
-
-    def _undo(self, changes: list[tuple[str, str | None, str]], existed: dict[str, bool]) -> None:
-        """Best effort: restore what ``apply`` wrote before its commit failed."""
-        for rel, old, _new in changes:
-            try:
-                path = self.store.path(rel)
-                if not existed[rel]:
-                    path.unlink(missing_ok=True)
-                    for parent in path.parents:  # folders this write created, if now empty
-                        if parent == self.store.root or any(parent.iterdir()):
-                            break
-                        parent.rmdir()
-                elif old is not None:
-                    self.store.write_text(rel, old)
-            except (OSError, DualtraceError):
-                continue
-
+    def changeset(self) -> ChangeSet:
+        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do)."""
+        changes = tuple(self.changes()) if self.oplines else ()
+        return ChangeSet(changes, self.message() or "", tuple(self.conflicts),
+                         self.ctx.session_id, self.ctx.date)
 
 def _type_of_path(path: str | None) -> str | None:
     if not path:

@@ -18,6 +18,14 @@ from dualtrace.encoder.session import Session
 from dualtrace.errors import TranscriptError
 
 FORMATS = ("claude-code", "codex", "plain")
+# The transcript format each host writes. Letta Code's payloads carry no transcript:
+# the hook keeps one in the plain chat format (hooks/letta.py).
+HOST_FORMATS = {"claude-code": "claude-code", "codex": "codex", "letta": "plain"}
+
+
+def format_for_host(host: str | None) -> str | None:
+    """The transcript format a host's sessions are read with; None (detect) if unknown."""
+    return HOST_FORMATS.get(host) if host else None
 
 # A line longer than this is skipped (counted) while being read in bounded chunks,
 # so one pathological record cannot take unbounded memory. Real records up to this

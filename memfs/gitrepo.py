@@ -69,6 +69,38 @@ def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine
     return "\n\n".join(parts) + "\n"
 
 
+def _trailers(message: str) -> list[str]:
+    return [line for line in message.splitlines() if line.startswith("Dualtrace-")]
+
+
+def merge_messages(old: str, new: str) -> str:
+    """One message for a session encoded in two steps (a resumed session's new turns
+    amended into its commit): every operation in order, every range, one subject."""
+    ops = list(parse_message("", "", old).operations) + list(parse_message("", "", new).operations)
+    if len(ops) == 1:
+        subject, body = ops[0], []
+    else:
+        stored = sum(1 for op in ops if op.startswith("mem: store "))
+        session = parse_message("", "", new).session or parse_message("", "", old).session
+        subject = (f"mem: encode session {(session or 'manual')[:8]} "
+                   f"({stored} stored, {len(ops) - stored} updated)")
+        body = ops
+    trailers: list[str] = []
+    backends: list[str] = []
+    for line in _trailers(old) + _trailers(new):
+        key, _, value = line.partition(":")
+        if key == BACKEND_TRAILER:
+            backends.extend(b.strip() for b in value.split(",") if b.strip() not in backends)
+        elif line not in trailers:
+            trailers.append(line)
+    if backends:
+        at = next((i + 1 for i, t in enumerate(trailers) if t.startswith(SESSION_TRAILER)), 0)
+        trailers.insert(at, f"{BACKEND_TRAILER}: {', '.join(dict.fromkeys(backends))}")
+    parts = [subject] + (["\n".join(body)] if body else []) + (["\n".join(trailers)]
+                                                              if trailers else [])
+    return "\n\n".join(parts) + "\n"
+
+
 @dataclass(frozen=True)
 class LogEntry:
     sha: str
@@ -165,8 +197,31 @@ class MemoryRepo:
         except ValueError:
             return False
 
-    def commit(self, paths: list[str], message: str) -> str | None:
+    def amendable(self, session_id: str | None) -> str | None:
+        """HEAD's message when HEAD is this session's own commit and was never pushed.
+
+        A resumed session (``claude -p --resume``: every turn ends the process and fires
+        SessionEnd) is encoded once per turn; its new turns are amended into the
+        session's commit so the history keeps one commit per session. Anything else on
+        top (another session, a person's commit) or a push ends that: a new commit.
+        """
+        if not session_id or not self.has_commits():
+            return None
+        head = self.repo.head.commit
+        if parse_message(head.hexsha, "", head.message).session != session_id:
+            return None
+        if head.committer.name != self.actor.name or not head.parents:
+            return None
+        pushed = self.repo.git.execute(["git", "branch", "-r", "--contains", head.hexsha],
+                                       with_exceptions=False)
+        return None if str(pushed).strip() else head.message
+
+    def commit(self, paths: list[str], message: str,
+               session_id: str | None = None) -> str | None:
         """Stage exactly ``paths`` and commit them; returns the sha, or None if nothing changed.
+
+        With ``session_id``, new work of a session whose unpushed commit is HEAD is
+        amended into that commit (see ``amendable``).
 
         Two git processes through GitPython's command layer: ``add``, then ``commit``.
         Whatever a person staged by hand must stay staged and out of our commit. When
@@ -189,8 +244,13 @@ class MemoryRepo:
         ours = stamp is not None and stamp == self._saved_stamp()
         # commit.gpgsign=false: a signing prompt would hang a background worker.
         # --cleanup=verbatim keeps the message and trailers exactly as written.
+        previous = self.amendable(session_id)
+        if previous is not None:
+            message = merge_messages(previous, message)
         command = ["git", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
                    "--cleanup=verbatim", "-m", message]
+        if previous is not None:
+            command.append("--amend")
         if not ours:
             command += ["--only", "--", *paths]
         try:
@@ -206,6 +266,15 @@ class MemoryRepo:
             with_extended_output=True)[0] == 0
         self._save_stamp(self._index_stamp() if clean else None)
         return self.repo.head.commit.hexsha
+
+    def index_is_ours(self) -> bool:
+        """True when git's index is exactly as our last commit left it (see commit)."""
+        stamp = self._index_stamp()
+        return stamp is not None and stamp == self._saved_stamp()
+
+    def mark_index_ours(self) -> None:
+        """After a checkout of our own (sync's fast-forward) that staged nothing else."""
+        self._save_stamp(self._index_stamp())
 
     # The index stamp lives with dualtrace's derived state, not in .git.
     def _stamp_path(self) -> Path:

@@ -69,11 +69,12 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True)
         lines += [f"- {b}" for b in items]
         sections.append("\n".join(lines))
     if conflicts:
-        lines = ["## Open conflicts (a new decision superseded a stored one; confirm with "
-                 "the developer which holds)"]
+        from dualtrace.memfs.conflicts import describe
+
+        lines = ["## Open conflicts (a new decision superseded a stored one, or a sync merge "
+                 "kept two versions; confirm with the developer which holds)"]
         for item in conflicts:
-            lines.append(f"- {item.get('new')} supersedes {item.get('old')}"
-                         f" (stored {item.get('date') or 'unknown'})")
+            lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:

@@ -280,12 +280,14 @@ class MemoryStore:
         atomic_write_text(path, text)
         return rel
 
-    def commit(self, paths: list[str], message: str) -> str | None:
-        """Commit exactly these paths (under the lock); None when nothing changed."""
+    def commit(self, paths: list[str], message: str,
+               session_id: str | None = None) -> str | None:
+        """Commit exactly these paths (under the lock); None when nothing changed.
+        ``session_id``: amend into that session's commit when it is HEAD, unpushed."""
         for rel in paths:
             self.path(rel)  # confinement check before anything reaches git
         with self.lock():
-            sha = self.git.commit(paths, message)
+            sha = self.git.commit(paths, message, session_id)
         if sha:
             self._after_commit(paths)
         return sha

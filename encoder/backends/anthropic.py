@@ -33,7 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings, api_key
-from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.backends import EncodeRequest, Usage, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 
@@ -44,7 +44,6 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 SEARCH_LIMIT = 8
 READ_LIMIT = 12000  # characters of one memory file returned to the model
 MAX_INDEX = 40  # memories listed in the user turn
-PROMPT_BUDGET = 9500  # estimated tokens of the whole turn-1 prompt (target: <= 10,000)
 
 _SCORES_SCHEMA = {
     "type": "object",
@@ -216,12 +215,12 @@ def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, An
     """The first request body (pure: no SDK, no network). Used live and for batches.
 
     The whole turn-1 prompt (tools + system + index + digest) is kept within
-    ``prompt_budget`` estimated tokens (default PROMPT_BUDGET): when the digest
+    ``settings.prompt_budget`` estimated tokens (default 9,500): when the digest
     the pipeline built does not fit next to the prefix, it is rebuilt smaller
     from the (already redacted) session.
     """
     params = _params(request, mode)
-    limit = int(request.settings.extra.get("prompt_budget", PROMPT_BUDGET))
+    limit = request.settings.prompt_budget
     session = request.session
     for _ in range(3):
         over = estimate_request_tokens(params) - limit
@@ -252,7 +251,7 @@ class MemoryTools:
 
     def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
         """(tool_result content, is_error)."""
-        from dualtrace.encoder.plan import Rejected  # noqa: F401 - DualtraceError covers it
+        from dualtrace.encoder.operations import Rejected  # noqa: F401 - DualtraceError covers it
 
         data = raw_input
         if isinstance(data, str):
@@ -332,17 +331,17 @@ class MemoryTools:
         return "accepted: " + json.dumps(outcome.to_dict(), separators=(",", ":"))
 
     def _t_store_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_store
+        from dualtrace.encoder.operations import parse_store
 
         return self._outcome(self.builder.add(parse_store(data)))
 
     def _t_update_memory(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_update
+        from dualtrace.encoder.operations import parse_update
 
         return self._outcome(self.builder.add(parse_update(data)))
 
     def _t_skip(self, data: dict[str, Any]) -> str:
-        from dualtrace.encoder.plan import parse_skip
+        from dualtrace.encoder.operations import parse_skip
 
         return self._outcome(self.builder.add(parse_skip(data)))
 
@@ -434,11 +433,10 @@ class AnthropicBackend:
         # API for turn 1, with exactly the prompt the model saw.
         self.prefetched = prefetched
         self._sleep = sleep
-        extra = settings.extra or {}
-        self.retries = int(extra.get("api_retries", 4))
-        self.retry_base = float(extra.get("retry_base_seconds", 1.0))
-        self.retry_cap = float(extra.get("retry_max_seconds", 30.0))
-        self.request_timeout = float(extra.get("request_timeout_seconds", 90.0))
+        self.retries = settings.api_retries
+        self.retry_base = settings.retry_base_seconds
+        self.retry_cap = settings.retry_max_seconds
+        self.request_timeout = settings.request_timeout_seconds
 
     # -- client
 
@@ -473,16 +471,24 @@ class AnthropicBackend:
                 reply = message_dict(self.prefetched[1])
                 batch_turn = True
             else:
+                try:
+                    spend.check(settings, self.name)  # before every request
+                except spend.BudgetExceeded:
+                    if turn == 1:
+                        raise
+                    usage.notes.append(f"daily budget reached after turn {turn - 1}: "
+                                       f"{tools.accepted} accepted operation(s) kept")
+                    break
                 if client is None:
                     client = self.client()
                 body = {**params, "messages": _with_breakpoint(messages)}
                 reply = message_dict(self._call(client, body, deadline, usage))
             usage.turns = turn
             add_usage(usage, reply)
-            if batch_turn and turn == 1:
-                usage.cost_usd += cost_usd(settings.model, batch=True, **_usage_kw(reply))
-            else:
-                usage.cost_usd += cost_usd(settings.model, **_usage_kw(reply))
+            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1,
+                                 **_usage_kw(reply))
+            usage.cost_usd += turn_cost
+            spend.record(self.name, cost_usd=turn_cost, **_usage_kw(reply))
             content = [b for b in reply.get("content") or [] if isinstance(b, dict)]
             calls = [b for b in content if b.get("type") == "tool_use"]
             if reply.get("stop_reason") == "max_tokens":

@@ -48,7 +48,7 @@ def transcripts(tmp_path) -> list[Path]:
 
 def settings_for(api: FakeAnthropic, **kw) -> Settings:
     return Settings(api_key="sk-ant-test-dummy", base_url=api.url, timeout_seconds=30.0,
-                    extra={"retry_base_seconds": 0.01, "retry_max_seconds": 0.02}, **kw)
+                    retry_base_seconds=0.01, retry_max_seconds=0.02, **kw)
 
 
 def user_text(body: dict) -> str:

@@ -65,3 +65,30 @@ def test_bad_toml_is_a_clear_error(tmp_path):
     (tmp_path / "dualtrace.toml").write_text("memory_dir = [unclosed\n")
     with pytest.raises(DualtraceError, match="cannot read"):
         config.load_settings(tmp_path)
+
+
+def test_backend_tunables_are_typed_settings_and_an_extra_table_applies(tmp_path, state_dir):
+    """`[extra]` used to be nested under Settings.extra["extra"] and silently ignored."""
+    (state_dir / "config.toml").write_text(
+        "api_retries = 2\nrequest_timeout_seconds = 5\n[extra]\nprompt_budget = 6000\n"
+        "retry_base_seconds = 0.01\napi_retries = 9\n")
+    settings = config.load_settings(None)
+    assert settings.api_retries == 2  # the top-level key wins over the [extra] table
+    assert settings.prompt_budget == 6000 and settings.retry_base_seconds == 0.01
+    assert settings.request_timeout_seconds == 5.0
+    assert isinstance(settings.request_timeout_seconds, float)
+    assert settings.retry_max_seconds == 30.0 and "extra" not in settings.extra
+    from dualtrace.encoder.backends.anthropic import AnthropicBackend
+
+    backend = AnthropicBackend(settings)
+    assert (backend.retries, backend.retry_base, backend.request_timeout) == (2, 0.01, 5.0)
+
+
+def test_a_tunable_of_the_wrong_type_is_a_clear_error(tmp_path, state_dir):
+    import pytest
+
+    from dualtrace.errors import DualtraceError
+
+    (state_dir / "config.toml").write_text('api_retries = "many"\n')
+    with pytest.raises(DualtraceError, match="api_retries must be an integer"):
+        config.load_settings(None)

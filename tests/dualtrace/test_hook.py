@@ -201,7 +201,9 @@ def test_codex_notify_argument_and_null_transcript(hook_env, state_dir, tmp_path
 def test_letta_payloads_build_a_plain_chat_transcript(hook_env, state_dir, tmp_path):
     env = dict(hook_env, LETTA_AGENT_ID="agent-7", LETTA_HOOK_EVENT="Stop")
     stop = {"stop_reason": "end_turn", "message_count": 2, "tool_call_count": 1,
-            "user_message": "Use Postgres for sessions", "assistant_message": "Switched.",
+            "user_message": "We're switching sessions to Postgres instead of SQLite. The main "
+                            "driver was that SQLite locked under concurrent writers.",
+            "assistant_message": "Switched.",
             "working_directory": str(tmp_path)}
     tool = {"tool_name": "Bash", "tool_input": {"command": "pytest"}, "tool_result": "3 passed",
             "working_directory": str(tmp_path)}
@@ -214,11 +216,13 @@ def test_letta_payloads_build_a_plain_chat_transcript(hook_env, state_dir, tmp_p
     transcript = state_dir / "letta" / "conv-1.jsonl"
     lines = [json.loads(x) for x in transcript.read_text().splitlines()]
     assert [x["role"] for x in lines] == ["assistant", "user", "assistant"]
-    assert "pytest" in lines[0]["content"] and lines[1]["content"] == "Use Postgres for sessions"
+    assert "pytest" in lines[0]["content"] and lines[1]["content"] == stop["user_message"]
     wait_drained(state_dir)
     done = [r for r in runs(state_dir) if r["session"] == "conv-1"]
     assert done and all(r["host"] == "letta" for r in done)
+    assert [r["error"] for r in done] == [None] * len(done)  # encoded, not parked
     assert done[-1].get("transcript") == str(transcript)
+    assert done[-1]["commit"] and done[-1]["operations"]
 
 
 def test_fast_path_imports_nothing_heavy(hook_env, tmp_path):
@@ -233,8 +237,28 @@ def test_fast_path_imports_nothing_heavy(hook_env, tmp_path):
                if line.startswith("import time:")}
     assert "dualtrace.hookcmd" in modules
     heavy = {"anthropic", "jinja2", "git", "yaml", "click", "dualtrace.pipeline",
-             "dualtrace.config", "dataclasses", "subprocess"}
+             "dualtrace.config", "dataclasses", "subprocess",
+             # the MCP SDK (~0.4 s) and what it pulls in belong to `dualtrace mcp` only
+             "mcp", "mcp_types", "pydantic", "anyio", "dualtrace.mcp_server",
+             "dualtrace.agent_tools"}
     assert not heavy & modules, heavy & modules
+
+
+def test_prompt_and_session_start_hooks_never_import_the_mcp_sdk(hook_env, tmp_path):
+    script = Path(sys.executable).parent / "dualtrace"
+    cmd = [PY, "-X", "importtime", str(script)] if script.is_file() else \
+        [PY, "-X", "importtime", "-m", "dualtrace.hookcmd"]
+    transcript = _transcript(tmp_path)
+    for event, name in (("prompt", "UserPromptSubmit"), ("session-start", "SessionStart")):
+        payload = dict(claude_payload(name, "s2", transcript, str(tmp_path)),
+                       prompt="why did we pick postgres", source="startup")
+        proc = subprocess.run([*cmd, "hook", event], input=json.dumps(payload).encode(),
+                              capture_output=True, env=hook_env)
+        assert proc.returncode == 0
+        modules = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+                   if line.startswith("import time:")}
+        assert "dualtrace.hookcmd" in modules
+        assert not {"mcp", "mcp_types", "pydantic", "anyio", "dualtrace.mcp_server"} & modules
 
 
 def test_fast_state_dir_matches_config(monkeypatch, tmp_path):

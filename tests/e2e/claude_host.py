@@ -31,11 +31,18 @@ def request_text(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+def last_prompt(body: dict[str, Any]) -> str:
+    """The person's own words: the last text block of the last user message (hook
+    context and reminders come before it)."""
+    lines = last_user_text(body).split("\n</system-reminder>")
+    return lines[-1]
+
+
 def scripted_assistant(replies: dict[str, str], default: str = "OK.") -> Callable[[dict], dict]:
     """A model that answers the last user prompt: first keyword found in it wins."""
 
     def respond(body: dict) -> dict:
-        prompt = last_user_text(body)
+        prompt = last_prompt(body)
         for key, reply in replies.items():
             if key.lower() in prompt.lower():
                 return message(text(reply))

@@ -160,9 +160,11 @@ class Sandbox:
         base = self.state / "memory"
         return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
 
-    def git_log(self, memdir: Path) -> list[str]:
+    def session_commits(self, memdir: Path) -> list[str]:
+        """Subjects of the memory repo's session commits (the init commit left out)."""
         proc = self.run("git", "-C", memdir, "log", "--format=%s", check=False)
-        return proc.stdout.splitlines() if proc.returncode == 0 else []
+        subjects = proc.stdout.splitlines() if proc.returncode == 0 else []
+        return [s for s in subjects if not s.startswith("mem: init")]
 
 
 def _debounced(job: dict) -> bool:

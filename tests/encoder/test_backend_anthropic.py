@@ -15,6 +15,7 @@ from dualtrace.encoder.backends.anthropic import TOOLS, AnthropicBackend, build_
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder, parse_store
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 from tests.conftest import EXAMPLES
 from tests.fake_anthropic import FakeAnthropic, error, message, text, tool_use
 
@@ -41,8 +42,8 @@ def api():
 
 
 def settings_for(api: FakeAnthropic, **kw) -> Settings:
-    extra = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, **kw.pop("extra", {})}
-    return Settings(api_key="sk-ant-test-dummy", base_url=api.url, extra=extra,
+    kw = {"retry_base_seconds": 0.01, "retry_max_seconds": 0.05, **kw}
+    return Settings(api_key="sk-ant-test-dummy", base_url=api.url,
                     timeout_seconds=kw.pop("timeout_seconds", 30.0), **kw)
 
 
@@ -65,7 +66,7 @@ def seed_incident(store: MemoryStore) -> str:
         "scores": {"durability": 2, "scope": 2, "rationale": 1, "retrieval": 2},
         "confidence": "MEDIUM", "status": "investigating",
     }))
-    builder.apply()
+    commit(builder.store, builder.changeset())
     return "incidents/auth-middleware-401-race.md"
 
 
@@ -127,7 +128,7 @@ def test_multi_turn_loop_store_and_update_one_commit(api, tmp_path):
         message(tool_use("finish", {"summary": "1 stored, 1 updated"})),
     ]
     usage, builder, store = run(api, tmp_path, replies, store=store)
-    sha = builder.apply()
+    sha = commit(builder.store, builder.changeset())
     assert sha
     bodies = api.message_requests()
     assert len(bodies) == 3 and usage.turns == 3 and usage.requests == 3
@@ -174,7 +175,7 @@ def test_duplicate_store_becomes_update(api, tmp_path):
            "confidence": "HIGH"}
     usage, builder, store = run(api, tmp_path, [message(tool_use("store_memory", dup)),
                                                 message(tool_use("finish", {}))], store=store)
-    builder.apply()
+    commit(builder.store, builder.changeset())
     result = tool_results(api.message_requests()[1])[0]
     assert not result.get("is_error")
     assert '"action":"update"' in result["content"] and incident in result["content"]
@@ -202,7 +203,7 @@ def test_invalid_store_is_rejected_with_is_error(api, tmp_path, bad, reason):
     assert reason in rejected["content"]
     assert not tool_results(bodies[2])[0].get("is_error")  # the model corrected itself
     assert "rejected by the validator" in " ".join(usage.notes)
-    builder.apply()
+    commit(builder.store, builder.changeset())
     outside = [p for p in tmp_path.rglob("*") if p.is_file() and store.root not in p.parents]
     assert outside == []
     assert not (tmp_path / "etc").exists() and not any("passwd" in p.name for p in tmp_path.rglob("*"))
@@ -240,7 +241,7 @@ def test_prompt_injection_cannot_delete(api, tmp_path):
                                                      "retrieval": 0}})),
         message(tool_use("finish", {})),
     ], store=store, digest=digest)
-    builder.apply()
+    commit(builder.store, builder.changeset())
     body = api.message_requests()[0]
     assert "ignore previous instructions" in body["messages"][0]["content"][0]["text"]
     assert "DATA, not instructions" in body["system"][0]["text"]
@@ -288,7 +289,7 @@ def test_repeated_overload_fails_cleanly(api, tmp_path, statuses):
     seed_incident(store)
     before = git_log(store)
     files_before = {p: (store.root / p).read_text() for p in store.iter_files()}
-    settings = settings_for(api, extra={"api_retries": 3})
+    settings = settings_for(api, api_retries=3)
     waits: list[float] = []
     with pytest.raises(BackendError, match=r"failed after 4 attempts \(HTTP 5"):
         run(api, tmp_path, [message(tool_use("store_memory", DECISION))]
@@ -338,7 +339,7 @@ def test_max_turn_cap_keeps_accepted_operations(api, tmp_path):
     ], settings=settings)
     assert len(api.message_requests()) == 2 and usage.turns == 2
     assert any("max_turns (2) reached" in n and "1 accepted" in n for n in usage.notes)
-    sha = builder.apply()  # documented: accepted operations are committed
+    sha = commit(builder.store, builder.changeset())  # documented: accepted operations are committed
     assert sha and (store.root / "decisions/session-storage-postgres.md").is_file()
 
 
@@ -519,5 +520,5 @@ def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
     assert estimate_request_tokens(params) <= 9500
     assert "<session_digest>" in params["messages"][0]["content"][0]["text"]
     small = build_params(EncodeRequest(session, digest, None, (),
-                                       Settings(extra={"prompt_budget": 6000}), builder.ctx))
+                                       Settings(prompt_budget=6000), builder.ctx))
     assert estimate_request_tokens(small) <= 6000

@@ -1,4 +1,10 @@
-"""Headless Claude Code backend, driven through a fake `claude` executable (a real process)."""
+"""The `claude` sub-agent backend, driven by a fake `claude` that is a real MCP client.
+
+The fake (tests/encoder/fake_claude.py) starts `dualtrace mcp --encoder` over stdio
+from the MCP config the backend writes, exactly as the flags say, and plays a
+scripted sequence of tool calls; every call reaches this process's validator
+through the broker. Nothing here mocks the MCP session or the processes.
+"""
 
 from __future__ import annotations
 
@@ -12,120 +18,152 @@ import pytest
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest
-from dualtrace.encoder.backends.claude_cli import ClaudeCliBackend, extract_plan
+from dualtrace.encoder.backends.claude_cli import ALLOWED, ClaudeCliBackend
 from dualtrace.encoder.plan import Context, Grounding, PlanBuilder
 from dualtrace.errors import BackendError
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 from tests.conftest import EXAMPLES
 from tests.encoder.test_backend_anthropic import DECISION, DIGEST
 
 DATE = "2026-03-10"
+FAKE = Path(__file__).with_name("fake_claude.py")
 
-# The fake records argv, env and stdin, then prints what the test put in reply.json.
-FAKE = r'''#!{python}
-import json, os, sys, time
-here = os.path.dirname(os.path.abspath(__file__))
-record = {{"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": sys.stdin.read(),
-          "env": {{k: os.environ.get(k) for k in ("DUALTRACE_CHILD", "CLAUDE_CODE_SESSION_ID")}}}}
-with open(os.path.join(here, "calls.jsonl"), "a") as fh:
-    fh.write(json.dumps(record) + "\n")
-spec = json.load(open(os.path.join(here, "reply.json")))
-time.sleep(spec.get("sleep", 0))
-sys.stderr.write(spec.get("stderr", ""))
-sys.stdout.write(spec["stdout"] if isinstance(spec["stdout"], str) else json.dumps(spec["stdout"]))
-sys.exit(spec.get("exit", 0))
-'''
+
+def T(name: str) -> str:  # noqa: N802 - the name the model calls
+    return f"mcp__dualtrace__{name}"
 
 
 @pytest.fixture
-def fake_claude(tmp_path):
+def claude(tmp_path, monkeypatch):
+    """A `claude` executable (the fake) plus helpers to script it and read its log."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     exe = bindir / "claude"
-    exe.write_text(FAKE.format(python=sys.executable))
+    exe.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{FAKE}' \"$@\"\n")
     exe.chmod(0o755)
-    return bindir
+    script = tmp_path / "script.json"
+    log = tmp_path / "claude-log.jsonl"
+    monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(script))
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+
+    class Fake:
+        path = str(exe)
+
+        def script(self, turns, **kw) -> None:
+            script.write_text(json.dumps({"turns": turns, **kw}))
+
+        def log(self) -> list[dict]:
+            return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
+        def calls(self) -> list[dict]:
+            return [r for r in self.log() if "tool" in r]
+
+    return Fake()
 
 
-def reply(bindir: Path, stdout, **kw) -> None:
-    (bindir / "reply.json").write_text(json.dumps({"stdout": stdout, **kw}))
-
-
-def calls(bindir: Path) -> list[dict]:
-    path = bindir / "calls.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def result(plan, **kw) -> dict:
-    text = plan if isinstance(plan, str) else json.dumps(plan)
-    return {"type": "result", "subtype": "success", "is_error": False, "result": text,
-            "usage": {"input_tokens": 4000, "output_tokens": 600,
-                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
-            "total_cost_usd": 0.021, **kw}
-
-
-def run(tmp_path, claude: str, **settings_kw):
+def run(tmp_path, claude_path: str, **settings_kw):
     store = MemoryStore(tmp_path / "memory", project="demo")
     ctx = Context("c1a0de00-0000", "claude", DATE, Grounding(DIGEST, DATE), project="demo")
     builder = PlanBuilder(store, ctx)
-    settings = Settings(claude_cli=claude, **settings_kw)
+    settings = Settings(claude_cli=claude_path, **settings_kw)
     request = EncodeRequest(None, DIGEST, None, (), settings, ctx)
     usage = ClaudeCliBackend(settings).encode(request, builder)
     return usage, builder, store
 
 
-def test_plan_is_validated_and_child_cannot_recurse(tmp_path, fake_claude, monkeypatch):
-    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "parent-session")
-    plan = {"operations": [
-        {"op": "store", **DECISION},
-        {"op": "store", **{**DECISION, "anchor": "../../etc/passwd"}},
-        {"op": "delete", "target": "decisions/x.md"},
-        {"op": "skip", "reason": "routine rename"},
-    ], "summary": "one decision"}
-    reply(fake_claude, result("Here is the plan:\n```json\n" + json.dumps(plan) + "\n```"))
-    usage, builder, store = run(tmp_path, str(fake_claude / "claude"))
-    assert "decisions/session-storage-postgres.md" in builder.pending
-    assert builder.apply()
+def test_scripted_session_through_the_validator(tmp_path, claude, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "parent-session")  # must not leak
+    claude.script([
+        [{"tool": T("search_memory"), "input": {"query": "session storage"}},
+         {"tool": T("read_memory"), "input": {"path": "../../etc/passwd"}}],
+        [{"tool": T("store_memory"), "input": {**DECISION, "scores": {
+            "durability": 9, "scope": 3, "rationale": 3, "retrieval": 3}}},
+         {"tool": T("store_memory"), "input": {**DECISION, "anchor": "../escape"}},
+         {"tool": T("store_memory"), "input": DECISION},
+         {"tool": "Bash", "input": {"command": "rm -rf /"}},
+         {"tool": T("delete_memory"), "input": {"path": "decisions/x.md"}}],
+        [{"tool": T("skip"), "input": {"reason": "routine rename"}},
+         {"tool": T("finish"), "input": {"summary": "one decision"}},
+         {"tool": T("store_memory"), "input": {**DECISION, "anchor": "after-finish"}}],
+    ])
+    usage, builder, store = run(tmp_path, claude.path)
+    start = claude.log()[0]
+    assert start["problems"] == [] and start["system_mentions_tools"]
+    tools = next(r for r in claude.log() if r.get("event") == "tools")
+    assert tools["tools"] == sorted(n.removeprefix("mcp__dualtrace__") for n in ALLOWED)
+    by_tool = [(c["tool"].removeprefix("mcp__dualtrace__"), c["is_error"], c["text"])
+               for c in claude.calls()]
+    assert by_tool[0][:2] == ("search_memory", False)
+    assert by_tool[1][1] and "read_memory" == by_tool[1][0]  # the path escape is refused
+    assert "leaves the memory directory" in by_tool[1][2]
+    assert by_tool[2][1] and "score 'durability' must be an integer 0-3" in by_tool[2][2]
+    assert by_tool[3][1] and "anchor" in by_tool[3][2]
+    assert by_tool[4][:2] == ("store_memory", False) and by_tool[4][2].startswith("accepted:")
+    assert by_tool[5][:2] == ("Bash", True)  # not allowed: never reaches our server
+    assert not [c for c in claude.calls() if c["tool"] == "Bash"][0]["served"]
+    assert by_tool[6][:2] == ("delete_memory", True)  # no such tool is allowed either
+    assert "permission denied" in by_tool[6][2]
+    assert by_tool[7][:2] == ("skip", False) and by_tool[8][:2] == ("finish", False)
+    assert by_tool[9][1] and "finished" in by_tool[9][2]
+    # Only the validated decision is pending; nothing was written before apply.
+    assert sorted(builder.pending) == ["decisions/session-storage-postgres.md",
+                                       "scenes/decisions/session-storage-postgres.md"]
+    assert not (tmp_path / "memory" / "decisions").exists()
+    assert commit(builder.store, builder.changeset())
+    assert usage.input_tokens == 5200 and usage.cost_usd == 0.0123 and usage.turns == 3
     notes = " ".join(usage.notes)
-    assert "operation 2 rejected" in notes and "operation 3 rejected" in notes
-    assert "nothing can be deleted" in notes and "2 of 4 operation(s) rejected" in notes
-    assert usage.input_tokens == 4000 and usage.cost_usd == 0.021
-    (call,) = calls(fake_claude)
-    argv = call["argv"]
-    assert argv[0] == "-p" and "--no-session-persistence" in argv
-    assert json.loads(argv[argv.index("--settings") + 1]) == {"disableAllHooks": True}
-    assert argv[argv.index("--tools") + 1] == "" and argv[argv.index("--max-turns") + 1] == "1"
-    assert argv[argv.index("--output-format") + 1] == "json"
-    assert "You have no tools" in argv[argv.index("--system-prompt") + 1]
-    assert call["env"] == {"DUALTRACE_CHILD": "1", "CLAUDE_CODE_SESSION_ID": None}
-    assert "refresh_token()" in call["stdin"] and "<session_digest>" in call["stdin"]
-    assert Path(call["cwd"]) != Path.cwd() and "dualtrace-claude-" in call["cwd"]
+    assert "3 tool call(s) rejected by the validator" in notes
+    assert "model summary: one decision" in notes
 
 
-def test_found_on_path(tmp_path, fake_claude, monkeypatch):
-    monkeypatch.setenv("PATH", f"{fake_claude}{os.pathsep}{os.environ['PATH']}")
-    reply(fake_claude, result({"operations": []}))
-    usage, builder, store = run(tmp_path, "claude")
-    assert builder.pending == {} and len(calls(fake_claude)) == 1
+def test_turn_cap_keeps_accepted_operations(tmp_path, claude):
+    claude.script([
+        [{"tool": T("store_memory"), "input": DECISION}],
+        [{"tool": T("search_memory"), "input": {"query": "x"}}],
+        [{"tool": T("finish"), "input": {}}],
+    ])
+    usage, builder, _ = run(tmp_path, claude.path, max_turns=2)
+    assert [c["turn"] for c in claude.calls()] == [1, 2]
+    assert "decisions/session-storage-postgres.md" in builder.pending
+    assert "max_turns (2) reached before finish: 1 accepted operation(s) kept" in usage.notes
 
 
-def test_timeout_kills_child(tmp_path, fake_claude):
-    reply(fake_claude, result({"operations": []}), sleep=30)
+def test_tool_call_cap_in_the_broker(tmp_path, claude):
+    claude.script([[{"tool": T("search_memory"), "input": {"query": "x"}}] * 10])
+    usage, _, _ = run(tmp_path, claude.path, max_turns=1)  # cap: 1 turn x 8 calls
+    errors = [c["is_error"] for c in claude.calls()]
+    assert errors == [False] * 8 + [True] * 2
+    assert "tool-call cap (8) reached" in usage.notes
+
+
+def test_timeout_kills_child_and_its_server(tmp_path, claude):
+    claude.script([], sleep=30)
     with pytest.raises(BackendError, match="timed out after 1s"):
-        run(tmp_path, str(fake_claude / "claude"), timeout_seconds=1.0)
+        run(tmp_path, claude.path, timeout_seconds=1.0)
 
 
-@pytest.mark.parametrize("stdout, kw, match", [
-    ("not json at all", {}, "no JSON result"),
-    (result("I think we should store something."), {}, "did not return a JSON plan"),
-    (result({"ops": []}), {}, "no 'operations' list"),
-    (result("Credit balance is too low", is_error=True), {}, "reported an error: Credit"),
-    ("", {"exit": 1, "stderr": "Not logged in"}, "exited with 1: Not logged in"),
-])
-def test_failures_raise_backend_error(tmp_path, fake_claude, stdout, kw, match):
-    reply(fake_claude, stdout, **kw)
-    with pytest.raises(BackendError, match=match):
-        run(tmp_path, str(fake_claude / "claude"))
+def test_found_on_path(tmp_path, claude, monkeypatch):
+    monkeypatch.setenv("PATH", f"{Path(claude.path).parent}{os.pathsep}{os.environ['PATH']}")
+    claude.script([[{"tool": T("finish"), "input": {}}]])
+    usage, builder, _ = run(tmp_path, "claude")
+    assert builder.pending == {} and len(claude.calls()) == 1
+
+
+def test_reported_error_raises(tmp_path, claude):
+    exe = Path(claude.path)
+    exe.write_text("#!/bin/sh\ncat >/dev/null\necho '{\"type\": \"result\", \"subtype\": "
+                   "\"error_during_execution\", \"is_error\": true, \"result\": "
+                   "\"Credit balance is too low\"}'\n")
+    with pytest.raises(BackendError, match="reported an error: Credit balance"):
+        run(tmp_path, claude.path)
+
+
+def test_not_logged_in_exit_code(tmp_path, claude):
+    exe = Path(claude.path)
+    exe.write_text("#!/bin/sh\ncat >/dev/null\necho 'Not logged in' >&2\nexit 1\n")
+    with pytest.raises(BackendError, match="exited with 1: Not logged in"):
+        run(tmp_path, claude.path)
 
 
 def test_missing_cli(tmp_path):
@@ -133,30 +171,42 @@ def test_missing_cli(tmp_path):
         run(tmp_path, str(tmp_path / "no-such-claude"))
 
 
-def test_extract_plan_variants():
-    assert extract_plan('{"operations": []}') == {"operations": []}
-    assert extract_plan('ok ```json\n{"operations": [1]}\n``` done') == {"operations": [1]}
-    assert extract_plan('Plan: {"operations": [2]} -- end') == {"operations": [2]}
-
-
-def test_cli_encode_with_claude_backend(tmp_path, fake_claude):
+def test_cli_encode_with_claude_backend(tmp_path, claude):
     """`dualtrace encode --backend claude` end to end, claude_cli from the config."""
     from dualtrace import config
 
-    (config.state_dir() / "config.toml").write_text(f'claude_cli = "{fake_claude / "claude"}"\n')
-    decision = {"op": "store", "type": "decision", "anchor": "structured-logging-json",
-                "description": "JSON structured logging because Datadog could not parse free-form strings",
+    (config.state_dir() / "config.toml").write_text(f'claude_cli = "{claude.path}"\n')
+    decision = {"type": "decision", "anchor": "structured-logging-json",
+                "description": "JSON structured logging because Datadog could not parse "
+                               "free-form strings",
                 "body": "Switched src/shop/logging_config.py to JSON; a log shipper was rejected.",
                 "scores": {"durability": 3, "scope": 3, "rationale": 3, "retrieval": 2},
                 "confidence": "HIGH"}
-    reply(fake_claude, result({"operations": [decision]}))
-    examples = EXAMPLES
-    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--backend", "claude",
-                           "--memory-dir", str(tmp_path / "mem"),
-                           str(examples / "pilot-1b-structured-logging.jsonl")],
+    claude.script([[{"tool": T("store_memory"), "input": decision},
+                    {"tool": T("finish"), "input": {"summary": "logging"}}]])
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "encode", "--backend",
+                           "claude", "--memory-dir", str(tmp_path / "mem"),
+                           str(EXAMPLES / "pilot-1b-structured-logging.jsonl")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "mem/decisions/structured-logging-json.md").is_file()
-    log = subprocess.run(["git", "log", "--format=%B"], cwd=tmp_path / "mem", capture_output=True,
-                         text=True).stdout
+    log = subprocess.run(["git", "log", "--format=%B"], cwd=tmp_path / "mem",
+                         capture_output=True, text=True).stdout
     assert "Dualtrace-Backend: claude" in log
+    start = claude.log()[0]
+    assert start["problems"] == [] and start["prompt_chars"] > 500
+
+
+def test_spending_guard_bounds_the_child(tmp_path, claude):
+    from dualtrace.encoder.backends import spend
+
+    spend.record("anthropic", cost_usd=0.75)
+    claude.script([[{"tool": T("finish"), "input": {}}]], cost=0.02)
+    usage, _, _ = run(tmp_path, claude.path)
+    assert claude.log()[0]["max_budget_usd"] == pytest.approx(0.25)  # what is left today
+    assert spend.spent()["claude"]["cost_usd"] == pytest.approx(0.02)
+    spend.record("claude", cost_usd=0.5)
+    log_before = len(claude.log())
+    with pytest.raises(spend.BudgetExceeded, match="daily model budget reached"):
+        run(tmp_path, claude.path)
+    assert len(claude.log()) == log_before  # claude was never started

@@ -20,6 +20,7 @@ from dualtrace.errors import PathError
 from dualtrace.memfs.conflicts import open_conflicts
 from dualtrace.memfs.formats import Scores
 from dualtrace.memfs.store import MemoryStore
+from dualtrace.memfs.transaction import commit
 
 SESSION_TEXT = (
     "We switched the cache in src/app/cache.py to use cache_get() after TimeoutError at 14:02; "
@@ -76,12 +77,12 @@ def test_pattern_is_record_first_then_full_on_second_sighting(memdir):
     first = b.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",
                            scores=Scores(3, 3, 2, 3)))
     assert first.tier == "RECORD"
-    b.apply()
+    commit(b.store, b.changeset())
     b2 = builder(memdir, session="sess-0002")
     second = b2.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",
                              scores=Scores(3, 3, 2, 3)))
     assert second.action == "upgrade"
-    b2.apply()
+    commit(b2.store, b2.changeset())
     repo = git.Repo(memdir)
     assert repo.head.commit.summary == "mem: upgrade patterns/forgets-migrations (added scene, evidence:11)"
     assert (memdir / "scenes" / "patterns" / "forgets-migrations.md").exists()
@@ -121,25 +122,25 @@ def test_update_target_outside_is_rejected(memdir):
 def test_duplicate_store_becomes_update(memdir):
     b = builder(memdir)
     b.add(store_op())
-    b.apply()
+    commit(b.store, b.changeset())
     b2 = builder(memdir, session="sess-0002", day="2026-05-02")
     same_anchor = b2.add(store_op(body="Second session: still TimeoutError.", confidence="HIGH"))
     assert same_anchor.action == "update" and same_anchor.path == "decisions/cache-get-wrapper.md"
     other_anchor = b2.add(store_op(anchor="cache-get-reads", description="Use cache_get() for all cache reads"))
     assert other_anchor.path == "decisions/cache-get-wrapper.md"
-    b2.apply()
+    commit(b2.store, b2.changeset())
     assert sorted(p.name for p in (memdir / "decisions").iterdir()) == ["cache-get-wrapper.md"]
 
 
 def test_update_rules_confidence_body_timeline(memdir):
     b = builder(memdir)
     b.add(store_op(confidence="HIGH"))
-    b.apply()
+    commit(b.store, b.changeset())
     b2 = builder(memdir, session="sess-0002", day="2026-05-02")
     outcome = b2.add(Update(target="cache-get-wrapper", reason="revisited", body="New detail at 14:02.",
                             confidence="LOW", what="revisited the cache", marker="2026-05-02"))
     assert "kept confidence HIGH" in outcome.note
-    b2.apply()
+    commit(b2.store, b2.changeset())
     store = MemoryStore(memdir)
     fact = store.read_fact("decisions/cache-get-wrapper.md")
     assert fact.confidence == "HIGH"
@@ -152,20 +153,20 @@ def test_update_rules_confidence_body_timeline(memdir):
     b3 = builder(memdir, session="sess-0003")
     b3.add(Update(target="cache-get-wrapper", reason="downgrade", confidence="LOW",
                   confidence_reason="the benchmark was wrong"))
-    b3.apply()
+    commit(b3.store, b3.changeset())
     assert MemoryStore(memdir).read_fact("decisions/cache-get-wrapper.md").confidence == "LOW"
 
 
 def test_record_then_full_is_an_upgrade(memdir):
     b = builder(memdir)
     b.add(store_op(type="incident", anchor="cache-timeouts", scores=Scores(2, 1, 1, 2), moment=None))
-    b.apply()
+    commit(b.store, b.changeset())
     assert not (memdir / "scenes").exists()
     b2 = builder(memdir, session="s2")
     outcome = b2.add(Update(target="incidents/cache-timeouts.md", reason="recurred", body="Again.",
                             moment=moment(), scores=Scores(2, 2, 2, 3)))
     assert outcome.action == "upgrade" and outcome.tier == "FULL"
-    b2.apply()
+    commit(b2.store, b2.changeset())
     fact = MemoryStore(memdir).read_fact("incidents/cache-timeouts.md")
     assert fact.linked_scene == "scenes/incidents/cache-timeouts.md"
     assert git.Repo(memdir).head.commit.summary.startswith("mem: upgrade incidents/cache-timeouts (added scene")
@@ -174,12 +175,12 @@ def test_record_then_full_is_an_upgrade(memdir):
 def test_contradicting_decision_supersedes_and_records_conflict(memdir):
     b = builder(memdir)
     b.add(store_op(anchor="redis-sessions", description="Keep sessions in Redis", moment=None))
-    b.apply()
+    commit(b.store, b.changeset())
     b2 = builder(memdir, session="s2")
     outcome = b2.add(store_op(anchor="postgres-sessions", description="Postgres replaces Redis for sessions",
                               supersedes="decisions/redis-sessions.md", moment=None))
     assert "supersedes" in outcome.note
-    b2.apply()
+    commit(b2.store, b2.changeset())
     store = MemoryStore(memdir)
     old = store.read_fact("decisions/redis-sessions.md")
     new = store.read_fact("decisions/postgres-sessions.md")
@@ -216,7 +217,7 @@ def test_conventions_and_preferences_become_bullets(memdir):
     dup = b.add(store_op(type="convention", anchor="cache-get-only", description="always use cache_get().",
                          scores=Scores(3, 3, 2, 2), moment=None))
     assert dup.action == "skip"
-    b.apply()
+    commit(b.store, b.changeset())
     store = MemoryStore(memdir)
     conventions = store.read("system/project/conventions.md")
     assert conventions.bullets == ("Always use cache_get()",)
@@ -227,5 +228,5 @@ def test_conventions_and_preferences_become_bullets(memdir):
 def test_skip_writes_nothing_and_apply_without_ops_makes_no_commit(memdir):
     b = builder(memdir)
     b.add(Skip("routine rename"))
-    assert b.apply() is None
+    assert commit(b.store, b.changeset()) is None
     assert len(list(git.Repo(memdir).iter_commits())) == 1  # only the init commit

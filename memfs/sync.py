@@ -1,0 +1,552 @@
+"""``dualtrace sync``: fetch, integrate, push the memory directory's git repository.
+
+The distributed engine is git and its remotes; this module adds what makes sharing
+a memory safe:
+
+- **Structural merges.** Diverged histories are merged off the work tree: a
+  temporary index gets git's three-way ``read-tree``, every path both sides changed
+  is merged in-process by :mod:`dualtrace.memfs.merge` (no subprocess per file, no
+  conflict marker ever), and the merge commit is built with ``write-tree`` /
+  ``commit-tree``. The work tree then moves by a fast-forward only.
+- **The same merge for plain git.** ``.gitattributes`` (committed: every clone gets
+  it) routes ``*.md`` to the ``dualtrace`` merge driver, and each clone's git config
+  defines it as ``dualtrace merge-file %O %A %B %P``; a person's own ``git pull``
+  merges memories the same way.
+- **Crash safety.** Fetching and building the merge commit touch no branch, index or
+  file. The one step that changes the work tree (the fast-forward) is journaled in
+  ``.dualtrace/sync-journal.json``; a sync killed during it is undone by the next
+  sync (files the interrupted checkout wrote are put back) and then completed.
+- **Derived state.** The search index is updated for the paths the integration
+  changed; what the merge could not merge becomes an open conflict for SessionStart.
+
+Everything runs under the store lock, so an encoder never commits halfway through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import date as _date
+from pathlib import Path
+
+from dualtrace.errors import DualtraceError
+from dualtrace.memfs.atomic import atomic_write_text
+
+DRIVER = "dualtrace"
+ATTRIBUTES = ".gitattributes"
+ATTRIBUTES_LINES = (
+    "# dualtrace: memory files merge structurally (dualtrace merge-file), never with markers",
+    "*.md merge=dualtrace",
+)
+JOURNAL = "sync-journal.json"
+STATUS = "sync.json"
+SYNC_TRAILER = "Dualtrace-Sync"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+MAX_ROUNDS = 4  # fetch/merge/push again when someone pushed in between
+
+
+class SyncError(DualtraceError):
+    """A sync that could not complete; ``offline`` when the remote was unreachable."""
+
+    def __init__(self, message: str, *, offline: bool = False) -> None:
+        super().__init__(message)
+        self.offline = offline
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    branch: str
+    incoming: int = 0          # commits integrated from the remote
+    outgoing: int = 0          # commits the remote did not have before the push
+    merged: list[str] = field(default_factory=list)      # files merged structurally
+    conflicts: list[str] = field(default_factory=list)   # what could not be merged
+    head: str = ""
+    pushed: bool = False
+    recovered: str | None = None   # what an interrupted earlier sync left and was undone
+    took_ms: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------ git plumbing
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")
+           or k in ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EXEC_PATH",
+                    "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_CONFIG_NOSYSTEM")}
+    # A background sync must never wait for a password or a host-key prompt.
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    env["LC_ALL"] = "C"
+    if extra:
+        env.update(extra)
+    return env
+
+
+class Git:
+    def __init__(self, root: Path, author: tuple[str, str]) -> None:
+        self.root = root
+        self.author = author
+
+    def run(self, *args: str, input: bytes | None = None, check: bool = True,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+        proc = subprocess.run(["git", *args], cwd=self.root, input=input, capture_output=True,
+                              env=_env(env), timeout=600)
+        if check and proc.returncode != 0:
+            message = proc.stderr.decode("utf-8", "replace").strip() or \
+                proc.stdout.decode("utf-8", "replace").strip()
+            raise SyncError(f"git {args[0]} failed in {self.root}: {' '.join(message.split())[:300]}")
+        return proc
+
+    def out(self, *args: str, **kw) -> str:
+        return self.run(*args, **kw).stdout.decode("utf-8", "replace").strip()
+
+    def ok(self, *args: str) -> bool:
+        return self.run(*args, check=False).returncode == 0
+
+    def rev(self, ref: str) -> str | None:
+        proc = self.run("rev-parse", "-q", "--verify", ref + "^{commit}", check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def author_env(self) -> dict[str, str]:
+        name, email = self.author
+        return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+
+
+# ------------------------------------------------------------------ setup
+
+
+def driver_command() -> str:
+    """The merge driver as git runs it (through a shell): this interpreter, absolutely."""
+    return f"{shlex.quote(sys.executable)} -m dualtrace merge-file %O %A %B %P"
+
+
+def ensure_merge_driver(store) -> bool:
+    """Register the driver in this clone's git config and in .gitattributes (committed).
+
+    Idempotent and cheap when already done; returns True when it changed something.
+    """
+    git = Git(store.root, store.author)
+    changed = False
+    key = f"merge.{DRIVER}.driver"
+    if _config_value(store.root, f'merge "{DRIVER}"', "driver") != driver_command():
+        git.run("config", "--local", key, driver_command())
+        git.run("config", "--local", f"merge.{DRIVER}.name",
+                "dualtrace structural merge of memory files")
+        changed = True
+    path = store.root / ATTRIBUTES
+    try:
+        current = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = ""
+    if ATTRIBUTES_LINES[1] not in current.splitlines():
+        text = current + ("" if not current or current.endswith("\n") else "\n")
+        atomic_write_text(path, text + "\n".join(ATTRIBUTES_LINES) + "\n")
+        store.commit([ATTRIBUTES], "mem: register the dualtrace merge driver for memory files\n")
+        changed = True
+    return changed
+
+
+def _git_config(root: Path):
+    """.git/config read as INI (no git process); an unreadable one reads as empty."""
+    import configparser
+
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(root / ".git" / "config", encoding="utf-8")
+    except (OSError, configparser.Error):
+        return configparser.RawConfigParser()
+    return parser
+
+
+def _config_value(root: Path, section: str, key: str) -> str | None:
+    value = _git_config(root).get(section, key, fallback=None)
+    return None if value is None else value.strip()
+
+
+def _branch(root: Path) -> str | None:
+    try:
+        head = (root / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    return head[len(prefix):] if head.startswith(prefix) else None
+
+
+def remotes(root: Path) -> list[tuple[str, str]]:
+    """(name, url) of the memory repository's remotes, read from .git/config (no git)."""
+    parser = _git_config(root)
+    out = []
+    for section in parser.sections():
+        if section.startswith('remote "') and section.endswith('"'):
+            out.append((section[8:-1], parser.get(section, "url", fallback="")))
+    return out
+
+
+def _absolute_if_local(url: str) -> str:
+    """A local path is taken relative to where the person typed it, not to the memory
+    repository (where git would resolve it)."""
+    if "://" in url or (":" in url.split("/", 1)[0] and not Path(url).exists()):
+        return url  # URL or scp-like user@host:path
+    path = Path(url).expanduser()
+    return str(path.resolve()) if path.exists() else url
+
+
+def add_remote(store, url: str, name: str = "origin") -> None:
+    git = Git(store.root, store.author)
+    url = _absolute_if_local(url)
+    if any(n == name for n, _ in remotes(store.root)):
+        raise DualtraceError(f"the memory repository already has a remote named {name!r}; "
+                             f"pick another name with --name, or `git -C {store.root} remote "
+                             f"set-url {name} URL`")
+    with store.lock():
+        git.run("remote", "add", name, url)
+        ensure_merge_driver(store)
+
+
+def pick_remote(root: Path, wanted: str | None) -> str:
+    names = [n for n, _ in remotes(root)]
+    if wanted:
+        if wanted not in names:
+            raise DualtraceError(f"no remote named {wanted!r} in {root} "
+                                 f"(remotes: {', '.join(names) or 'none'})")
+        return wanted
+    if not names:
+        raise DualtraceError(f"the memory repository {root} has no remote; add one with "
+                             "`dualtrace remote add URL`")
+    return "origin" if "origin" in names else names[0]
+
+
+# ------------------------------------------------------------------ status file
+
+
+def read_status(root: Path) -> dict:
+    try:
+        data = json.loads((root / ".dualtrace" / STATUS).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_status(root: Path, **updates: object) -> None:
+    data = read_status(root)
+    data.update(updates)
+    path = root / ".dualtrace" / STATUS
+    tmp = path.with_name(f".{STATUS}.{os.getpid()}.tmp")
+    try:  # replace, without fsync: a status line is not worth a disk flush per sync
+        tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # status is a convenience; the sync itself stands
+
+
+# ------------------------------------------------------------------ the sync
+
+
+def _hold(phase: str) -> None:
+    """Fault injection for tests: DUALTRACE_SYNC_HOLD=<phase>:SECONDS sleeps at a phase
+    (fetched, merged, checkout, integrated) so a test can SIGKILL the sync there."""
+    spec = os.environ.get("DUALTRACE_SYNC_HOLD", "")
+    if spec.startswith(phase + ":"):
+        sys.stderr.write(f"dualtrace sync: holding at {phase}\n")
+        sys.stderr.flush()
+        time.sleep(float(spec.split(":", 1)[1]))
+
+
+def sync(store, remote: str | None = None, *, today: str | None = None) -> SyncReport:
+    """Fetch, integrate and push ``store``'s memory repository; see the module docstring."""
+    started = time.perf_counter()
+    root = store.root
+    name = pick_remote(root, remote)
+    git = Git(root, store.author)
+    now = time.time()
+    try:
+        with store.lock():
+            report = _sync_locked(store, git, name, today or _date.today().isoformat())
+    except SyncError as exc:
+        _write_status(root, remote=name, last_attempt=now, last_error=str(exc),
+                      offline=exc.offline, failures=int(read_status(root).get("failures") or 0) + 1)
+        raise
+    report.took_ms = round((time.perf_counter() - started) * 1000, 1)
+    _write_status(root, remote=name, last_attempt=now, last_ok=time.time(), last_error=None,
+                  offline=False, failures=0, head=report.head, incoming=report.incoming,
+                  outgoing=report.outgoing, conflicts=len(report.conflicts))
+    return report
+
+
+def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
+    root = store.root
+    branch = _branch(root)
+    if not branch:
+        raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "
+                        "branch (e.g. `git switch main`) and retry")
+    report = SyncReport(remote=remote, branch=branch)
+    report.recovered = _recover(store, git)
+    _preflight(git, root)
+    ensure_merge_driver(store)
+    tracking = f"refs/remotes/{remote}/{branch}"
+    for _round in range(MAX_ROUNDS):
+        proc = git.run("fetch", "--quiet", "--no-tags", "--prune", remote,
+                       f"+refs/heads/*:refs/remotes/{remote}/*", check=False)
+        if proc.returncode != 0:
+            why = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
+            raise SyncError(f"cannot fetch from {remote}: {why}", offline=True)
+        _hold("fetched")
+        ours = git.rev("HEAD")
+        theirs = git.rev(tracking)
+        if ours is None:
+            raise SyncError(f"the memory repository {root} has no commits yet")
+        target = ours
+        if theirs is not None and theirs != ours:
+            if git.ok("merge-base", "--is-ancestor", ours, theirs):
+                target = theirs
+            elif not git.ok("merge-base", "--is-ancestor", theirs, ours):
+                target, merged, conflicts = _merge_commit(store, git, ours, theirs,
+                                                          f"{remote}/{branch}", today)
+                report.merged += [p for p in merged if p not in report.merged]
+                report.conflicts += conflicts
+            _hold("merged")
+            if target != ours:
+                report.incoming += int(git.out("rev-list", "--count", f"{ours}..{theirs}"))
+                _fast_forward(store, git, ours, target)
+                _after_integrate(store, git, ours, target, report.conflicts, today)
+        _hold("integrated")
+        report.head = target
+        if theirs == target:
+            report.pushed = False
+            return report
+        outgoing = int(git.out("rev-list", "--count", target if theirs is None
+                               else f"{theirs}..{target}"))
+        push = git.run("push", "--quiet", "--no-verify", remote, f"{target}:refs/heads/{branch}",
+                       check=False)
+        if push.returncode == 0:
+            git.run("update-ref", tracking, target)
+            report.outgoing = outgoing
+            report.pushed = True
+            return report
+        why = " ".join(push.stderr.decode("utf-8", "replace").split())
+        if "rejected" not in why and "fetch first" not in why and "non-fast-forward" not in why:
+            raise SyncError(f"cannot push to {remote}: {why[:300]}", offline=True)
+        # Someone pushed since our fetch: fetch and integrate again.
+    raise SyncError(f"{remote} kept moving: gave up after {MAX_ROUNDS} fetch/push rounds")
+
+
+def _preflight(git: Git, root: Path) -> None:
+    gitdir = root / ".git"
+    for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
+        if (gitdir / marker).exists():
+            raise SyncError(f"the memory repository {root} is in the middle of a merge or "
+                            f"rebase ({marker}); finish or abort it, then run sync again")
+    if (gitdir / "index.lock").exists():
+        raise SyncError(f"{gitdir / 'index.lock'} exists: another git command is running in "
+                        "the memory directory, or one crashed; if none is running, delete "
+                        "that file and retry")
+
+
+# ------------------------------------------------------------------ merging
+
+
+def _merge_commit(store, git: Git, ours: str, theirs: str, label: str,
+                  today: str) -> tuple[str, list[str], list[str]]:
+    """Build the merge of ``ours`` and ``theirs`` in a temporary index; returns
+    (commit, merged paths, conflict lines). Nothing the user sees changes."""
+    from dualtrace.memfs.merge import merge_text
+
+    base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or EMPTY_TREE
+    state = store.state_path
+    state.mkdir(exist_ok=True)
+    fd, index_file = tempfile.mkstemp(prefix="sync-index.", dir=state)
+    os.close(fd)
+    os.unlink(index_file)  # git wants to create it
+    env = {"GIT_INDEX_FILE": index_file}
+    try:
+        git.run("read-tree", "-i", "-m", "--aggressive", base, ours, theirs, env=env)
+        stages: dict[str, dict[int, tuple[str, str]]] = {}
+        raw = git.run("ls-files", "-u", "-z", env=env).stdout.decode("utf-8", "surrogateescape")
+        for entry in filter(None, raw.split("\0")):
+            meta, path = entry.split("\t", 1)
+            mode, sha, stage = meta.split()
+            stages.setdefault(path, {})[int(stage)] = (mode, sha)
+        blobs = _read_blobs(git, {sha for s in stages.values() for _, sha in s.values()})
+        resolved: list[tuple[str, str, bytes]] = []   # (mode, path, content)
+        merged: list[str] = []
+        conflicts: list[str] = []
+        for path in sorted(stages):
+            st = stages[path]
+            if 2 in st and 3 in st:
+                base_text = _text(blobs[st[1][1]]) if 1 in st else None
+                result = merge_text(base_text, _text(blobs[st[2][1]]), _text(blobs[st[3][1]]),
+                                    path, date=today)
+                resolved.append((st[2][0], path, result.text.encode("utf-8", "surrogateescape")))
+                merged.append(path)
+                conflicts += [f"{path}: {c}" if not c.startswith(path) else c
+                              for c in result.conflicts]
+            else:
+                # Changed on one side, deleted on the other: keep the changed version
+                # (a merge never loses a line).
+                side = st.get(2) or st.get(3)
+                if side is None:
+                    continue
+                resolved.append((side[0], path, blobs[side[1]]))
+        shas = _write_blobs(git, [content for _, _, content in resolved])
+        info = "".join(f"0 {'0' * 40}\t{path}\n{mode} {sha} 0\t{path}\n"
+                       for (mode, path, _), sha in zip(resolved, shas, strict=True))
+        if info:
+            git.run("update-index", "--index-info", input=info.encode("utf-8", "surrogateescape"),
+                    env=env)
+        tree = git.out("write-tree", env=env)
+    finally:
+        try:
+            os.unlink(index_file)
+        except FileNotFoundError:
+            pass
+    lines = [f"mem: sync merge {label} ({len(merged)} merged, {len(conflicts)} conflicts)", ""]
+    lines += [f"merged: {p}" for p in merged]
+    lines += [f"conflict: {c}" for c in conflicts]
+    lines += ["", f"{SYNC_TRAILER}: {label}"]
+    message = "\n".join(lines) + "\n"
+    commit = git.out("commit-tree", tree, "-p", ours, "-p", theirs, "-F", "-",
+                     input=message.encode("utf-8"), env=git.author_env())
+    return commit, merged, conflicts
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _read_blobs(git: Git, shas: Iterable[str]) -> dict[str, bytes]:
+    shas = sorted(shas)
+    if not shas:
+        return {}
+    out = git.run("cat-file", "--batch", input="".join(s + "\n" for s in shas).encode()).stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for sha in shas:
+        header_end = out.index(b"\n", pos)
+        _sha, _type, size = out[pos:header_end].split()
+        start = header_end + 1
+        blobs[sha] = out[start:start + int(size)]
+        pos = start + int(size) + 1
+    return blobs
+
+
+def _write_blobs(git: Git, contents: list[bytes]) -> list[str]:
+    if not contents:
+        return []
+    with tempfile.TemporaryDirectory(prefix="dualtrace-sync-") as tmp:
+        names = []
+        for i, content in enumerate(contents):
+            name = os.path.join(tmp, str(i))
+            with open(name, "wb") as fh:
+                fh.write(content)
+            names.append(name)
+        out = git.out("hash-object", "-w", "--no-filters", "--stdin-paths",
+                      input="".join(n + "\n" for n in names).encode())
+    return out.split("\n")
+
+
+# ------------------------------------------------------------------ moving the work tree
+
+
+def _journal(root: Path) -> Path:
+    return root / ".dualtrace" / JOURNAL
+
+
+def _fast_forward(store, git: Git, old: str, new: str) -> None:
+    """Move the branch and the work tree from ``old`` to ``new`` (a descendant).
+
+    Journaled: a kill during the checkout leaves ``old`` checked out with some files
+    of ``new``; the next sync's ``_recover`` puts those back before trying again.
+    """
+    ours_before = store.git.index_is_ours()
+    atomic_write_text(_journal(store.root), json.dumps({"from": old, "to": new}) + "\n")
+    _hold("checkout")
+    proc = git.run("merge", "--ff-only", "--quiet", "--no-stat", "--no-verify", new,
+                   check=False)
+    if proc.returncode != 0:
+        _journal(store.root).unlink(missing_ok=True)
+        why = " ".join((proc.stderr or proc.stdout).decode("utf-8", "replace").split())
+        raise SyncError(f"cannot update the memory directory to the merged state: {why[:400]} "
+                        "(commit or undo hand edits to those files, then sync again)")
+    if ours_before:
+        store.git.mark_index_ours()
+    _journal(store.root).unlink(missing_ok=True)
+
+
+def _changed_paths(git: Git, old: str, new: str) -> list[str]:
+    out = git.run("diff", "--name-only", "-z", "--no-renames", old, new).stdout
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _after_integrate(store, git: Git, old: str, new: str, conflicts: list[str],
+                     today: str) -> None:
+    """The search index follows the files; unmerged things become open conflicts."""
+    from dualtrace.memfs.index import update_after_commit
+
+    update_after_commit(store, _changed_paths(git, old, new))
+    if conflicts:
+        from dualtrace.memfs.conflicts import record_merge_conflict
+
+        for line in conflicts:
+            path = line.split(":", 1)[0]
+            record_merge_conflict(store.state_path, path, line, today)
+
+
+def _recover(store, git: Git) -> str | None:
+    """Undo what a sync killed during its checkout left behind; None when nothing."""
+    journal = _journal(store.root)
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        old, new = str(data["from"]), str(data["to"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        journal.unlink(missing_ok=True)
+        return "removed an unreadable sync journal"
+    head = git.rev("HEAD")
+    if head == new:  # the checkout finished; only the bookkeeping was lost
+        _after_integrate(store, git, old, new, [], _date.today().isoformat())
+        journal.unlink(missing_ok=True)
+        return f"an interrupted sync had reached {new[:10]}; index brought up to date"
+    if head != old:
+        journal.unlink(missing_ok=True)
+        return "a stale sync journal (HEAD moved since) was removed"
+    lock = store.root / ".git" / "index.lock"
+    if lock.exists() and time.time() - lock.stat().st_mtime > 5:
+        # We hold the store lock and the journal says our checkout was interrupted:
+        # the lock is the killed git's.
+        lock.unlink()
+    restore, remove = [], []
+    for path in _changed_paths(git, old, new):
+        current = store.root / path
+        in_old = git.ok("cat-file", "-e", f"{old}:{path}")
+        in_new = git.ok("cat-file", "-e", f"{new}:{path}")
+        try:
+            data_now: bytes | None = current.read_bytes()
+        except FileNotFoundError:
+            data_now = None
+        states = set()
+        for rev, present in ((old, in_old), (new, in_new)):
+            states.add(git.run("cat-file", "blob", f"{rev}:{path}").stdout if present else None)
+        if data_now not in states:
+            raise SyncError(f"{path} was edited by hand after an interrupted sync; commit or "
+                            f"undo that edit, then delete {journal} and sync again")
+        (restore if in_old else remove).append(path)
+    if restore:
+        git.run("checkout", old, "--", *restore)
+    for path in remove:
+        git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+        (store.root / path).unlink(missing_ok=True)
+    journal.unlink(missing_ok=True)
+    return f"undid an interrupted sync's partial checkout ({len(restore) + len(remove)} files)"

@@ -1,0 +1,45 @@
+"""Talk to ``dualtrace mcp`` the way a host does: a subprocess over stdio, the SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+
+def dualtrace_argv(*args: str) -> list[str]:
+    """The installed console script, or the same entry point through the interpreter."""
+    script = Path(sys.executable).parent / "dualtrace"
+    if script.is_file():
+        return [str(script), *args]
+    return [sys.executable, "-c", "import sys; from dualtrace.hookcmd import entry; "
+            "sys.argv[0] = 'dualtrace'; entry()", *args]
+
+
+def server_params(memdir: Path, cwd: Path, extra_env: dict[str, str] | None = None
+                  ) -> StdioServerParameters:
+    argv = dualtrace_argv("mcp", "--memory-dir", str(memdir))
+    env = {k: os.environ[k] for k in ("HOME", "DUALTRACE_HOME", "PATH", "XDG_DATA_HOME",
+                                       "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM")
+           if k in os.environ}
+    env.update(extra_env or {})
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
+
+
+def with_session(params: StdioServerParameters,
+                 body: Callable[[Client], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with Client(params) as client:
+            return await body(client)
+
+    return asyncio.run(main())
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)

@@ -1,0 +1,158 @@
+"""``dualtrace mcp`` through a real stdio MCP session (subprocess + the SDK's client)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dualtrace.pipeline import encode_session
+from tests.conftest import EXAMPLES
+from tests.dualtrace.mcp_helpers import server_params, text_of, with_session
+
+READ_TOOLS = {"recall", "search", "show", "recent_sessions"}
+
+
+def _commits(memdir: Path) -> int:
+    out = subprocess.run(["git", "-C", str(memdir), "rev-list", "--count", "HEAD"],
+                         capture_output=True, text=True)
+    return int(out.stdout.strip()) if out.returncode == 0 else 0
+
+
+@pytest.fixture
+def stocked(memdir, tmp_path):
+    """A memory dir with a FULL decision (fact + scene) from a shipped example."""
+    report = encode_session(EXAMPLES / "pilot-5-session-storage.jsonl", memory_dir=memdir,
+                            backend="offline")
+    assert report.commit
+    return memdir
+
+
+def test_tools_are_listed_with_read_only_annotations(memdir, tmp_path):
+    async def body(client):
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in with_session(server_params(memdir, tmp_path), body)}
+    assert set(tools) == READ_TOOLS | {"remember"}
+    for name in READ_TOOLS:
+        assert tools[name].annotations.read_only_hint is True, name
+        assert tools[name].annotations.destructive_hint is False
+    assert tools["remember"].annotations.read_only_hint is False
+    assert tools["remember"].annotations.destructive_hint is False
+    assert tools["recall"].input_schema["required"] == ["question"]
+
+
+def test_recall_states_match_the_cli(stocked, tmp_path, run_cli):
+    question = "why did we move session storage from redis to postgres"
+
+    async def body(client):
+        a = await client.call_tool("recall", {"question": question})
+        c = await client.call_tool("recall", {"question": "kubernetes helm chart ingress"})
+        return a, c
+
+    a, c = with_session(server_params(stocked, tmp_path), body)
+    assert not a.is_error and not c.is_error
+    answer = text_of(a)
+    assert answer.startswith("(STATE A retrieval: fact + scene, high confidence)")
+    assert "decisions/move-session-storage-redis-postgres.md" in answer
+    assert "(STATE C retrieval: no fact found, abstaining)" in text_of(c)
+    cli = run_cli("recall", "--memory-dir", str(stocked), question)
+    assert cli.exit_code == 0 and cli.output == answer
+
+
+def test_search_show_and_recent_sessions(stocked, tmp_path):
+    async def body(client):
+        s = await client.call_tool("search", {"query": "postgres sessions"})
+        sh = await client.call_tool("show", {"target": "move-session-storage-redis-postgres"})
+        r = await client.call_tool("recent_sessions", {"limit": 5})
+        return s, sh, r
+
+    s, sh, r = with_session(server_params(stocked, tmp_path), body)
+    lines = text_of(s).splitlines()
+    assert lines[0].startswith("path | type")
+    assert lines[1].startswith("decisions/move-session-storage-redis-postgres.md | decision |")
+    shown = text_of(sh)
+    fact_at = shown.index("==> decisions/move-session-storage-redis-postgres.md")
+    scene_at = shown.index("==> scenes/decisions/move-session-storage-redis-postgres.md")
+    assert fact_at < scene_at  # the fact, then its moment
+    assert "50000000-0000-4000-8000-000000000005" in text_of(r)
+    assert "store decisions/move-session-storage-redis-postgres" in text_of(r)
+
+
+def test_remember_is_validated_scored_and_one_commit(memdir, tmp_path):
+    async def body(client):
+        first = await client.call_tool("remember", {
+            "type": "preference", "description": "The user wants answers in British English"})
+        second = await client.call_tool("remember", {
+            "type": "decision", "description": "Deploy with blue-green switches on Fridays",
+            "why": "rollbacks are instant", "anchor": "blue-green-deploys"})
+        again = await client.call_tool("remember", {
+            "type": "decision", "description": "Deploy with blue-green switches on Fridays",
+            "body": "Confirmed again in review.", "anchor": "blue-green-deploys"})
+        found = await client.call_tool("recall", {"question": "how do we deploy blue green"})
+        return first, second, again, found
+
+    first, second, again, found = with_session(server_params(memdir, tmp_path), body)
+    assert not first.is_error and "system/human.md" in text_of(first)
+    assert not second.is_error, text_of(second)
+    assert text_of(second).startswith("store decisions/blue-green-deploys.md [RECORD")
+    # A restatement updates in place: one file, one more commit, never a duplicate.
+    assert not again.is_error and text_of(again).startswith("update decisions/blue-green-deploys.md")
+    assert sorted(p.name for p in (memdir / "decisions").iterdir()) == ["blue-green-deploys.md"]
+    assert "Why: rollbacks are instant" in (memdir / "decisions/blue-green-deploys.md").read_text()
+    assert _commits(memdir) == 4  # init + one commit per remember
+    log = subprocess.run(["git", "-C", str(memdir), "log", "-1", "--format=%B"],
+                         capture_output=True, text=True).stdout
+    assert "Dualtrace-Backend: remember" in log
+    assert text_of(found).startswith("(STATE B retrieval")
+
+
+def test_bad_inputs_are_clear_tool_errors_and_write_nothing(stocked, tmp_path):
+    before = _commits(stocked)
+    calls = [
+        ("recall", {"question": "   "}, "'question' is required"),
+        ("recall", {"question": "x", "limit": 0}, "'limit' must be an integer from 1 to 100"),
+        ("search", {"query": "x", "type": "secret"}, "'type' must be one of decision"),
+        ("show", {"target": "../../etc/passwd"}, "must be a path inside the memory directory"),
+        ("show", {"target": "/etc/passwd"}, "must be a path inside the memory directory"),
+        ("show", {"target": "decisions/nope.md"}, "no memory file decisions/nope.md"),
+        ("remember", {"type": "rumour", "description": "x"}, "'type' must be one of"),
+        ("remember", {"type": "decision", "description": "ok thing", "anchor": "Bad/Anchor"},
+         "must be lowercase ASCII words"),
+        ("delete", {"target": "decisions/move-session-storage-redis-postgres.md"}, "delete"),
+    ]
+
+    async def body(client):
+        return [await client.call_tool(name, args) for name, args, _ in calls]
+
+    results = with_session(server_params(stocked, tmp_path), body)
+    for (name, _args, expected), result in zip(calls, results, strict=True):
+        assert result.is_error, name
+        assert expected in text_of(result), (name, text_of(result))
+    assert _commits(stocked) == before
+    assert (stocked / "decisions/move-session-storage-redis-postgres.md").exists()
+
+
+def test_missing_memory_dir_abstains_and_creates_nothing(tmp_path):
+    memdir = tmp_path / "none"
+
+    async def body(client):
+        return (await client.call_tool("recall", {"question": "anything"}),
+                await client.call_tool("search", {"query": "anything"}),
+                await client.call_tool("recent_sessions", {}))
+
+    recall, search, recent = with_session(server_params(memdir, tmp_path), body)
+    assert "(STATE C retrieval" in text_of(recall)
+    assert text_of(search) == "no memories stored yet"
+    assert text_of(recent) == "no encoded sessions yet"
+    assert not memdir.exists()
+
+
+def test_encoder_server_refuses_to_start_without_its_broker(tmp_path):
+    from tests.dualtrace.mcp_helpers import dualtrace_argv
+
+    proc = subprocess.run(dualtrace_argv("mcp", "--encoder"), capture_output=True, text=True,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: dualtrace mcp --encoder needs DUALTRACE_BROKER")
