@@ -76,7 +76,9 @@ def test_what_a_backend_proposes_is_redacted_before_it_is_written(tmp_path):
     builder.add(parse_store({
         "type": "decision", "anchor": "ci-image-push", "description": f"CI pushes with {token}",
         "body": body, "scores": {"durability": 3, "scope": 2, "rationale": 2, "retrieval": 2}}))
-    sha = builder.apply()
+    from dualtrace.memfs import transaction
+
+    sha = transaction.commit(store, builder.changeset())
     assert sha
     written = "".join(p.read_text() for p in (tmp_path / "mem").rglob("*.md"))
     assert token not in written and "Zebra8776*llq" not in written and "/home/jdoe" not in written
