@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -54,40 +53,14 @@ EST_FRESH_TOKENS_PER_TURN = 400
 # ------------------------------------------------------------------ discovery
 
 
-def claude_projects_dir(root: Path) -> Path:
-    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
-    return base / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root))
-
-
-def codex_rollouts(root: Path) -> list[Path]:
-    """Codex rollouts whose session_meta cwd is the project (or inside it)."""
-    home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
-    found = []
-    for path in sorted((home / "sessions").glob("*/*/*/rollout-*.jsonl")):
-        try:
-            with path.open("r", encoding="utf-8", errors="replace") as fh:
-                first = json.loads(fh.readline() or "{}")
-        except (OSError, ValueError):
-            continue
-        cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
-        if isinstance(cwd, str):
-            try:
-                where = Path(cwd).expanduser().resolve()
-            except OSError:
-                continue
-            if where == root or root in where.parents:
-                found.append(path)
-    return found
-
-
 def _jsonl_under(folder: Path) -> list[Path]:
     # Subagent transcripts are read as part of their parent session.
     return [p for p in sorted(folder.rglob("*.jsonl")) if "subagents" not in p.parts]
 
 
 def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]:
-    """Transcripts to backfill, oldest first. No paths: this project's Claude Code
-    sessions and Codex rollouts."""
+    """Transcripts to backfill, oldest first. No paths: this project's sessions of
+    every host (Claude Code's project folder, Codex rollouts with this cwd)."""
     found: list[Path] = []
     for p in paths:
         p = Path(p).expanduser().resolve()
@@ -99,10 +72,10 @@ def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]
             raise DualtraceError(f"no such transcript or folder: {p}")
     if not paths:
         root = root or config.project_root()
-        folder = claude_projects_dir(root)
-        if folder.is_dir():
-            found.extend(p for p in sorted(folder.glob("*.jsonl")))
-        found.extend(codex_rollouts(root))
+        from dualtrace.hooks import registry
+
+        for name in registry.names():
+            found.extend(registry.get(name).project_transcripts(root))
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return sorted(unique, key=lambda p: (started_at(p), str(p)))
 

@@ -15,6 +15,7 @@ import click
 
 from dualtrace import __version__, config
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 memory_dir_option = click.option(
     "--memory-dir",
@@ -97,8 +98,20 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     for line in queue.format_status(queue.status_summary(config.state_dir())):
         click.echo(line)
-    for line in _spend_lines(config.load_settings(config.project_root())):
+    settings = config.load_settings(config.project_root())
+    click.echo(_sync_line(store.root, settings))
+    for line in _spend_lines(settings):
         click.echo(line)
+
+
+def _sync_line(root: Path, settings: config.Settings) -> str:
+    from dualtrace import queue
+    from dualtrace.memfs.sync import status_line
+    from dualtrace.worker import sync_key
+
+    jid = queue.job_id("dualtrace-sync", sync_key(str(root)))
+    job = queue.read_json(queue.job_path(str(config.state_dir()), jid))
+    return status_line(root, settings.sync, job if job and not job.get("_corrupt") else None)
 
 
 def _spend_lines(settings: config.Settings) -> list[str]:
@@ -342,7 +355,7 @@ def merge_file(files: tuple[str, str, str, str]) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event")
-@click.option("--host", "--agent", "host", default=None, help="claude-code, codex or letta.")
+@click.option("--host", "--agent", "host", default=None, help=", ".join(registry.names()) + ".")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
     """Hook entry for the agent (stdin: the host's JSON). Always exits 0."""
@@ -387,7 +400,7 @@ def retry(session: str | None) -> None:
 
 
 _agent_option = click.option("--agent", "agent", default="claude-code", show_default=True,
-                             type=click.Choice(["claude-code", "codex", "letta"]))
+                             type=click.Choice(registry.names()))
 _scope_option = click.option("--scope", default="user", show_default=True,
                              type=click.Choice(["user", "project", "local"]))
 
@@ -407,6 +420,9 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
 
     for line in do_install(agent, scope, dry_run=dry_run):
         click.echo(line)
+    if agent == "codex":
+        click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
+                   "and review dualtrace's hooks in /hooks.")
     if backend is not None and not dry_run:
         click.echo(f"{config.set_user_setting('backend', backend)}: backend = \"{backend}\"")
     settings = config.load_settings(config.project_root())

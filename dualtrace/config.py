@@ -139,6 +139,11 @@ class Settings:
     daily_budget_usd: float = 1.0
     daily_budget_tokens: int = 1_000_000
     over_budget: str = "offline"
+    # Team memory over git (memfs/sync.py): "off" (sync by hand with `dualtrace sync`)
+    # or "after-encode" (the worker syncs after each commit, backing off when offline);
+    # sync_remote: the remote's name (default origin, else the only one).
+    sync: str = "off"
+    sync_remote: str | None = None
     # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
 

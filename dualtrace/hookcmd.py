@@ -20,6 +20,7 @@ import sys
 import time
 
 from dualtrace import queue
+from dualtrace.hooks import registry
 
 EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
           "notify", "subagent-stop")
@@ -109,41 +110,26 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
     if event == "subagent-stop":
         return None
     if event == "notify" or (extra and host in (None, "codex")):
-        # Codex legacy notify: the payload is the last argv, stdin is unused.
-        from dualtrace.hooks import codex_hooks
+        # Codex's legacy notify program: the payload is the last argv, stdin is unused
+        # (the one host-specific calling convention; everything else goes by the registry).
+        from dualtrace.hooks import codex
 
         if not extra:
             raise HookError("notify: missing JSON argument")
         try:
-            info = codex_hooks.from_notify(extra[-1])
+            info = codex.from_notify(extra[-1])
         except ValueError as exc:
             raise HookError(f"notify: bad JSON argument: {exc}") from exc
         return _queue(state, "stop", "codex", info, {})
     payload = read_payload()
-    host = host or _detect_host(payload)
-    if host == "letta":
-        from dualtrace.hooks import letta
-
-        info = letta.normalize(payload, event, state)
-        if event in ("stop", "post-tool-use"):
-            queue.ensure_dirs(state)
-            info["transcript"] = letta.append(state, payload, event)
-            if event == "post-tool-use":
-                return None
-        else:
-            info["transcript"], adopted = letta.resolve_transcript(state, payload)
-            if adopted:  # the agent-keyed job's lines now live in this conversation's file
-                queue.remove(state, queue.job_id("letta", adopted))
-    elif host == "codex":
-        from dualtrace.hooks import codex_hooks
-
-        info = codex_hooks.normalize(payload, event)
-    elif host == "claude-code":
-        from dualtrace.hooks import claude_code_hooks
-
-        info = claude_code_hooks.normalize(payload, event)
-    else:
-        raise HookError(f"unknown host {host!r}")
+    host = host or registry.detect(payload)
+    try:
+        adapter = registry.get(host)
+    except KeyError:
+        raise HookError(f"unknown host {host!r}") from None
+    info = adapter.normalize(payload, event, state)
+    if info.get("replaces"):  # e.g. Letta: that job's lines now live in this session's file
+        queue.remove(state, queue.job_id(host, info["replaces"]))
     return _queue(state, event, host, info, payload)
 
 
@@ -151,7 +137,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     if info.get("ignore"):
         return None
     if event == "prompt":
-        return _inject_prompt(payload)
+        return _inject(event, host, info, payload)
     if event == "post-tool-use":
         return None
     if _project_disabled(info.get("cwd")):
@@ -159,7 +145,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     session_id = info.get("session_id")
     if event == "session-start":
         transcript = info.get("transcript")
-        if transcript and host == "claude-code":
+        if transcript and registry.get(host).SWEEP_ON_START:
             # Sessions killed before SessionEnd: the worker compares this project's
             # transcripts with their encode records and queues the changed ones.
             folder = os.path.dirname(transcript)
@@ -169,13 +155,13 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
-        return _inject_session_start(payload)
+        return _inject(event, host, info, payload)
     if not session_id:
         raise HookError(f"{event}: payload has no session id")
-    if host == "claude-code" and not info.get("transcript"):
+    if registry.get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
         raise HookError(f"{event}: payload has no transcript_path")
     transcript = info.get("transcript")
-    if transcript and host != "letta" and not os.path.isfile(transcript):
+    if transcript and not registry.get(host).KEEPS_OWN_TRANSCRIPT and not os.path.isfile(transcript):
         # Queue anyway: the file may appear (Stop can fire before the first flush); the
         # worker parks the job with this reason if it never does.
         log(state, f"{event}: transcript not found yet: {transcript}")
@@ -193,17 +179,6 @@ def _env_memory_dir() -> str | None:
     serves every session, so it must not apply the env of whichever hook started it."""
     env = os.environ.get("DUALTRACE_MEMORY_DIR")
     return os.path.realpath(os.path.expanduser(env)) if env else None
-
-
-def _detect_host(payload: dict) -> str:
-    if os.environ.get("LETTA_HOOK_EVENT") or "working_directory" in payload \
-            or "conversation_id" in payload:
-        return "letta"
-    from dualtrace.hooks import codex_hooks
-
-    if codex_hooks.looks_like_codex(payload):
-        return "codex"
-    return "claude-code"
 
 
 def _project_disabled(cwd: str | None) -> bool:
@@ -231,20 +206,30 @@ def _project_disabled(cwd: str | None) -> bool:
     return config.is_disabled(settings)
 
 
-# Injection points for recall (issue 7). They return the text printed on stdout.
+def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
+    """The stdout of a session-start or prompt hook: recalled context in the JSON the
+    host expects (hooks/), or None. Errors propagate: ``run`` logs them, exits 0."""
+    from dualtrace import config  # lazy: the Stop path never loads it
+    from dualtrace.memfs import inject
 
-def _inject_session_start(payload: dict) -> str | None:
-    """Context to add at SessionStart: pinned system files, memory index, conflicts."""
-    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
+    ws = config.workspace(info.get("cwd") or None)
+    if config.is_disabled(ws.settings):
+        return None
+    if not ws.memory_dir.is_dir():
+        return None  # nothing stored yet; never create a memory dir from a hook
+    if event == "session-start":
+        # Pinned system files, the memory index, open conflicts.
+        from dualtrace.memfs.store import MemoryStore
 
-    return hook_output("SessionStart", payload)
-
-
-def _inject_prompt(payload: dict) -> str | None:
-    """Recalled State A/B memories for a UserPromptSubmit prompt, or nothing."""
-    from dualtrace.memfs.inject import hook_output  # lazy: the Stop path never loads it
-
-    return hook_output("UserPromptSubmit", payload)
+        store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
+        text = inject.session_start_context(store, ws.settings)
+    else:
+        # Recalled State A/B memories for the prompt. Recall needs only the directory,
+        # not the store (whose imports cost ~30 ms before every prompt).
+        prompt = payload.get("prompt")
+        text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
+            if isinstance(prompt, str) else None
+    return registry.get(host).context_output(event, text) if text else None
 
 
 # ------------------------------------------------------------------ stdin

@@ -179,7 +179,7 @@ def encode_session(
         project=workspace.project,
     )
     start = cursor.offset or 0
-    key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
+    key = hashlib.sha256(str(cursors.logical_path(path)).encode("utf-8")).hexdigest()[:12]
     done_to = store.git.committed_range(key, start)
     if done_to is not None:
         # Committed by a run that died before saving its cursor: do not encode it twice.

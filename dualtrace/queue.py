@@ -157,7 +157,8 @@ def ensure_dirs(state: str) -> None:
 def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
     """A fresh job. Keys:
 
-    kind            "session" (encode one transcript) or "sweep" (look for changed ones)
+    kind            "session" (encode one transcript), "sweep" (look for changed ones)
+                    or "sync" (sync a memory directory with its remote; memory_dir set)
     status          pending | running | parked
     immediate       True: ready now (SessionEnd, pre-compact, sweep, retry);
                     False: ready ``debounce`` after ``dirty_at`` (Stop)
@@ -184,7 +185,7 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
     """Create or refresh the job for one session (the hook's only write)."""
     now = time.time() if now is None else now
     ensure_dirs(state)
-    jid = job_id(host if kind == "session" else f"{host}-sweep", session_id)
+    jid = job_id(host if kind == "session" else f"{host}-{kind}", session_id)
     path = job_path(state, jid)
     with queue_lock(state):
         job = read_json(path)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dualtrace import config, queue
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
 POLL_SECONDS = 0.5
 MAX_WAIT_SECONDS = 900.0
@@ -136,13 +137,11 @@ class Worker:
         if job.get("memory_dir"):
             return str(job["memory_dir"])
         settings = self.settings_for(job.get("cwd"))
-        if job.get("host") == "letta" and not (settings.memory_dir
-                                               or os.environ.get("DUALTRACE_MEMORY_DIR")):
-            from dualtrace.hooks import letta
-
-            memfs = letta.memfs_dir(job.get("agent_id"))
-            if memfs:
-                return memfs
+        if job.get("host") in registry.HOSTS and not (settings.memory_dir
+                                                      or os.environ.get("DUALTRACE_MEMORY_DIR")):
+            owned = registry.get(job["host"]).memory_dir(job.get("agent_id"))  # Letta's memfs
+            if owned:
+                return owned
         return str(config.resolve_memory_dir(None, job.get("cwd"), settings))
 
     def claim(self) -> tuple[dict, int, str | None] | None:
@@ -172,6 +171,9 @@ class Worker:
     # ---------------------------------------------------------------- running
 
     def process(self, job: dict, rev: int, memdir: str | None) -> None:
+        if job.get("kind") == "sync":
+            self.sync(job, rev)
+            return
         if job.get("kind") == "sweep":
             try:
                 self.sweep(job)
@@ -222,6 +224,60 @@ class Worker:
                     self._fail(current, record["error"], backoff=True)
         else:
             self._finish(job, rev, seen)
+            target = record.get("memory_dir") or memdir
+            if record.get("commit") and target:
+                self.queue_sync(job, str(target))
+
+    # ---------------------------------------------------------------- team sync
+
+    def queue_sync(self, job: dict, memdir: str) -> None:
+        """After a commit, with ``sync = "after-encode"``: a sync job for that memory dir.
+
+        A job of its own (not a call here) so it backs off on its own schedule when
+        the remote is unreachable, survives the worker exiting, and one job serves
+        any number of commits made before it runs.
+        """
+        settings = self.settings_for(job.get("cwd"))
+        if settings.sync != "after-encode":
+            return
+        queue.touch(self.s, host="dualtrace", session_id=sync_key(memdir), event="commit",
+                    immediate=True, kind="sync", cwd=job.get("cwd"), memory_dir=memdir)
+
+    def sync(self, job: dict, rev: int) -> None:
+        from dualtrace.memfs.store import MemoryStore
+        from dualtrace.memfs.sync import sync as do_sync
+
+        memdir = str(job.get("memory_dir") or "")
+        settings = self.settings_for(job.get("cwd"))
+        try:
+            if not memdir:
+                raise DualtraceError("sync job without a memory directory")
+            store = MemoryStore(memdir, author=(settings.author_name, settings.author_email),
+                                create=False)
+            try:
+                report = do_sync(store, settings.sync_remote)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - a failed sync is retried, never fatal
+            error = str(exc) if isinstance(exc, DualtraceError) else \
+                f"{type(exc).__name__}: {exc}"
+            self.log(f"sync {memdir}: failed: {error}")
+            with queue.queue_lock(self.s):
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if current and not current.get("_corrupt"):
+                    # Offline is normal for a laptop: back off (capped), never park.
+                    attempts = int(current.get("attempts") or 0) + 1
+                    current.update(status=queue.PENDING, attempts=attempts, immediate=True,
+                                   last_error=error[:2000], worker_pid=None, started_at=None,
+                                   not_before=time.time()
+                                   + queue.backoff_seconds(attempts, self.retry_base),
+                                   updated_at=time.time())
+                    queue.atomic_write_json(queue.job_path(self.s, job["id"]), current)
+            return
+        self.log(f"sync {memdir}: {report.incoming} in, {report.outgoing} out, "
+                 f"{len(report.merged)} merged, {len(report.conflicts)} conflicts "
+                 f"({report.took_ms:.0f} ms)")
+        self._finish(job, rev, None)
 
     def encode(self, job: dict, memdir: str | None, record: dict) -> dict | None:
         """Run the pipeline for one session job; fills ``record``; returns a seen record."""
@@ -237,10 +293,8 @@ class Worker:
             record["skipped"] = "session runs inside the memory directory"
             return None
         transcript = job.get("transcript")
-        if not transcript and job.get("host") == "codex":
-            from dualtrace.hooks import codex_hooks
-
-            transcript = codex_hooks.find_rollout(str(job.get("session_id")))
+        if not transcript and job.get("host") in registry.HOSTS:
+            transcript = registry.get(job["host"]).find_transcript(str(job.get("session_id")))
         if not transcript or not os.path.isfile(transcript):
             raise DualtraceError(f"transcript not found: {transcript or '(none given)'}")
         record["transcript"] = transcript
@@ -271,17 +325,16 @@ class Worker:
         Only sessions dualtrace has seen before count (a seen record exists): a
         first install must not bill a model for every old session on disk.
         """
-        from dualtrace.hooks import claude_code_hooks
-
+        name = job.get("host") or registry.DEFAULT
+        host = registry.get(name)
         current = job.get("transcript") or ""
         horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
         queued = 0
-        for path in claude_code_hooks.project_transcripts(current or
-                                                          str(job.get("session_id")) + "/x"):
+        for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
             if path == current:
                 continue
             session = os.path.basename(path)[: -len(".jsonl")]
-            jid = queue.job_id("claude-code", session)
+            jid = queue.job_id(name, session)
             if os.path.exists(queue.job_path(self.s, jid)):
                 continue
             seen = queue.read_json(os.path.join(self.s, queue.SEEN, jid + ".json"))
@@ -293,7 +346,7 @@ class Worker:
                 continue
             if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
                 continue
-            queue.touch(self.s, host="claude-code", session_id=session, event="sweep",
+            queue.touch(self.s, host=name, session_id=session, event="sweep",
                         immediate=True, transcript=path, cwd=job.get("cwd"),
                         memory_dir=job.get("memory_dir"))
             queued += 1
@@ -338,6 +391,13 @@ class Worker:
                 fh.write(line)
         except OSError:
             pass
+
+
+def sync_key(memdir: str) -> str:
+    """The sync job's session id: one job per memory directory."""
+    import hashlib
+
+    return "sync-" + hashlib.sha256(str(Path(memdir).resolve()).encode()).hexdigest()[:12]
 
 
 def _hold(phase: str) -> None:

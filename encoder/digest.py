@@ -45,19 +45,29 @@ _TEST_CMD = re.compile(
     r"mocha|rspec|phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test)\b"
 )
+# An assistant message that explains (a cause, a fix, a choice) rather than narrates
+# ("Let me check ..."): kept as long as failures and first edits are.
+_EXPLAINS = re.compile(r"(?i)\b(?:because|the (?:issue|problem|bug|cause|reason|fix) (?:is|was)|root cause"
+                       r"|caused by|fails? because|failing because|that'?s why|which is why|so that"
+                       r"|instead of|i(?:'ve| have) (?:fixed|changed|added|updated|replaced))\b")
+# "Let me check ...", "Now I'll ...": the agent narrating its next step.
+_NARRATION = re.compile(r"(?i)\W*(?:let me|let's|now(?: let me| i'?ll|,)?|i'?ll|i will|i need to|first|next"
+                        r"|good|great|perfect|excellent|done|ok(?:ay)?|all \d+|the (?:tests?|build) pass)\b")
 _ERROR_LINE = re.compile(r"(?i)(error|exception|failed|failure|fatal|traceback|panic|"
                          r"assert|undefined|cannot|not found|denied)")
 
 # Per-level character caps, loosened or tightened as the budget requires.
 _CAPS = (
     {"user": 1500, "assistant": 700, "thinking": 300, "compaction": 2000, "result": 400,
-     "subagent": 600, "command": 200},
+     "subagent": 600, "command": 200, "edit": 1},
     {"user": 900, "assistant": 400, "thinking": 200, "compaction": 1200, "result": 240,
-     "subagent": 360, "command": 160},
+     "subagent": 360, "command": 160, "edit": 1},
     {"user": 500, "assistant": 220, "thinking": 0, "compaction": 700, "result": 160,
-     "subagent": 220, "command": 120},
+     "subagent": 220, "command": 120, "edit": 1},
+    # the tightest level: edit lines go (the files section lists every file with its
+    # count) before the agent's explanations do
     {"user": 300, "assistant": 140, "thinking": 0, "compaction": 400, "result": 120,
-     "subagent": 140, "command": 100},
+     "subagent": 140, "command": 100, "edit": 0},
 )
 # (caps index, highest priority kept): tried in order until the digest fits.
 _LEVELS = ((0, 3), (0, 2), (1, 2), (2, 2), (2, 1), (3, 1), (3, 0))
@@ -143,6 +153,18 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
     events = session.events
     last_assistant = max((i for i, e in enumerate(events)
                           if e.kind == "assistant" and e.detail != "thinking"), default=-1)
+    # The agent's last word before the user speaks again: what it reports it did.
+    turn_final: set[int] = set()
+    pending: int | None = None
+    for i, e in enumerate(events):
+        if e.agent is not None:
+            continue
+        if e.kind == "assistant" and e.detail != "thinking":
+            pending = i
+        elif e.kind == "user" and pending is not None:
+            turn_final.add(pending)
+            pending = None
+    seen_paths: set[str] = set()
     prev_edit: tuple[str, int] | None = None  # (path, item index) to fold repeats
     prev_cmd: tuple[str, bool, int] | None = None
     for i, e in enumerate(events):
@@ -152,7 +174,10 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
                                f"{_short(rel(e.text), c['user'])}"))
         elif e.kind == "assistant":
             thinking = e.detail == "thinking"
-            prio = 1 if i == last_assistant else (3 if thinking else 2)
+            explains = not thinking and e.agent is None and (
+                i in turn_final or bool(_EXPLAINS.search(e.text[:2000]))
+                or (len(e.text) >= 120 and not _NARRATION.match(e.text)))
+            prio = 1 if i == last_assistant or explains else (3 if thinking else 2)
             label = "THINKING" if thinking else "ASSISTANT"
             cap = "thinking" if thinking else "assistant"
             items.append(_Item(e.ts, prio, "assistant", lambda c, e=e, s=sub, lab=label, k=cap:
@@ -181,8 +206,12 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
                 items[-1] = _Item(old.ts, old.priority, "edit", old.render, old.count + 1)
                 stats["folded"] += 1
                 continue
-            items.append(_Item(e.ts, 1, "edit", lambda c, p=path, e=e, s=sub:
-                               f"{s}EDIT {p} ({e.edit_kind or 'modify'})"))
+            # The files section lists every file with its edit count: a later edit of a
+            # file already shown says little and goes before the agent's explanations.
+            items.append(_Item(e.ts, 3 if path in seen_paths else 1, "edit",
+                               lambda c, p=path, e=e, s=sub: f"{s}EDIT {p} ({e.edit_kind or 'modify'})"
+                               if c["edit"] else ""))
+            seen_paths.add(path)
             prev_edit = (path, len(items) - 1)
             continue
         elif e.kind == "command":

@@ -20,8 +20,12 @@ _DECISION = re.compile(
     r"(?i)\b(?:we(?:'ve| have)? decided|(?:we're|we are|i'm|let's go with|we'll go with) switching"
     r"|we(?:'re| are) switching|switch(?:ed|ing)? (?:from \S+ )?to\b|instead of [^.\n]{1,60}?"
     r"(?:we'll|we will|let's|i'll|use|go with)|the reason (?:is|was)|trade-?offs?|"
-    r"decided (?:to|on|against)|we chose|going with|opted (?:for|to))"
+    r"decided (?:to|on|against)|we chose|going with|opted (?:for|to)"
+    r"|(?:i|we)(?:'ve| have)? changed (?:my|our) mind|on second thought)"
 )
+# A request that says why ("I need to ...", "so that ...") and led to an edit.
+_REASONED = re.compile(r"(?i)\b(?:i need(?:ed)? to|we need to|so that|because|otherwise|which is less"
+                       r"|as that would|we(?:'re| are) not doing|we don'?t need)\b")
 _CONVENTION = re.compile(
     r"(?i)\b(?:from now on|going forward|the rule is|as a rule|by convention|"
     r"(?:always|never) (?:use|run|call|commit|push|add|put|write|import|edit|modify|touch|"
@@ -96,6 +100,32 @@ def _fix_arc(events: tuple[Event, ...]) -> str | None:
     return None
 
 
+def _correction(events: tuple[Event, ...]) -> str | None:
+    """The user steering the work: what they said when stopping a tool call, an answer to
+    the agent's question, a failing check they ran themselves, or a reasoned request
+    that the agent then carried out."""
+    edited = False
+    for e in reversed(events):
+        if e.kind == "edit" and not e.is_error:
+            edited = True
+        if e.agent is not None:
+            continue
+        if e.kind == "user" and e.detail and e.detail.startswith("rejection"):
+            return f"the user's reason for rejecting a tool call (at {_hhmm(e.ts)})"
+        if e.kind == "tool" and e.tool == "AskUserQuestion" and e.result and not e.is_error:
+            return f"the user answered the agent's question (at {_hhmm(e.ts)})"
+        if e.kind == "command" and e.tool == "user-shell" and e.is_error and edited:
+            return f"a check the user ran failed, then code changed (at {_hhmm(e.ts)})"
+        if e.kind == "user" and edited and _REASONED.search(e.text):
+            return f"a reasoned request that changed code (at {_hhmm(e.ts)})"
+    for i, e in enumerate(events):
+        if e.kind == "tool" and e.detail == "rejected" and e.agent is None:
+            later = next((x for x in events[i + 1:] if x.kind == "user" and x.agent is None), None)
+            if later is not None:
+                return f"the user corrected the agent after stopping a tool call (at {_hhmm(later.ts)})"
+    return None
+
+
 def evaluate(session: Session) -> GateVerdict:
     events = session.events
     edits = [e for e in events if e.kind == "edit" and not e.is_error]
@@ -130,6 +160,9 @@ def evaluate(session: Session) -> GateVerdict:
         if e.kind == "assistant" and e.agent is None and e.detail != "thinking" and is_agreement(e.text):
             signal_reasons.append(f"settled decision restated by the assistant (at {_hhmm(e.ts)})")
             break
+    correction = _correction(events)
+    if correction:
+        signal_reasons.append(correction)
     arc = _fix_arc(events)
     if arc:
         signal_reasons.append(f"error -> fix -> passing test: {arc}")

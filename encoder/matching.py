@@ -34,6 +34,25 @@ def tokens(text: str) -> set[str]:
     return {stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
 
 
+_NAMED = re.compile(r"\b(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]+\b")
+# a number with a unit or plural is a quantity, not a name: 401s, 500ms, 2gb, 3x, 4th
+_QUANTITY = re.compile(r"\d+(?:s|ms|us|ns|px|em|kb|mb|gb|tb|k|m|x|th|st|nd|rd|h|d|w|y)")
+
+
+def names(text: str) -> set[str]:
+    """Tokens that name one thing: letters mixed with digits (kafka40, agent4, a0y, s3)."""
+    return {t for t in _NAMED.findall(text.lower()) if not _QUANTITY.fullmatch(t)}
+
+
+def distinct_subjects(a: str, b: str) -> bool:
+    """True when each names something the other does not: "use kafka40 for the agent4 bus"
+    and "use sqs23 for the agent7 bus" share their wording, not their subject."""
+    na, nb = names(a), names(b)
+    # each names something the other does not (a one-sided name may be a refinement:
+    # "cap the retries" then "cap the retries via retry_v2")
+    return bool(na - nb) and bool(nb - na)
+
+
 def similarity(a: str, b: str) -> float:
     """Overlap coefficient-ish score in [0, 1] between two short subject strings."""
     ta, tb = tokens(a), tokens(b)
@@ -47,6 +66,8 @@ def best_match(subject: str, candidates: Iterable[tuple[str, str]], threshold: f
     """The key of the candidate (key, subject text) most similar to ``subject`` above threshold."""
     best_key, best_score = None, threshold
     for key, text in candidates:
+        if distinct_subjects(subject, text):
+            continue
         score = similarity(subject, text)
         if score >= best_score:
             best_key, best_score = key, score

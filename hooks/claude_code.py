@@ -1,36 +1,72 @@
-"""Claude Code transcript reader (``~/.claude/projects/<project>/<session>.jsonl``).
+"""Claude Code: hook payloads, settings files, and the transcript reader.
 
-Facts from HOSTS.md: one assistant API message is split over several lines sharing
+Transcripts: ``~/.claude/projects/<project>/<session>.jsonl`` (``CLAUDE_CONFIG_DIR``
+moves ``~/.claude``). One assistant API message is split over several lines sharing
 ``message.id``; ``progress`` and snapshot records are noise; resumed sessions replay
 uuids; compaction appends a boundary plus an ``isCompactSummary`` user line;
-subagents live in ``<session>/subagents/agent-*.jsonl``.
+subagents live in ``<session>/subagents/agent-*.jsonl`` (docs/HOSTS.md).
+
+This module is the Claude Code ``Host`` (hooks/host.py). The hook fast path imports
+it: module level is standard library only; the reader imports encoder.session lazily.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+TYPE_CHECKING = False  # typing costs ~4 ms: this module is on the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
 
-HOST = "claude-code"
+    from dualtrace.encoder.session import Event, Session, SessionBuilder
 
+HOST = NAME = "claude-code"
+TRANSCRIPT_FORMAT = "claude-code"
+# Claude Code hook event -> (our event, timeout seconds, matcher or None)
+EVENTS: dict[str, tuple[str, int, str | None]] = {
+    "Stop": ("stop", 10, None),
+    "SessionEnd": ("session-end", 5, None),
+    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
+    "UserPromptSubmit": ("prompt", 5, None),
+    "PreCompact": ("pre-compact", 10, None),
+}
+TIMEOUT_UNIT = 1
+SCOPES = ("user", "project", "local")
+REQUIRES_TRANSCRIPT = True
+SWEEP_ON_START = True  # session-start re-checks the sessions next to the transcript
+KEEPS_OWN_TRANSCRIPT = False
+
+# Events that belong to a subagent or are not about the main conversation.
+_IGNORED_EVENTS = frozenset({"SubagentStop", "SubagentStart", "Notification"})
+
+# Host-injected wrappers: never the user's words. Slash-command arguments and the
+# user's own shell runs (``!cmd`` -> bash-input/stdout/stderr) are taken out first and
+# kept as what they are (the request, a command); IDE context becomes a tool event.
 _NOISE_TAGS = ("command-name", "command-message", "command-args", "local-command-stdout",
                "local-command-stderr", "local-command-caveat", "system-reminder",
-               "task-notification", "user-prompt-submit-hook")
+               "task-notification", "user-prompt-submit-hook", "bash-input", "bash-stdout",
+               "bash-stderr", "ide_opened_file", "ide_selection", "ide_diagnostics",
+               "user-memory-input")
 _TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*?</\1>", re.S)
 _OPEN_TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*\Z", re.S)  # unclosed
+_ARGS_RE = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_NAME_RE = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_BASH_RE = re.compile(r"<(bash-input|bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
+_IDE_RE = re.compile(r"<(ide_opened_file|ide_selection|ide_diagnostics)>(.*?)</\1>", re.S)
 _EXIT_CODE = re.compile(r"Exit code (\d+)")
+# A rejected tool call: "... The tool use was rejected (...). STOP what you are doing ..."
+# optionally followed by what the user said about it.
+_REJECTED = re.compile(r"\AThe user doesn't want to proceed with this tool use\.|"
+                       r"\AThe user doesn't want to take this action", re.I)
+_REJECT_REASON = re.compile(
+    r"(?:the user provided the following reason for the rejection|"
+    r"to tell you how to proceed, the user said|the user said)\s*:\s*(.+)\Z", re.I | re.S)
+# How the user's own shell run went, read from its output (the record has no exit code).
+_SHELL_FAILED = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|^error(?:\[|:)|Traceback \(most"
+                           r"|command not found", re.M)
 _EDIT_TOOLS = {"Edit": "modify", "MultiEdit": "modify", "Write": "modify",
                "NotebookEdit": "modify"}
 _SUBAGENT_TOOLS = ("Task", "Agent")
@@ -38,16 +74,120 @@ _SUBAGENT_TOOLS = ("Task", "Agent")
 PREFILTER_TYPES = frozenset({b"progress", b"file-history-snapshot", b"queue-operation"})
 
 
+# ------------------------------------------------------------------ the host
+
+
+def detect(payload: dict) -> bool:
+    """The default host: any payload no other host claims (hooks/registry.py)."""
+    return True
+
+
+def normalize(payload: dict, event: str, state: str = "") -> dict:
+    """``{"session_id", "transcript", "cwd", "last_assistant_message", "ignore"}``.
+
+    ``ignore`` holds a reason when the hook must do nothing (subagent, sidechain, or
+    an event we never act on); the caller logs nothing for it: it is routine.
+    """
+    name = str(payload.get("hook_event_name") or "")
+    transcript = payload.get("transcript_path") or None
+    out = {
+        "session_id": _str(payload.get("session_id")) or _str(os.environ.get("CLAUDE_CODE_SESSION_ID")),
+        "transcript": _str(transcript),
+        "cwd": _str(payload.get("cwd")) or _str(os.environ.get("CLAUDE_PROJECT_DIR")),
+        "agent_id": None,
+        "last_assistant_message": _str(payload.get("last_assistant_message")),
+        "ignore": None,
+    }
+    if name in _IGNORED_EVENTS:
+        out["ignore"] = f"event {name}"
+    elif payload.get("agent_id") or payload.get("agent_type"):
+        # Inside a subagent: its work is part of the parent's transcript already.
+        out["ignore"] = "subagent"
+    elif out["transcript"] and f"{os.sep}subagents{os.sep}" in out["transcript"]:
+        out["ignore"] = "subagent transcript"
+    elif payload.get("isSidechain"):
+        out["ignore"] = "sidechain"
+    return out
+
+
+CONTEXT_CAP = 10_000  # the host drops additionalContext beyond this many characters
+
+
+def context_output(event: str, text: str) -> str:
+    """A SessionStart / UserPromptSubmit hook's stdout that adds ``text`` to the model's
+    context: ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``."""
+    name = next((ev for ev, (ours, _t, _m) in EVENTS.items() if ours == event), event)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name,
+                                              "additionalContext": text[:CONTEXT_CAP]}})
+
+
+def settings_path(scope: str, root: Path, home: Path) -> Path:
+    user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
+    return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",
+            "local": root / ".claude" / "settings.local.json"}[scope]
+
+
+def projects_dir(root: Path) -> Path:
+    """``~/.claude/projects/<root with every non-alphanumeric as '-'>``."""
+    base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    return base / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root))
+
+
+def project_transcripts(root: Path) -> list[Path]:
+    folder = projects_dir(root)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def find_transcript(session_id: str) -> str | None:
+    return None  # every Claude Code payload names its transcript
+
+
+def sibling_transcripts(transcript: str) -> list[str]:
+    """Every main-session transcript next to ``transcript`` (its project folder)."""
+    folder = os.path.dirname(transcript)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names if n.endswith(".jsonl"))
+
+
+def memory_dir(agent_id: str | None) -> str | None:
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+# ------------------------------------------------------------------ the reader
+
+
 def clean_user_text(text: str) -> str:
-    """Remove host-injected tags; '' when nothing the user typed is left."""
+    """Remove host-injected tags; '' when nothing the user typed is left.
+
+    The arguments of a slash command (``<command-args>``) are what the user asked for
+    and are kept; the command's name and the host's echo of it are not.
+    """
     if "<" in text:
+        args = " ".join(a.strip() for a in _ARGS_RE.findall(text) if a.strip())
         text = _TAG_RE.sub("", text)
         text = _OPEN_TAG_RE.sub("", text)
+        if args:
+            text = (args + "\n" + text.strip()).strip()
     text = text.strip()
     if text.startswith(("[Request interrupted by user", "Caveat: The messages",
                         "Read the output file to retrieve the result")):
         return ""
     return text
+
+
+def rejection_reason(output: str) -> str | None:
+    """What the user said when rejecting a tool call ('' for a bare rejection, None if not one)."""
+    if not _REJECTED.search(output.strip()):
+        return None
+    found = _REJECT_REASON.search(output)
+    return found.group(1).strip() if found else ""
 
 
 def _blocks_text(content: Any) -> str:
@@ -71,6 +211,7 @@ def _blocks_text(content: Any) -> str:
 
 def input_summary(name: str, data: Any) -> str:
     """A one-line summary of a tool input (never the full file contents)."""
+    from dualtrace.encoder.session import truncate_middle
     if not isinstance(data, dict):
         return truncate_middle(str(data), 200)
     for key in ("file_path", "notebook_path", "path", "pattern", "url", "query", "command"):
@@ -97,6 +238,7 @@ class _Parser:
         self.msg_index: dict[str, int] = {}  # message.id(+thinking) -> event index
         self.pending: dict[str, tuple[str, Any, str | None]] = {}  # tool_use id -> call
         self.subagent_ids: list[tuple[str, int]] = []  # (agentId, event index)
+        self.shell: int | None = None  # index of the user's last `!command`, awaiting output
 
     def feed(self, rec: dict[str, Any]) -> None:
         b = self.b
@@ -118,6 +260,19 @@ class _Parser:
         if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
             b.git_branch = rec["gitBranch"]  # the latest branch wins: sessions switch
         b.saw_time(ts)
+        if rec.get("isSidechain") is True and self.agent is None:
+            # Claude Code 1.0.x wrote sub-agent turns inline: the prompt the agent gave
+            # its sub-agent is a "user" record there, but nobody on the main thread said it.
+            self.agent = "sidechain"
+            try:
+                self._dispatch(rtype, rec, ts)
+            finally:
+                self.agent = None
+            return
+        self._dispatch(rtype, rec, ts)
+
+    def _dispatch(self, rtype: Any, rec: dict[str, Any], ts: str | None) -> None:
+        b = self.b
         if rtype == "system":
             self._system(rec, ts)
         elif rec.get("isMeta"):
@@ -128,6 +283,7 @@ class _Parser:
             self._user(rec, ts)
 
     def _system(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import Event, truncate_middle
         sub = rec.get("subtype")
         if sub == "compact_boundary":
             meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
@@ -168,6 +324,7 @@ class _Parser:
                     self.pending[tid] = (name, block.get("input"), ts)
 
     def _merge_text(self, key: str, text: str, ts: str | None, detail: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         index = self.msg_index.get(key)
         if index is not None:  # a later line of the same API message
             prev = self.b.events[index]
@@ -179,6 +336,7 @@ class _Parser:
                   agent=self.agent, uuid=key.split(":")[0]))
 
     def _user(self, rec: dict[str, Any], ts: str | None) -> None:
+        from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
         msg = rec.get("message")
         if not isinstance(msg, dict):
             return
@@ -207,6 +365,8 @@ class _Parser:
             text = content if isinstance(content, str) else ""
         if not text:
             return
+        if "<" in text:
+            self._wrapped_context(text, ts)
         cleaned = clean_user_text(text)
         if not cleaned:
             self.b.noise["injected-user-text"] += 1
@@ -214,7 +374,36 @@ class _Parser:
         self.b.add(Event("user", ts, text=truncate_middle(cleaned, MAX_TEXT_CHARS),
                          agent=self.agent, uuid=rec.get("uuid")))
 
+    def _wrapped_context(self, text: str, ts: str | None) -> None:
+        """The user's own shell runs and IDE context: kept as what they are, never as words."""
+        from dualtrace.encoder.session import MAX_RESULT_CHARS, Event, truncate_middle
+
+        b = self.b
+        for tag, body in _BASH_RE.findall(text):
+            body = body.strip()
+            if tag == "bash-input" and body:
+                self.shell = b.add(Event("command", ts, text="run by the user", tool="user-shell",
+                                         command=body, agent=self.agent))
+            elif tag != "bash-input" and body and self.shell is not None:
+                prev = b.events[self.shell]
+                output = ((prev.result or "") + "\n" + body).strip()
+                failed = bool(_SHELL_FAILED.search(output))
+                b.replace_at(self.shell, result=truncate_middle(output, MAX_RESULT_CHARS),
+                             exit_code=1 if failed else 0, is_error=failed)
+        for tag, body in _IDE_RE.findall(text):
+            body = " ".join(body.split())
+            if body:
+                b.add(Event("tool", ts, text=truncate_middle(body, 300), tool="ide",
+                            detail=tag, agent=self.agent))
+
     def _tool_result(self, block: dict[str, Any], tur: Any, ts: str | None) -> None:
+        from dualtrace.encoder.session import (
+            MAX_RESULT_CHARS,
+            MAX_TEXT_CHARS,
+            Event,
+            commit_events,
+            truncate_middle,
+        )
         tid = block.get("tool_use_id")
         name, data, call_ts = self.pending.pop(tid, ("tool", None, ts)) if isinstance(
             tid, str) else ("tool", None, ts)
@@ -225,6 +414,18 @@ class _Parser:
         result = truncate_middle(output, MAX_RESULT_CHARS)
         b, agent = self.b, self.agent
         when = ts or call_ts
+        reason = rejection_reason(output) if is_error else None
+        if reason is not None:
+            # The user refused this call: nothing ran and nothing was written. What they
+            # said about it ("use pnpm") is the user speaking.
+            target = data.get("file_path") or data.get("command") or ""
+            b.add(Event("tool", when, text=input_summary(name, data), tool=name,
+                        path=data.get("file_path") if isinstance(data.get("file_path"), str) else None,
+                        is_error=True, detail="rejected", agent=agent, uuid=tid))
+            if reason:
+                b.add(Event("user", when, text=truncate_middle(reason, MAX_TEXT_CHARS), agent=agent,
+                            detail=f"rejection of {name}" + (f" {target}" if target else "")))
+            return
         if name == "Bash":
             command = data.get("command") if isinstance(data.get("command"), str) else ""
             if is_error:
@@ -274,6 +475,7 @@ class _Parser:
 
     def flush_pending(self) -> None:
         """Tool calls whose result is not in the file (yet): keep the call itself."""
+        from dualtrace.encoder.session import Event
         for tid, (name, data, ts) in self.pending.items():
             self.b.add(Event("tool", ts, text=input_summary(name, data), tool=name,
                              agent=self.agent, uuid=tid, detail="no result"))
@@ -299,6 +501,7 @@ def _subagent_files(source: Path, session_id: str | None) -> dict[str, Path]:
 
 def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, str | None] | None:
     """Nested events worth keeping (edits, commits, failures) and a one-line summary."""
+    from dualtrace.encoder.session import SessionBuilder, truncate_middle
     from dualtrace.hooks.transcripts import LineReader
 
     reader = LineReader(path, skip_types=PREFILTER_TYPES)
@@ -334,6 +537,7 @@ def _summarize_subagent(path: Path, agent_id: str) -> tuple[list[Event], str, st
 
 def read(reader: Any, *, last_assistant_message: str | None = None,
          follow_subagents: bool = True) -> Session:
+    from dualtrace.encoder.session import SessionBuilder
     source = Path(reader.path)
     builder = SessionBuilder(HOST, str(source))
     parser = _Parser(builder)
@@ -348,6 +552,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None,
 
 
 def _attach_subagents(parser: _Parser, source: Path, whole_file: bool) -> None:
+    from dualtrace.encoder.session import Event
     files = _subagent_files(source, parser.b.session_id)
     if not files:
         return

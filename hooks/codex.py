@@ -1,30 +1,166 @@
-"""OpenAI Codex CLI rollout reader (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+"""OpenAI Codex CLI: hook payloads, the legacy ``notify`` argument, rollouts, the reader.
 
-Lines are ``{timestamp, type, payload}``. ``response_item`` holds the conversation
-(messages, reasoning, function calls joined to their outputs by ``call_id``);
-``event_msg`` repeats visible messages for the UI, so it is dropped; ``compacted``
-carries a compaction summary.
+Rollouts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<session>.jsonl`` (default
+``~/.codex``). Lines are ``{timestamp, type, payload}``. ``response_item`` holds the
+conversation (messages, reasoning, function calls joined to their outputs by
+``call_id``); ``compacted`` carries a compaction summary (docs/HOSTS.md). ``event_msg``
+is mostly UI traffic: the legacy ``user_message``/``agent_message`` repeat visible
+messages and are dropped, but newer Codex (0.16x) records messages as
+``item_completed`` events (``UserMessage`` / ``AgentMessage`` items), which are read;
+a message seen in both shapes counts once. Idle rollouts become
+``rollout-*.jsonl.zst`` (hooks/transcripts.py decompresses them).
+
+This module is the Codex ``Host`` (hooks/host.py). The hook fast path imports it:
+module level is standard library only; the reader imports encoder.session lazily.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
-from dualtrace.encoder.session import (
-    MAX_RESULT_CHARS,
-    MAX_TEXT_CHARS,
-    Event,
-    Session,
-    SessionBuilder,
-    commit_events,
-    truncate_middle,
-)
+TYPE_CHECKING = False  # typing costs ~4 ms: this module is on the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
 
-HOST = "codex"
+    from dualtrace.encoder.session import Session, SessionBuilder
+
+HOST = NAME = "codex"
+PREFILTER_TYPES: frozenset[bytes] = frozenset()  # record types the line reader may drop unparsed
+TRANSCRIPT_FORMAT = "codex"
+# Codex hook event -> (our event, timeout seconds, matcher or None). SessionEnd (root
+# threads, after the rollout is flushed) has its timeout capped at 3 s by Codex; without
+# it a `codex exec` session waited out Stop's debounce.
+EVENTS: dict[str, tuple[str, int, str | None]] = {
+    "Stop": ("stop", 10, None),
+    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
+    "UserPromptSubmit": ("prompt", 5, None),
+    "PreCompact": ("pre-compact", 10, None),
+    "SessionEnd": ("session-end", 3, None),
+}
+TIMEOUT_UNIT = 1
+SCOPES = ("user", "project")
+REQUIRES_TRANSCRIPT = False  # transcript_path may be null: found by session id
+SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
+KEEPS_OWN_TRANSCRIPT = False
+
+# ------------------------------------------------------------------ the host
+
+
+def looks_like_codex(payload: dict) -> bool:
+    """Codex hook payloads carry ``turn_id``; notify payloads a ``thread-id``."""
+    if "turn_id" in payload or "thread-id" in payload:
+        return True
+    path = payload.get("transcript_path")
+    return isinstance(path, str) and os.path.basename(path).startswith("rollout-")
+
+
+def normalize(payload: dict, event: str, state: str = "") -> dict:
+    transcript = payload.get("transcript_path")
+    return {
+        "session_id": _str(payload.get("session_id")) or _str(payload.get("thread-id")),
+        # transcript_path may be null: the worker then finds the rollout by session id.
+        "transcript": _str(transcript),
+        "cwd": _str(payload.get("cwd")),
+        "agent_id": None,
+        "last_assistant_message": _str(payload.get("last_assistant_message"))
+        or _str(payload.get("last-assistant-message")),
+        "ignore": None,
+    }
+
+
+def from_notify(argument: str) -> dict:
+    """The legacy ``notify`` program gets one JSON argument per finished turn."""
+    data = json.loads(argument.lstrip("\ufeff"))
+    if not isinstance(data, dict):
+        raise ValueError("notify argument is not a JSON object")
+    if data.get("type") not in (None, "agent-turn-complete"):
+        return {"ignore": f"notify type {data.get('type')}"}
+    return normalize(data, "stop")
+
+
+def codex_home() -> str:
+    return os.path.expanduser(os.environ.get("CODEX_HOME") or "~/.codex")
+
+
+def find_rollout(session_id: str, home: str | None = None) -> str | None:
+    """``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<session_id>.jsonl``, newest first."""
+    import glob  # worker side only; keeps the hook's imports minimal
+
+    root = os.path.join(home or codex_home(), "sessions")
+    pattern = os.path.join(root, "*", "*", "*", f"rollout-*{glob.escape(session_id)}.jsonl")
+    hits = rollouts(glob.glob(pattern) + glob.glob(pattern + ".zst"))
+    return str(hits[-1]) if hits else None
+
+
+def rollouts(paths: list[str] | list[Path]) -> list[Path]:
+    """Rollout files oldest first, one per session file: a ``.jsonl.zst`` only when its
+    plain ``.jsonl`` is gone (Codex compresses idle rollouts and deletes the original)."""
+    plain = {str(p) for p in paths if not str(p).endswith(".zst")}
+    keep = [Path(p) for p in paths if not (str(p).endswith(".zst") and str(p)[:-4] in plain)]
+    return sorted(keep, key=lambda p: (p.name.removesuffix(".zst"), str(p)))
+
+
+def detect(payload: dict) -> bool:
+    return looks_like_codex(payload)
+
+
+def context_output(event: str, text: str) -> str:
+    """Codex reads Claude Code's hookSpecificOutput shape for added context (docs/HOSTS.md)."""
+    from dualtrace.hooks import claude_code
+
+    return claude_code.context_output(event, text)
+
+
+def settings_path(scope: str, root: Path, home: Path) -> Path:
+    user = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
+    return {"user": user / "hooks.json", "project": root / ".codex" / "hooks.json"}[scope]
+
+
+def project_transcripts(root: Path) -> list[Path]:
+    """Rollouts whose session_meta cwd is the project (or inside it)."""
+    from dualtrace.hooks.transcripts import first_line
+
+    found = []
+    base = Path(codex_home()) / "sessions"
+    for path in rollouts(list(base.glob("*/*/*/rollout-*.jsonl"))
+                         + list(base.glob("*/*/*/rollout-*.jsonl.zst"))):
+        try:
+            first = json.loads(first_line(path) or b"{}")
+        except (OSError, ValueError):
+            continue
+        cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
+        if isinstance(cwd, str):
+            try:
+                where = Path(cwd).expanduser().resolve()
+            except OSError:
+                continue
+            if where == root or root in where.parents:
+                found.append(path)
+    return found
+
+
+def find_transcript(session_id: str) -> str | None:
+    return find_rollout(session_id)
+
+
+def sibling_transcripts(transcript: str) -> list[str]:
+    return []
+
+
+def memory_dir(agent_id: str | None) -> str | None:
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+# ------------------------------------------------------------------ the reader
+
 
 _SHELL_TOOLS = ("exec_command", "shell", "local_shell", "container.exec", "shell_command")
 # User-role messages Codex injects itself (instructions, environment), not typed by a person.
@@ -93,8 +229,17 @@ def _output_of(raw: Any) -> tuple[str, int | None]:
 
 
 def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    from dualtrace.encoder.session import (
+        MAX_TEXT_CHARS,
+        Event,
+        SessionBuilder,
+        truncate_middle,
+    )
     b = SessionBuilder(HOST, str(reader.path))
     pending: dict[str, tuple[str, Any, str | None, bool]] = {}
+    # Messages already taken, by (turn, role, text): newer Codex writes each message
+    # twice (a response_item and an item_completed event), older Codex only the first.
+    said = _Said()
     if reader.cursor > 0:
         _read_meta(Path(reader.path), b)
     for rec in reader.records():
@@ -105,6 +250,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
             b.noise[str(rtype)] += 1
             continue
         b.saw_time(ts)
+        said.turn = _turn_of(payload) or said.turn
         if rtype == "session_meta":
             _meta(payload, b)
         elif rtype == "turn_context":
@@ -115,7 +261,9 @@ def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
             text = payload.get("message") if isinstance(payload.get("message"), str) else ""
             b.add(Event("compaction", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
         elif rtype == "response_item":
-            _item(payload, ts, b, pending)
+            _item(payload, ts, b, pending, said)
+        elif rtype == "event_msg" and payload.get("type") == "item_completed":
+            _completed(payload, ts, b, said)
         else:
             b.noise[f"{rtype}:{payload.get('type')}"] += 1
     for call_id, (name, args, ts, _custom) in pending.items():
@@ -138,11 +286,14 @@ def _meta(payload: dict[str, Any], b: SessionBuilder) -> None:
 
 def _read_meta(path: Path, b: SessionBuilder) -> None:
     """On an incremental read, the session id and cwd still come from the first line."""
+    from dualtrace.errors import TranscriptError
+    from dualtrace.hooks.transcripts import open_bytes
+
     try:
-        with path.open("rb") as fh:
+        with open_bytes(path) as fh:
             first = fh.readline(4 * 1024 * 1024)
         obj = json.loads(first)
-    except (OSError, ValueError):
+    except (OSError, ValueError, TranscriptError):
         return
     if isinstance(obj, dict) and obj.get("type") == "session_meta" and isinstance(
             obj.get("payload"), dict):
@@ -151,23 +302,68 @@ def _read_meta(path: Path, b: SessionBuilder) -> None:
         b.started, b.ended = started, ended  # this read's time bounds, not the file's
 
 
+class _Said:
+    """The messages of this read, so the same message in two record shapes counts once."""
+
+    def __init__(self) -> None:
+        self.turn = ""
+        self.keys: set[tuple[str, str, str]] = set()
+
+    def first(self, role: str, text: str) -> bool:
+        key = (self.turn, role, " ".join(text.split())[:4000])
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
+
+
+def _turn_of(payload: dict[str, Any]) -> str | None:
+    turn = payload.get("turn_id")
+    if not isinstance(turn, str):
+        meta = payload.get("internal_chat_message_metadata_passthrough")
+        turn = meta.get("turn_id") if isinstance(meta, dict) else None
+    return turn if isinstance(turn, str) and turn else None
+
+
+_COMPLETED_ROLES = {"UserMessage": "user", "AgentMessage": "assistant"}
+
+
+def _completed(p: dict[str, Any], ts: str | None, b: SessionBuilder, said: _Said) -> None:
+    """A new-style ``item_completed`` event: user and agent messages (other items - tool
+    calls, reasoning - still come from their response_item records)."""
+    item = p.get("item")
+    role = _COMPLETED_ROLES.get(item.get("type")) if isinstance(item, dict) else None
+    if role is None:
+        b.noise[f"item_completed:{item.get('type') if isinstance(item, dict) else None}"] += 1
+        return
+    _message(role, _message_text(item.get("content")).strip(), ts, b, said)
+
+
+def _message(role: Any, text: str, ts: str | None, b: SessionBuilder, said: _Said) -> None:
+    from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
+
+    if not text:
+        return
+    if role in ("user", "assistant") and not said.first(role, text):
+        b.noise["duplicate-message"] += 1
+        return
+    if role == "user":
+        if text.startswith(_INJECTED_PREFIXES):
+            b.noise["injected-user-text"] += 1
+            return
+        b.add(Event("user", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
+    elif role == "assistant":
+        b.add(Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
+    else:
+        b.noise[f"message:{role}"] += 1
+
+
 def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
-          pending: dict[str, tuple[str, Any, str | None, bool]]) -> None:
+          pending: dict[str, tuple[str, Any, str | None, bool]], said: _Said) -> None:
+    from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
     ptype = p.get("type")
     if ptype == "message":
-        role = p.get("role")
-        text = _message_text(p.get("content")).strip()
-        if not text:
-            return
-        if role == "user":
-            if text.startswith(_INJECTED_PREFIXES):
-                b.noise["injected-user-text"] += 1
-                return
-            b.add(Event("user", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
-        elif role == "assistant":
-            b.add(Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
-        else:
-            b.noise[f"message:{role}"] += 1
+        _message(p.get("role"), _message_text(p.get("content")).strip(), ts, b, said)
     elif ptype == "reasoning":
         summary = p.get("summary")
         text = _message_text(summary).strip() if isinstance(summary, list) else ""
@@ -193,6 +389,12 @@ def _item(p: dict[str, Any], ts: str | None, b: SessionBuilder,
 
 def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | None,
             b: SessionBuilder, call_id: str) -> None:
+    from dualtrace.encoder.session import (
+        MAX_RESULT_CHARS,
+        Event,
+        commit_events,
+        truncate_middle,
+    )
     name, args, call_ts, _custom = call
     output, code = _output_of(raw_output)
     when = call_ts or ts

@@ -20,24 +20,9 @@ from pathlib import Path
 
 from dualtrace import config
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks import registry
 
-# event name -> (our event, timeout seconds, matcher or None)
-_CLAUDE_EVENTS = {
-    "Stop": ("stop", 10, None),
-    "SessionEnd": ("session-end", 5, None),
-    "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
-    "UserPromptSubmit": ("prompt", 5, None),
-    "PreCompact": ("pre-compact", 10, None),
-}
-_CODEX_EVENTS = {k: v for k, v in _CLAUDE_EVENTS.items() if k != "SessionEnd"}
-_LETTA_EVENTS = {
-    "Stop": ("stop", 10, None),
-    "PostToolUse": ("post-tool-use", 5, None),
-    "SessionEnd": ("session-end", 5, None),
-    "SessionStart": ("session-start", 10, None),
-    "UserPromptSubmit": ("prompt", 5, None),
-}
-AGENTS = ("claude-code", "codex", "letta")
+AGENTS = registry.names()
 SCOPES = ("user", "project", "local")
 # Our handler, however it was installed: ".../dualtrace hook x", "dualtrace.exe" hook,
 # "python -m dualtrace.cli hook x".
@@ -51,20 +36,11 @@ def settings_path(agent: str, scope: str, cwd: str | os.PathLike[str] | None = N
         raise DualtraceError(f"unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
     if scope not in SCOPES:
         raise DualtraceError(f"unknown scope {scope!r} (choose from {', '.join(SCOPES)})")
-    home = Path(os.path.expanduser("~"))
-    root = config.project_root(cwd)
-    if agent == "claude-code":
-        user = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude").expanduser()
-        return {"user": user / "settings.json", "project": root / ".claude" / "settings.json",
-                "local": root / ".claude" / "settings.local.json"}[scope]
-    if agent == "codex":
-        if scope == "local":
-            raise DualtraceError("codex has no local scope; use --scope user or project")
-        user = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
-        return {"user": user / "hooks.json", "project": root / ".codex" / "hooks.json"}[scope]
-    return {"user": home / ".letta" / "settings.json",
-            "project": root / ".letta" / "settings.json",
-            "local": root / ".letta" / "settings.local.json"}[scope]
+    host = registry.get(agent)
+    if scope not in host.SCOPES:
+        raise DualtraceError(f"{agent} has no {scope} scope; use --scope "
+                             + " or ".join(host.SCOPES))
+    return host.settings_path(scope, config.project_root(cwd), Path(os.path.expanduser("~")))
 
 
 def dualtrace_command() -> str:
@@ -82,11 +58,11 @@ def _quote(path: str) -> str:
 
 def wanted_entries(agent: str, command: str) -> dict[str, dict]:
     """Event -> the hook group we want in that agent's settings."""
-    events = {"claude-code": _CLAUDE_EVENTS, "codex": _CODEX_EVENTS, "letta": _LETTA_EVENTS}[agent]
-    host_flag = "" if agent == "claude-code" else f" --host {agent}"
+    host = registry.get(agent)
+    host_flag = "" if agent == registry.DEFAULT else f" --host {agent}"
     out = {}
-    for name, (ours, seconds, matcher) in events.items():
-        timeout = seconds * 1000 if agent == "letta" else seconds
+    for name, (ours, seconds, matcher) in host.EVENTS.items():
+        timeout = seconds * host.TIMEOUT_UNIT
         handler = {"type": "command", "command": f"{command} hook {ours}{host_flag}",
                    "timeout": timeout}
         group: dict = {"matcher": matcher} if matcher else {}

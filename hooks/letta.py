@@ -1,5 +1,7 @@
 """Letta Code: its Stop payloads carry no transcript, so dualtrace keeps one.
 
+This module is the Letta ``Host`` (hooks/host.py); standard library only.
+
 Each Stop (user + assistant message) and PostToolUse (tool call) payload is appended
 to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
 (``{"role", "content"}`` per line), which the transcript reader understands; the
@@ -11,8 +13,24 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
-HOST = "letta"
+HOST = NAME = "letta"
+TRANSCRIPT_FORMAT = "plain"  # the file append() writes
+# Letta hook event -> (our event, timeout seconds, matcher or None); PostToolUse feeds
+# the transcript dualtrace keeps.
+EVENTS: dict[str, tuple[str, int, str | None]] = {
+    "Stop": ("stop", 10, None),
+    "PostToolUse": ("post-tool-use", 5, None),
+    "SessionEnd": ("session-end", 5, None),
+    "SessionStart": ("session-start", 10, None),
+    "UserPromptSubmit": ("prompt", 5, None),
+}
+TIMEOUT_UNIT = 1000  # Letta's settings count milliseconds
+SCOPES = ("user", "project", "local")
+REQUIRES_TRANSCRIPT = False
+SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
+KEEPS_OWN_TRANSCRIPT = True
 DIR = "letta"
 MAX_FIELD_CHARS = 200_000
 
@@ -102,13 +120,55 @@ def memfs_dir(agent: str | None) -> str | None:
     return path if os.path.isdir(path) else None
 
 
+def detect(payload: dict) -> bool:
+    return bool(os.environ.get("LETTA_HOOK_EVENT")) or "working_directory" in payload \
+        or "conversation_id" in payload
+
+
 def normalize(payload: dict, event: str, state: str) -> dict:
-    return {
+    """Also keeps the transcript: Stop and PostToolUse lines are appended to it; other
+    events find it (adopting the agent-keyed file, whose job this one ``replaces``)."""
+    out = {
         "session_id": conversation_key(payload),
-        "transcript": None,  # set by the caller after append()
+        "transcript": None,
         "cwd": payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR")
         or payload.get("cwd"),
         "agent_id": agent_id(payload),
         "last_assistant_message": None,
         "ignore": None,
+        "replaces": None,
     }
+    if event in ("stop", "post-tool-use"):
+        out["transcript"] = append(state, payload, event)
+    else:
+        out["transcript"], out["replaces"] = resolve_transcript(state, payload)
+    return out
+
+
+def context_output(event: str, text: str) -> str:
+    """Letta Code reads the same hookSpecificOutput shape as Claude Code."""
+    from dualtrace.hooks import claude_code
+
+    return claude_code.context_output(event, text)
+
+
+def settings_path(scope: str, root: Path, home: Path) -> Path:
+    return {"user": home / ".letta" / "settings.json",
+            "project": root / ".letta" / "settings.json",
+            "local": root / ".letta" / "settings.local.json"}[scope]
+
+
+def project_transcripts(root: Path) -> list[Path]:
+    return []  # kept per conversation in the state dir, with no project of their own
+
+
+def find_transcript(session_id: str) -> str | None:
+    return None
+
+
+def sibling_transcripts(transcript: str) -> list[str]:
+    return []
+
+
+def memory_dir(agent_id: str | None) -> str | None:
+    return memfs_dir(agent_id)

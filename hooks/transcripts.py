@@ -17,15 +17,22 @@ from typing import Any
 from dualtrace.encoder.session import Session
 from dualtrace.errors import TranscriptError
 
-FORMATS = ("claude-code", "codex", "plain")
-# The transcript format each host writes. Letta Code's payloads carry no transcript:
-# the hook keeps one in the plain chat format (hooks/letta.py).
-HOST_FORMATS = {"claude-code": "claude-code", "codex": "codex", "letta": "plain"}
+# Transcript formats -> the module whose ``read`` parses them. A host names its format
+# (Host.TRANSCRIPT_FORMAT); Letta's payloads carry no transcript, so the hook keeps one
+# in the plain chat format (hooks/letta.py).
+READERS = {
+    "claude-code": "dualtrace.hooks.claude_code",
+    "codex": "dualtrace.hooks.codex",
+    "plain": "dualtrace.hooks.plain",
+}
+FORMATS = tuple(READERS)
 
 
 def format_for_host(host: str | None) -> str | None:
     """The transcript format a host's sessions are read with; None (detect) if unknown."""
-    return HOST_FORMATS.get(host) if host else None
+    from dualtrace.hooks import registry
+
+    return registry.get(host).TRANSCRIPT_FORMAT if host in registry.HOSTS else None
 
 # A line longer than this is skipped (counted) while being read in bounded chunks,
 # so one pathological record cannot take unbounded memory. Real records up to this
@@ -42,6 +49,67 @@ _CLAUDE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation",
      "summary", "attachment", "custom-title", "agent-name", "tag", "last-prompt"}
 )
+
+
+# Codex rewrites idle rollouts as ``rollout-*.jsonl.zst`` and deletes the plain file. A
+# compressed transcript is read as its decompressed bytes: offsets (cursors) are the
+# same as in the plain file it replaced, so nothing is encoded twice.
+COMPRESSED_SUFFIX = ".zst"
+MAX_DECOMPRESSED = 1024 * 1024 * 1024
+
+
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    return str(path).endswith(COMPRESSED_SUFFIX)
+
+
+def open_bytes(path: Path) -> Any:
+    """A binary file object over the transcript's bytes (decompressed for ``.zst``)."""
+    if not is_compressed(path):
+        return path.open("rb")
+    import io
+
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise TranscriptError(f"cannot read {path}: the zstandard package is missing") from None
+    with path.open("rb") as raw:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            data = reader.read(MAX_DECOMPRESSED + 1)
+        except zstandard.ZstdError as exc:
+            raise TranscriptError(f"cannot decompress {path}: {exc}") from None
+    if len(data) > MAX_DECOMPRESSED:
+        raise TranscriptError(f"{path} decompresses to more than {MAX_DECOMPRESSED} bytes")
+    return io.BytesIO(data)
+
+
+def first_line(path: Path, limit: int = 4 * 1024 * 1024) -> bytes:
+    """The transcript's first line (a ``.zst`` is decompressed only that far)."""
+    if not is_compressed(path):
+        with path.open("rb") as fh:
+            return fh.readline(limit)
+    import zstandard
+
+    with path.open("rb") as raw:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            head = b""
+            while b"\n" not in head and len(head) < limit:
+                chunk = reader.read(65536)
+                if not chunk:
+                    break
+                head += chunk
+        except zstandard.ZstdError as exc:
+            raise OSError(f"cannot decompress {path}: {exc}") from None
+    return head.split(b"\n", 1)[0][:limit]
+
+
+def content_size(path: Path) -> int:
+    """Size of the transcript's bytes (decompressed for ``.zst``)."""
+    if not is_compressed(path):
+        return path.stat().st_size
+    with open_bytes(path) as fh:
+        return len(fh.getbuffer())
 
 
 class LineReader:
@@ -84,7 +152,7 @@ class LineReader:
         return False
 
     def records(self) -> Iterator[dict[str, Any]]:
-        with self.path.open("rb") as fh:
+        with open_bytes(self.path) as fh:
             fh.seek(self.cursor)
             pos = self.cursor
             while True:
@@ -150,7 +218,7 @@ def detect_format(path: Path) -> str:
     """claude-code, codex or plain, from the first records of the file."""
     votes = {name: 0 for name in FORMATS}
     seen = 0
-    with path.open("rb") as fh:
+    with open_bytes(path) as fh:
         for _ in range(_DETECT_LINES * 4):
             line = fh.readline(_DETECT_MAX_LINE + 1)
             if not line:
@@ -210,7 +278,7 @@ def read_transcript(
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
+        size = content_size(p)
     except FileNotFoundError:
         raise TranscriptError(f"transcript not found: {p}") from None
     except OSError as exc:
@@ -225,16 +293,8 @@ def read_transcript(
         fmt = detect_format(p)
     elif fmt not in FORMATS:
         raise TranscriptError(f"unknown transcript format {fmt!r} (expected one of {FORMATS})")
-    if fmt == "claude-code":
-        from dualtrace.hooks import claude_code
+    import importlib
 
-        reader = LineReader(p, cursor, max_line, skip_types=claude_code.PREFILTER_TYPES)
-        return claude_code.read(reader, last_assistant_message=last_assistant_message)
-    reader = LineReader(p, cursor, max_line)
-    if fmt == "codex":
-        from dualtrace.hooks import codex
-
-        return codex.read(reader, last_assistant_message=last_assistant_message)
-    from dualtrace.hooks import plain
-
-    return plain.read(reader, last_assistant_message=last_assistant_message)
+    reader_module = importlib.import_module(READERS[fmt])
+    reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
+    return reader_module.read(reader, last_assistant_message=last_assistant_message)

@@ -39,13 +39,24 @@ def make_anchor(text: str, *, date: str | None = None) -> str:
             slug = slug[len(prefix):]
             break
     if date and not _DATE_PREFIX.match(slug + "-"):
-        limit = MAX_ANCHOR - len(date) - 1
-        core = slug[:limit].rstrip("-")
+        core = _cut_words(slug, MAX_ANCHOR - len(date) - 1)
         slug = f"{date}-{core}" if core else date
-    slug = slug[:MAX_ANCHOR].rstrip("-")
+    slug = _cut_words(slug, MAX_ANCHOR)
     if not slug:
         raise PathError(f"cannot make an anchor from {text!r}")
     return slug
+
+
+def _cut_words(slug: str, limit: int) -> str:
+    """``slug`` within ``limit`` characters, cut between words (never inside one)."""
+    if len(slug) <= limit:
+        return slug.strip("-")
+    cut = slug[: limit + 1]
+    if cut.endswith("-"):
+        return cut.strip("-")
+    head = cut.rsplit("-", 1)[0] if "-" in cut else ""
+    # One word longer than the limit is cut: there is no boundary to keep.
+    return (head or slug[:limit]).strip("-")
 
 
 def confine(root: Path, rel: str | os.PathLike[str]) -> Path:

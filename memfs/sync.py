@@ -251,6 +251,45 @@ def _write_status(root: Path, **updates: object) -> None:
         pass  # status is a convenience; the sync itself stands
 
 
+def status_line(root: Path, mode: str, job: dict | None, now: float | None = None) -> str:
+    """``dualtrace status``'s sync line: mode, remote, last success, offline backoff."""
+    now = time.time() if now is None else now
+    names = [n for n, _ in remotes(root)]
+    if not names:
+        return "sync:       off (no remote; share this memory with `dualtrace remote add URL`)"
+    how = "after each encode" if mode == "after-encode" else \
+        ("by hand (`dualtrace sync`)" if mode == "off" else f"unknown mode {mode!r}, by hand")
+    info = read_status(root)
+    head = f"sync:       {how} with {info.get('remote') or names[0]}"
+
+    def ago(stamp: object) -> str:
+        seconds = max(0, int(now - float(stamp)))  # type: ignore[arg-type]
+        if seconds < 90:
+            return f"{seconds}s ago"
+        if seconds < 5400:
+            return f"{seconds // 60} min ago"
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(stamp)))  # type: ignore[arg-type]
+
+    parts = []
+    if info.get("last_error"):
+        state = "OFFLINE" if info.get("offline") else "FAILING"
+        failures = int(info.get("failures") or 1)
+        parts.append(f"{state}: {failures} failed attempt{'s' if failures > 1 else ''}, last "
+                     f"{ago(info.get('last_attempt') or now)}: {info['last_error'][:120]}")
+        if job and job.get("status") == "pending":
+            wait = float(job.get("not_before") or 0) - now
+            parts.append("next try " + (f"in {int(wait // 60) + 1} min" if wait > 0 else
+                                        "when the worker runs"))
+    if info.get("last_ok"):
+        parts.append(f"last ok {ago(info['last_ok'])} ({int(info.get('incoming') or 0)} in, "
+                     f"{int(info.get('outgoing') or 0)} out)")
+    elif not info.get("last_error"):
+        parts.append("never synced")
+    if job and job.get("status") == "pending" and not info.get("last_error"):
+        parts.append("a sync is queued")
+    return head + "; " + "; ".join(parts)
+
+
 # ------------------------------------------------------------------ the sync
 
 

@@ -34,10 +34,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
-from dualtrace.encoder.backends import EncodeRequest, Usage
+from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
-from dualtrace.encoder.matching import STOPWORDS, tokens
+from dualtrace.encoder.matching import STOPWORDS, distinct_subjects, tokens
 from dualtrace.encoder.plan import (
     MomentDraft,
     PlanBuilder,
@@ -69,6 +69,7 @@ LEAD = {
         r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
         r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
         r"|intermittent(?:ly)?|is back|came back|back again|root cause|stack ?trace|segfault"
+        r"|(?:still )?(?:does not|doesn'?t|do not|don'?t) work|(?:is|are) not working|stopped working"
         r"|[45]\d\ds|(?:http|status|returns?|returning|got an?|throws?|throwing) [45]\d\d"
         r"|[45]\d\d (?:errors?|responses?|unauthorized|forbidden|not found)"
         r"|\w+(?:Error|Exception))\b", _I),
@@ -154,6 +155,13 @@ class Candidate:
     role: str = "user"
     problem: list[str] = field(default_factory=list)  # how the conversation opened
     idents: list[str] = field(default_factory=list)  # code names the conversation used
+    # Prebuilt by the structural readers (encoder/backends/work.py): what the agent did.
+    description: str | None = None
+    body_text: str | None = None
+    subject: str | None = None
+    status: str | None = None
+    files: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # what the work it asked for added
 
     @property
     def text(self) -> str:
@@ -188,7 +196,8 @@ def segment(session) -> list[Candidate]:
             continue
         if event.kind == "user":
             current: Candidate | None = None
-            for sentence in sentences(event.text):
+            said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
+            for sentence in sentences(said):
                 kind = lead_type(sentence)
                 supports = bool(RATIONALE.search(sentence) or ALTERNATIVE.search(sentence)
                                 or CONFIRM.search(sentence))
@@ -317,10 +326,163 @@ def first_line(text: str) -> str:
     return ""
 
 
+# ----------------------------------------------------------------- what the agent did
+
+MAX_TASKS = 3
+MAX_LEARNINGS = 3
+
+
+def _quote(text: str, limit: int) -> str:
+    return one_line(text, limit)
+
+
+def work_candidates(session) -> list[Candidate]:
+    """Decisions from the user's requests and the work they caused, incidents from fix
+    arcs, learnings from a compacted summary's constraints (see work.py)."""
+    out: list[Candidate] = []
+    where = session.session_id[:8] if session.session_id else "this session"
+    request, concepts, solving = work.compaction_notes(session)
+    compacted = [i for i, e in enumerate(session.events) if e.kind == "compaction" and e.text]
+    found = work.tasks(session)
+    # the biggest pieces of work first when a session holds many requests
+    ranked = sorted(found, key=lambda t: (len(t.changed) + 2 * len(t.commits)), reverse=True)[:MAX_TASKS]
+    for t in sorted(ranked, key=lambda t: t.start):
+        said = work.prose(t.request.text)
+        lead = _request_sentence(said)
+        spans = any(t.start < i <= t.end for i in compacted)
+        vague = len(work.content_words(lead)) < 4 or spans
+        if vague and request:
+            lead = _request_sentence(re.sub(r"^(?:the )?user (?:asked|requested|wants?)(?: to)?\s*", "",
+                                            request.replace('"', ""), flags=_I))
+        outcome = work._outcome(t.report)
+        answer = work._outcome(t.answer, 2) if t.answer else []
+        if answer and said.rstrip().endswith("?"):
+            # a question the agent answered, then acted on: the finding leads
+            lead = work.clean_sentence(f"{answer[0].rstrip('.')} ({lead.rstrip('.').lower()})", 200)
+        if vague and not request and outcome:
+            lead = work.clean_sentence(outcome[0])
+        if not lead or len(work.content_words(lead)) < 2:
+            continue
+        lines = [f"The user asked (session {where}): {_quote(said, 600)}"]
+        for f in t.followups[:5]:
+            lines.append(f"The user added: \"{_quote(f, 300)}\"")
+        if answer:
+            lines.append("The agent found: " + " ".join(answer))
+        if outcome:
+            lines.append("Outcome (the agent's report): " + " ".join(outcome))
+        if request and vague:
+            lines.append("From the compacted context: " + _quote(request, 500))
+        if solving and vague:
+            lines.append("How: " + " ".join(_quote(b, 240) for b in solving[:2]))
+        if t.changed:
+            lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
+                         + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
+        for c in t.commits[-3:]:
+            sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
+            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip())
+        raw = "\n".join([t.request.text, *t.followups, t.report])
+        cand = Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
+                         problem=[" ".join(t.request.text.split())],
+                         ts=t.request.ts, role="work", idents=_identifiers(raw)[:8],
+                         description=lead, body_text="\n\n".join(lines),
+                         subject=" ".join(work.content_words(lead)[:8]), files=t.changed)
+        out.append(cand)
+    for bullet in concepts[:MAX_LEARNINGS]:
+        text = work.clean_sentence(bullet)
+        out.append(Candidate("learning", [text], event_index=len(session.events), role="work",
+                             description=text,
+                             body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
+                             subject=" ".join(work.content_words(bullet)[:6])))
+    created = {work.relative(e.path, session.cwd) for e in session.events
+               if e.kind == "edit" and e.path and e.edit_kind == "create"}
+    for arc in _merge_arcs(work.fix_arcs(session, limit=4))[:2]:
+        target = re.split(r"[(:]", arc.signature.split()[0])[0].rsplit("/", 1)[-1] if arc.signature else ""
+        if any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command) for c in created):
+            continue  # the agent's own new code or test, failing while it was written
+        shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
+        desc = work.clean_sentence(f"`{_short_command(arc.command)}` failed: {shown}", 200)
+        lines = [f"`{one_line(arc.command, 100)}` failed (session {where}): {arc.error_line}"]
+        if arc.cause:
+            lines.append(f"Cause (as the agent stated): {_quote(arc.cause, 400)}")
+        if arc.fix_files:
+            lines.append("Fix: edited " + ", ".join(f"`{f}`" for f in arc.fix_files[:8]))
+        lines.append(f"Resolved: `{one_line(arc.passed or arc.command, 100)}` passed afterwards"
+                     + (f" ({arc.failures} failing runs before)" if arc.failures > 1 else ""))
+        for c in arc.commits[-2:]:
+            sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
+            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip())
+        also = list(dict.fromkeys(work._norm_cmd(c) for c in arc.also))
+        also = [c for c in also if c != work._norm_cmd(arc.command)]
+        if also:
+            lines.append("The same failure in: " + ", ".join(f"`{one_line(c, 80)}`" for c in also[:3]))
+        lines.append(f"Failure signature: {arc.signature}")
+        out.append(Candidate("incident", [desc], support=[arc.cause] if arc.cause else [],
+                             event_index=arc.first, role="tool", description=desc,
+                             body_text="\n\n".join(lines), subject=arc.signature, status="resolved",
+                             files=arc.fix_files))
+    return out
+
+
+def _short_command(command: str) -> str:
+    """A check command for a description: paths as their file names, no cut-off word."""
+    cmd = re.sub(r"(?:[\w.-]*/)+([\w.-]+)", r"\1", work._norm_cmd(command))
+    words = cmd.split()
+    out = ""
+    for w in words:
+        if len(out) + len(w) + 1 > 60:
+            break
+        out = f"{out} {w}".strip()
+    return out or cmd[:60]
+
+
+def _merge_arcs(arcs: list[work.Arc]) -> list[work.Arc]:
+    """One incident per debugging episode: arcs of one check whose fixes touch the same files."""
+    out: list[work.Arc] = []
+    for arc in arcs:
+        same = next((a for a in out if a.signature.split()[:1] == arc.signature.split()[:1]
+                     or (work._norm_cmd(a.command).split()[:2] == work._norm_cmd(arc.command).split()[:2]
+                         and set(a.fix_files) & set(arc.fix_files))), None)
+        if same is None:
+            out.append(arc)
+            continue
+        if arc.failures > same.failures:
+            # the check that failed most is the failure's home; keep its words
+            same.command, arc.command = arc.command, same.command
+            same.signature, same.error_line, same.passed = arc.signature, arc.error_line, arc.passed
+        same.failures += arc.failures
+        same.fix_files += [f for f in arc.fix_files if f not in same.fix_files]
+        same.cause = same.cause or arc.cause
+        same.last = max(same.last, arc.last)
+        same.also.append(arc.command)
+    return out
+
+
+_META = re.compile(r"\b(?:have a look|look at|changed my mind|would like|here is|here's|following"
+                   r"|as follows|this (?:patch|diff))\b", _I)
+
+
+def _request_sentence(text: str) -> str:
+    """The user's request as one clean sentence (more than one when the first says little)."""
+    parts = work.sentences(text)
+    if not parts:
+        return ""
+    picked = parts[0]
+    head, sep, tail = picked.partition(": ")
+    if sep and len(work.content_words(tail)) >= 5 and _META.search(head):
+        picked = tail  # "have a look at this patch, I changed my mind: <the new rule>"
+    for more in parts[1:3]:
+        if len(work.content_words(picked)) >= 6 or len(picked) + len(more) > 200:
+            break
+        picked = f"{picked.rstrip('?!.')}: {more[0].lower() + more[1:] if more[:1].isupper() else more}"
+    return work.clean_sentence(picked, 200)
+
+
 # ----------------------------------------------------------------- scoring
 
 
 def score_candidate(c: Candidate) -> Scores:
+    if c.role == "work" or c.body_text is not None:
+        return _score_structural(c)
     text = c.text
     lead = " ".join(c.lead)
     has_why = bool(RATIONALE.search(text))
@@ -359,6 +521,21 @@ def score_candidate(c: Candidate) -> Scores:
         else:
             retrieval = 2
     return Scores(durability, scope, rationale, retrieval)
+
+
+def _score_structural(c: Candidate) -> Scores:
+    """Scores for what the session did (not what a user said): work, fix arcs, learnings."""
+    text = f"{c.description or ''} {c.body_text or ''}"
+    arch = bool(ARCHITECTURE.search(text))
+    has_why = bool(RATIONALE.search(text))
+    if c.type == "incident":
+        # a failure fixed in the session with its stated cause: worth a moment
+        return Scores(2, 2 if len(c.files) > 1 or arch else 1, 3 if c.support else 2,
+                      3 if ENVIRONMENT.search(text) else 2)
+    if c.type == "learning":
+        return Scores(2, 2 if arch else 1, 2, 2)
+    scope = 2 if len(c.files) >= 3 or arch else 1
+    return Scores(3 if arch and len(c.files) >= 3 else 2, scope, 2 if has_why else 1, 2)
 
 
 def bump_to(scores: Scores, minimum: int) -> Scores:
@@ -466,13 +643,14 @@ class SessionFacts:
         commits: list[tuple[str | None, str]] = []
         idents: list[str] = []
         prefix = (session.cwd or "").rstrip("/") + "/"
+        gone = {p for t in work.tasks(session) for p in t.deleted}
         for e in session.events:
-            if e.kind == "edit" and e.path:
+            if e.kind == "edit" and e.path and not e.is_error:
                 # Project-relative paths read better; both forms are in the session text.
                 if prefix != "/" and e.path.startswith("/") and not e.path.startswith(prefix):
                     continue  # outside the project (an agent's plan file, say)
                 rel = e.path[len(prefix):] if prefix != "/" and e.path.startswith(prefix) else e.path
-                if rel not in files:
+                if rel not in files and rel not in gone and e.edit_kind != "delete":
                     files.append(rel)
             elif e.kind == "command" and e.command:
                 commands.append((first_line(e.command), e.exit_code))
@@ -511,7 +689,33 @@ class OfflineBackend:
         date = request.ctx.date
         facts = SessionFacts.of(session, date)
         candidates = segment(session)
-        candidates += structural_incidents(session, candidates)
+        worked = work_candidates(session)
+        # A request that is itself a report, a rule or a preference is remembered as
+        # that (with the session's files); the work it caused is not a second memory.
+        kept: list[Candidate] = []
+        for w in worked:
+            spoken = [c for c in candidates if c.role == "user" and w.role == "work"
+                      and any(x in w.problem[0] for x in c.lead)]
+            if not spoken:
+                kept.append(w)
+                continue
+            # A decision the user stated in the request stays the user's (its why and
+            # alternatives score it); the work's corrections and outcome join its body.
+            for c in spoken:
+                if c.type == "decision":
+                    c.extra = [ln for ln in (w.body_text or "").split("\n\n")
+                               if ln.startswith(("The user added", "The agent found", "Outcome"))]
+        worked = kept
+        if worked:
+            # What the agent did at the user's request carries that request: an assistant
+            # recap of the work would be a second memory of one subject.
+            candidates = [c for c in candidates if c.role != "assistant"]
+            if any(c.type == "incident" for c in worked):
+                candidates = [c for c in candidates if c.type != "incident" or c.role != "user"
+                              or CONFIRM.search(c.text) or RESOLVED.search(c.text)]
+            candidates += worked
+        else:
+            candidates += structural_incidents(session, candidates)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:
@@ -558,17 +762,17 @@ class OfflineBackend:
             # The amendment governs the same code as the decision it replaces.
             inherited = _identifiers(f"{superseded.description}\n{superseded.body}")
             cand.idents.extend(i for i in inherited if i not in cand.idents)
-        subject = subject_of(cand)
-        description = self.describe(cand)
+        subject = cand.subject or subject_of(cand)
+        description = cand.description or self.describe(cand)
         confidence = self.confidence(cand)
-        status = None
-        if cand.type == "incident":
+        status = cand.status
+        if cand.type == "incident" and status is None:
             status = "resolved" if RESOLVED.search(cand.text) else (
                 "root-cause-confirmed" if CONFIRM.search(cand.text) else "investigating")
         moment = self.moment(cand, subject, facts)
         existing = None if superseded else self.recurrence(cand, builder)
         if existing is not None:
-            body = self.body(cand, facts, update=True)
+            body = cand.body_text if cand.body_text is not None else self.body(cand, facts, update=True)
             verb = "recurred" if cand.type == "incident" else "seen again"
             return [Update(
                 target=existing.path,
@@ -582,7 +786,7 @@ class OfflineBackend:
                 moment=moment,
                 scores=scores,
             )]
-        body = self.body(cand, facts)
+        body = cand.body_text if cand.body_text is not None else self.body(cand, facts)
         try:
             anchor = make_anchor(subject)
         except PathError:
@@ -643,6 +847,7 @@ class OfflineBackend:
             lines.append(f"{labels[1]}: " + " ".join(alts))
         if rest:
             lines.append("Context: " + " ".join(rest[:3]))
+        lines.extend(cand.extra)
         if cand.idents:
             lines.append("Code: " + ", ".join(f"`{i}`" for i in cand.idents[:8]))
         if facts.files:
@@ -655,7 +860,8 @@ class OfflineBackend:
     @staticmethod
     def contradicted(cand: Candidate, builder: PlanBuilder) -> Fact | None:
         """A stored decision this one reverses ("switching back", "no longer", "instead")."""
-        if cand.type != "decision" or not REVERSAL.search(cand.text):
+        said = " ".join([cand.text, *cand.problem])
+        if cand.type != "decision" or not REVERSAL.search(said):
             return None
         mine = {t for t in tokens(cand.text) if t not in GENERIC}
         best, best_score = None, 0.0
@@ -668,6 +874,10 @@ class OfflineBackend:
             if len(shared) < 2:
                 continue
             score = len(shared) / max(min(len(mine), len(theirs)), 1)
+            # the code both govern (a function, a file) is the strongest sign of one subject
+            code = {i.lower() for i in cand.idents}
+            if code & {i.lower() for i in _identifiers(fact.body)}:
+                score += 0.3
             if score > best_score:
                 best, best_score = fact, score
         return best if best_score >= 0.3 else None
@@ -684,9 +894,12 @@ class OfflineBackend:
         code = {i.lower() for i in (_identifiers(cand.text) + cand.idents)}
         distinctive = {t for t in mine if re.search(r"\d", t) or len(t) >= 6}
         best, best_score = None, 0.0
+        subject = f"{cand.subject or ''} {' '.join(cand.lead)}"
         for fact in builder.facts():
             if fact.type != cand.type or fact.superseded_by:
                 continue
+            if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
+                continue  # boilerplate shared, the named subjects differ
             theirs = tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
             shared = mine & theirs
             strong = distinctive & theirs

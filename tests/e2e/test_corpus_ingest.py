@@ -28,7 +28,11 @@ def _records(path: Path):
 
 
 def _independent_claude(path: Path) -> tuple[set[str], set[str]]:
-    """tool_use ids and assistant message ids carrying text, from the raw file."""
+    """tool_use ids and main-thread assistant message ids carrying text, from the raw file.
+
+    Inline sidechain records (``isSidechain``, Claude Code 1.0.x) are a sub-agent's turns:
+    their tool calls count, their texts are not the main thread's.
+    """
     tools: set[str] = set()
     texts: set[str] = set()
     seen: set[str] = set()
@@ -39,7 +43,8 @@ def _independent_claude(path: Path) -> tuple[set[str], set[str]]:
         for block in rec["message"].get("content") or []:
             if block.get("type") == "tool_use":
                 tools.add(block["id"])
-            elif block.get("type") == "text" and block.get("text", "").strip():
+            elif block.get("type") == "text" and block.get("text", "").strip() \
+                    and not rec.get("isSidechain"):
                 texts.add(rec["message"]["id"])
     return tools, texts
 

@@ -1,0 +1,505 @@
+"""What the agent found and did, read from a session's structure (offline encoder).
+
+Real prompts are "work on X" or "continue": the knowledge of an agentic session is in
+what the agent changed at the user's request, what the user corrected along the way,
+what broke and what fixed it. Three readers, each using only the session's own text:
+
+* :func:`tasks` - a user's request, the corrections that followed it (including a
+  rejected tool call's reason), the files the work really changed (not rejected, not
+  failed, not deleted again), its commits and the agent's closing report;
+* :func:`fix_arcs` - a failing check (test run, type check, linter), the edits made
+  after it, and the same check passing: one arc per failure signature, with the cause
+  the agent stated and the fix's files;
+* :func:`compaction_notes` - the request and the hard-won constraints of a compacted
+  summary (Claude Code's "Primary Request and Intent" / "Key Technical Concepts").
+
+Pasted material (logs, diffs, HTML, test output) is context here, never the user's
+statement: :func:`prose` keeps only the lines a person wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.session import Event, Session
+
+_I = re.I
+# A check whose pass/fail says something about the code.
+CHECK_COMMAND = re.compile(
+    TEST_COMMAND.pattern + r"|\b(?:pyright|mypy|ty\s+check|ruff\s+check|flake8|pylint|eslint|tsc|"
+    r"cargo\s+(?:check|clippy|build)|go\s+vet|mix\s+(?:compile|credo|dialyzer)|dialyzer|credo|"
+    r"npm\s+run\s+(?:lint|typecheck|build)|(?:pnpm|yarn|bun)\s+(?:run\s+)?(?:lint|typecheck|build)|"
+    r"just\s+(?:check|test|lint)|act\b)", _I)
+
+# ---------------------------------------------------------------- pasted material
+
+_PASTE_LINE = re.compile(
+    r"^\s*(?:[+\-@]{1,3}(?:\s|$)|@@|diff --git|index [0-9a-f]+|---\s|\+\+\+\s|<[/!a-zA-Z][^>]*>|"
+    r"E\s{2,}|={3,}|_{3,}|-{3,}|\[\.\.\.|>>>|\$ |#\s*\d|File \"|at \S+\(|Traceback|\d+ (?:passed|failed)|"
+    r"(?:PASSED|FAILED|ERROR)\b|\S+::\S+|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\s{4,}\S|\|.*\||[{}\[\]();,]+$|"
+    r"\w+\.\w+:\d+|error\[|warning\[|\s*\d+\s*[|│→])")
+_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+
+
+def prose(text: str) -> str:
+    """The lines of a user message that a person wrote: pasted logs, diffs, HTML and
+    test output dropped (they stay in the digest as context)."""
+    text = _FENCE.sub("\n", text)
+    text = re.sub(r"\[image(?: ?#?\d+)?\]", " ", text, flags=_I)
+    kept: list[str] = []
+    in_diff = False
+    for raw in text.replace("\\\n", "\n").splitlines():
+        line = raw.rstrip("\\").strip()
+        if re.match(r"(?:diff --git|--- a/|\+\+\+ b/|@@ )", line):
+            in_diff = True  # a pasted patch runs to the end of the message
+        if not line or in_diff:
+            continue
+        if _PASTE_LINE.match(raw) or _PASTE_LINE.match(line):
+            continue
+        letters = sum(ch.isalpha() or ch == " " for ch in line)
+        if letters < 0.7 * len(line) or (len(line) > 400 and line.count(" ") < len(line) / 12):
+            continue
+        kept.append(_TAG.sub("", line))
+    return " ".join(" ".join(kept).split())
+
+
+# ---------------------------------------------------------------- requests
+
+_TRIVIAL = re.compile(
+    r"^\W*(?:continue|go on|go ahead|keep going|proceed|yes|yep|yeah|no|ok(?:ay)?|sure|thanks?(?: you)?"
+    r"|commit(?: (?:it|this|that))?|push(?: it)?|commit and push|did you (?:push|commit)\??"
+    r"|looks good|lgtm|great|perfect|nice|done\??|next)\W*$", _I)
+_POLITE = re.compile(
+    r"^(?:(?:hey|hi|hello|ok(?:ay)?|so|alright|now|great|thanks!?|thank you!?)[, !.]+(?:claude[, !.]+)?)*"
+    r"(?:claude[, ]+)?(?:(?:can|could|would) you (?:please )?|please |i'?d like (?:your help with |you to )?"
+    r"|i want you to |would you mind |let'?s )?", _I)
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(@])")
+_CONTENT = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]{2,}")
+_FILLER = frozenset("""the and for with that this from into onto have has had was were are
+    you your please can could would should will shall just also then than them they its it's
+    about there here what which when where who how why does did done make made need needs want
+    like some more most very really actually maybe think look have let lets let's sure okay yes
+    work working hey claude thanks thank help all are not but our out now get got""".split())
+
+
+def content_words(text: str) -> list[str]:
+    words = (w.rstrip(".-/") for w in _CONTENT.findall(text))
+    return [w for w in words if len(w) > 2 and w.lower() not in _FILLER]
+
+
+def looks_pasted(text: str) -> bool:
+    """A message that carries pasted output, a diff or markup (not only prose)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    pasted = sum(1 for ln in lines if _PASTE_LINE.match(ln) or _PASTE_LINE.match(ln.strip()))
+    return pasted >= 3 or bool(_TAG.search(text) and len(_TAG.findall(text)) >= 3)
+
+
+def is_trivial(text: str) -> bool:
+    return bool(_TRIVIAL.match(text.strip())) or len(content_words(text)) < 2
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT_SPLIT.split(" ".join(text.split())) if len(s.strip()) > 2]
+
+
+def clean_sentence(text: str, limit: int = 200) -> str:
+    """One clean sentence of at most ``limit`` chars, cut at a clause or word boundary."""
+    text = " ".join(text.replace("**", "").replace("__", "").split())
+    text = re.sub(r"^[#>*\-\d.)\s]+", "", text)
+    text = re.sub(r"[\u2600-\u27bf\U0001f300-\U0001faff]\ufe0f?\s*", "", text).strip()
+    text = _POLITE.sub("", text, count=1).strip()
+    if text[:1].islower():
+        text = text[0].upper() + text[1:]
+    first = sentences(text)[:1]
+    text = first[0] if first else text
+    if len(text) > limit:
+        cut = text[:limit]
+        for sep in ("; ", ": ", ", ", " - ", " ("):
+            at = cut.rfind(sep)
+            if at >= limit // 2:
+                cut = cut[:at]
+                break
+        else:
+            cut = cut.rsplit(" ", 1)[0]
+        text = cut.rstrip(" ,;:-(")
+    text = text.rstrip("?!").rstrip()
+    if text and text[-1] not in ".)`'\"":
+        text += "."
+    return text
+
+
+def _outcome(text: str, limit: int = 4) -> list[str]:
+    """The substantive sentences and bullets of the agent's closing report."""
+    out: list[str] = []
+    for raw in _FENCE.sub("\n", text).splitlines():
+        line = " ".join(raw.replace("**", "").split()).strip()
+        line = re.sub(r"^[#>\s]+", "", line)
+        line = re.sub(r"[\u2600-\u27bf\U0001f300-\U0001faff]\ufe0f?\s*", "", line).strip()
+        if len(line) < 12 or line.endswith(":") and len(line) < 60:
+            continue
+        for sent in sentences(line):
+            if re.match(r"^(?:done|perfect|great|excellent|all done|summary|here'?s|now|let me|i'?ll|"
+                        r"i will|the (?:changes|fixes) (?:i made|are))\b", sent, _I) and len(sent) < 80:
+                continue
+            out.append(sent if len(sent) <= 300 else clean_sentence(sent, 300))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+# ---------------------------------------------------------------- files
+
+
+def relative(path: str, cwd: str | None) -> str | None:
+    """A project-relative path, or None for a file outside the project."""
+    prefix = (cwd or "").rstrip("/") + "/"
+    if prefix != "/" and path.startswith("/"):
+        if not path.startswith(prefix):
+            return None
+        return path[len(prefix):]
+    return path
+
+
+def _removed(command: str, cwd: str | None) -> list[str]:
+    """Paths a shell command deletes (``rm`` / ``git rm``)."""
+    out: list[str] = []
+    for part in re.split(r"&&|;|\|\|", command):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            continue
+        if words[:2] == ["git", "rm"]:
+            words = words[1:]
+        if not words or words[0] != "rm":
+            continue
+        for w in words[1:]:
+            if not w.startswith("-"):
+                rel = relative(w, cwd)
+                if rel:
+                    out.append(rel.rstrip("/"))
+    return out
+
+
+# ---------------------------------------------------------------- tasks
+
+
+@dataclass
+class Task:
+    request: Event
+    followups: list[str] = field(default_factory=list)  # corrections, as the user said them
+    files: dict[str, str] = field(default_factory=dict)  # path -> create | modify | delete
+    deleted: set[str] = field(default_factory=set)
+    commits: list[Event] = field(default_factory=list)
+    report: str = ""  # the agent's last message of the task
+    answer: str = ""  # the agent's answer to a question that led to the task
+    start: int = 0
+    end: int = 0
+
+    @property
+    def changed(self) -> list[str]:
+        return [p for p, kind in self.files.items() if kind != "delete" and p not in self.deleted
+                and not any(p.startswith(d + "/") for d in self.deleted)]
+
+
+_AFTER_STOP = "(after the user stopped a tool call)"
+
+
+def _is_doc(path: str) -> bool:
+    return path.lower().endswith((".md", ".rst", ".txt"))
+
+
+def tasks(session: Session) -> list[Task]:
+    """The user's requests and the work each one caused, in order.
+
+    A turn joins the task before it when it corrects that work (it follows a rejected
+    or interrupted tool call, or edits the same files) or only documents it (edits of
+    .md files right after); requests that changed nothing are not tasks.
+    """
+    cwd = session.cwd
+    turns: list[Task] = []
+    current: Task | None = None
+    interrupted = False
+    for i, e in enumerate(session.events):
+        main = e.agent is None
+        if e.kind == "user" and main:
+            text = e.text
+            if e.detail and e.detail.startswith("rejection"):
+                if current is not None and prose(text):
+                    current.followups.append(prose(text))
+                continue
+            words = prose(text)
+            if current is not None and (is_trivial(words) or not words):
+                continue
+            current = Task(request=e, start=i, end=i)
+            if interrupted and turns:
+                current.followups.append(_AFTER_STOP)
+            turns.append(current)
+            interrupted = False
+            continue
+        if current is None:
+            continue
+        current.end = i
+        if e.kind == "tool" and e.detail == "rejected" and main:
+            interrupted = True
+        elif e.kind == "edit" and e.path and not e.is_error:
+            rel = relative(e.path, cwd)
+            if rel:
+                current.files[rel] = "delete" if e.edit_kind == "delete" else (
+                    current.files.get(rel) or e.edit_kind or "modify")
+                current.deleted.discard(rel)
+        elif e.kind == "command" and e.command and not e.is_error and e.exit_code in (0, None):
+            for rel in _removed(e.command, cwd):
+                current.deleted.add(rel)
+        elif e.kind == "commit":
+            current.commits.append(e)
+        elif e.kind == "assistant" and main and e.detail != "thinking" and e.text.strip():
+            current.report = e.text
+    merged: list[Task] = []
+    for t in turns:
+        prev = merged[-1] if merged else None
+        short = len(content_words(prose(t.request.text))) < 8
+        joins = prev is not None and (
+            t.followups[:1] == [_AFTER_STOP]
+            or bool(t.files and set(t.files) & set(prev.files))
+            or bool(t.files and prev.files and all(_is_doc(p) for p in t.files))
+            or bool(t.files and not prev.files and not prev.commits and short))
+        if joins and prev is not None:
+            words = prose(t.request.text)
+            if words:
+                prev.followups.append(words)
+            prev.followups.extend(f for f in t.followups if f != _AFTER_STOP)
+            if not prev.files and not prev.answer:
+                prev.answer = prev.report
+            for p, kind in t.files.items():
+                prev.files.setdefault(p, kind)
+                if kind == "delete":
+                    prev.files[p] = kind
+            prev.deleted |= t.deleted
+            for p in list(prev.deleted):
+                if p in t.files and t.files[p] != "delete":
+                    prev.deleted.discard(p)
+            prev.commits += t.commits
+            prev.report = t.report or prev.report
+            prev.end = t.end
+        else:
+            merged.append(t)
+    # a file deleted by a later task is no change of this one
+    gone: set[str] = set()
+    for t in reversed(merged):
+        t.deleted |= gone
+        gone |= t.deleted
+    return [t for t in merged if t.changed or t.commits]
+
+
+# ---------------------------------------------------------------- fix arcs
+
+_FAILED_TEST = re.compile(r"(?:FAILED|FAIL:?|✗|×)\s+([\w/.-]+(?:::[\w\[\]-]+)+|[\w/.-]+\.\w+\s*>\s*[^\n]+)")
+_ERROR_TYPE = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Failure))\b(?::\s*([^\n]{3,120}))?")
+_RULE = re.compile(r"\b(?:error|warning)\[([\w-]+)\]:?\s*([^\n]{0,120})")
+_LOCATED = re.compile(r"([\w./-]+\.\w{1,5}):\d+(?::\d+)?\s*[-:]\s*(?:error|warning)[:\s]+([^\n]{3,140})", _I)
+_ASSERT = re.compile(r"^\s*E\s+(.{3,140})$", re.M)
+_CAUSE = re.compile(
+    r"\b(?:because|the (?:issue|problem|bug|cause|reason) (?:is|was)|there'?s the bug|root cause|caused by"
+    r"|fails? because|failing because|is failing since|the fix is|doesn'?t (?:include|have|exist)"
+    r"|(?:is|are) not (?:being )?\w+ed|instead of|i need to|needs? to)\b", _I)
+
+
+@dataclass
+class Arc:
+    command: str
+    signature: str  # what failed: test id, error type + message, rule + file
+    error_line: str
+    cause: str
+    fix_files: list[str]
+    passed: str | None  # the passing re-run's command
+    failures: int
+    first: int
+    last: int
+    commits: list[Event] = field(default_factory=list)
+    also: list[str] = field(default_factory=list)  # other checks that showed this failure
+
+
+def _norm_cmd(command: str) -> str:
+    cmd = re.sub(r"\s+(?:2>&1|\|\s*(?:tail|head)\b.*|-v+|--verbose|-x|-q|--tb=\w+|-s)\b", " ", command)
+    return " ".join(cmd.split())
+
+
+_NAMED_TEST = re.compile(
+    r"^\s*\d+\) test (.{3,120}?) \(([\w.]+)\)\s*$"  # ExUnit
+    r"|^\s*● (?:[^›\n]+ › )*([^\n]{3,120})$"  # Jest / Vitest
+    r"|^--- FAIL: (\w+)"  # go test
+    r"|^---- ([\w:]+) stdout ----", re.M)  # cargo test
+_ASSERTION = re.compile(r"^\s*(Assertion with [^\n]{1,40} failed|assert(?:ion)?\w* failed[^\n]{0,80}"
+                        r"|expected[^\n]{3,100}|\*\* \(\w+(?:Error|Exception)\)[^\n]{0,100})", re.M | _I)
+
+
+def signature_of(output: str) -> tuple[str, str]:
+    """(signature, the telling line) of a failing check's output."""
+    named = _NAMED_TEST.search(output)
+    if named:
+        name = next(g for g in named.groups() if g)
+        what = _ASSERTION.search(output[named.end():named.end() + 2000])
+        words = " ".join(content_words(re.sub(r"[^\w\s/.-]", " ", name))[:6])
+        line = " ".join((what.group(1) if what else named.group(0)).split())
+        return f"{words} {'assertion' if what and 'ssert' in what.group(1) else 'failed'}", \
+            f"test {name.strip()}: {line}"[:200]
+    test = _FAILED_TEST.search(output)
+    err = _ERROR_TYPE.search(output)
+    if test:
+        name = test.group(1).split("::")[-1].split(">")[-1].strip()
+        line = next((m.group(1) for m in _ASSERT.finditer(output)), None) or (
+            err.group(0) if err else test.group(0))
+        return f"{name} {err.group(1) if err else 'failed'}", " ".join(line.split())[:200]
+    rule = _RULE.search(output)
+    if rule:
+        where = re.search(r"-->\s*([\w./-]+)", output)
+        where_s = where.group(1).rsplit("/", 1)[-1] if where else ""
+        return f"{rule.group(1)} {where_s}".strip(), " ".join(rule.group(0).split())[:200]
+    loc = _LOCATED.search(output)
+    if loc:
+        words = content_words(re.sub(r'"[^"]*"', "", loc.group(2)))[:4]
+        return f"{loc.group(1).rsplit('/', 1)[-1]} {' '.join(words)}", " ".join(loc.group(0).split())[:200]
+    if err:
+        msg = content_words(err.group(2) or "")[:4]
+        return f"{err.group(1)} {' '.join(msg)}".strip(), " ".join(err.group(0).split())[:200]
+    for line in output.splitlines():
+        line = " ".join(line.split())
+        if re.search(r"\b(?:error|failed|failure|fatal)\b", line, _I) and not re.fullmatch(
+                r"(?:Error: )?Exit code \d+", line):
+            return " ".join(content_words(line)[:5]), line[:200]
+    return "", ""
+
+
+def _same_check(failing: str, later: str, signature: str) -> bool:
+    a, b = _norm_cmd(failing), _norm_cmd(later)
+    if a == b:
+        return True
+    # a narrower run of the same runner that targets the failing test's file
+    head_a, head_b = a.split()[:3], b.split()[:3]
+    if head_a[:2] != head_b[:2]:
+        return False
+    target = signature.split()[0] if signature else ""
+    files = re.findall(r"[\w/.-]+\.\w{1,5}", b)
+    return bool(target) and any(f.rsplit("/", 1)[-1].split(".")[0] in a or target in f for f in files)
+
+
+def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
+    """Failing check -> edits -> the same check passing, one arc per failure signature."""
+    events = session.events
+    arcs: dict[str, Arc] = {}
+    for i, e in enumerate(events):
+        failed = e.is_error or e.exit_code not in (None, 0)
+        if e.kind != "command" or not failed or not CHECK_COMMAND.search(e.command or ""):
+            continue
+        sig, line = signature_of(e.result or "")
+        if not sig:
+            continue
+        if sig in arcs:
+            arcs[sig].failures += 1
+            continue
+        fix: list[str] = []
+        cause = ""
+        passed_at = None
+        for j in range(i + 1, len(events)):
+            f = events[j]
+            if f.kind == "edit" and f.path and not f.is_error:
+                rel = relative(f.path, session.cwd)
+                if rel and rel not in fix:
+                    fix.append(rel)
+            elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
+                cause = _cause_of(f.text)
+            elif f.kind == "command" and f.command and CHECK_COMMAND.search(f.command):
+                ok = not f.is_error and f.exit_code in (0, None)
+                if _same_check(e.command or "", f.command, sig):
+                    if ok and fix:
+                        passed_at = j
+                        break
+                    if not ok and signature_of(f.result or "")[0] != sig:
+                        # the same check now fails differently: this failure is gone
+                        if fix:
+                            passed_at = j
+                        break
+            elif f.kind == "user" and f.agent is None and not (f.detail or "").startswith("rejection"):
+                if not is_trivial(prose(f.text)):
+                    break  # the user moved on
+        if passed_at is None:
+            continue
+        arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
+                        fix_files=fix, passed=events[passed_at].command, failures=1, first=i,
+                        last=passed_at)
+    found = list(arcs.values())
+    for arc in found:
+        arc.commits = related_commits(session, arc.fix_files, after=arc.first)
+    found.sort(key=lambda a: (bool(a.cause), a.failures, len(a.fix_files)), reverse=True)
+    return sorted(found[:limit], key=lambda a: a.first)
+
+
+def _cause_of(text: str) -> str:
+    for sent in sentences(_FENCE.sub(" ", text)):
+        if _CAUSE.search(sent) and 20 <= len(sent) <= 400:
+            return sent
+    return ""
+
+
+def related_commits(session: Session, files: list[str], after: int = 0) -> list[Event]:
+    """Commits whose files intersect ``files``: a commit holds the files edited since the
+    previous commit (or those its ``git add`` named)."""
+    if not files:
+        return []
+    wanted = set(files)
+    since: set[str] = set()
+    out: list[Event] = []
+    for i, e in enumerate(session.events):
+        if e.kind == "edit" and e.path and not e.is_error:
+            rel = relative(e.path, session.cwd)
+            if rel:
+                since.add(rel)
+        elif e.kind == "commit":
+            named = set(re.findall(r"git\s+add\s+([^&;|]+)", e.command or ""))
+            added = {relative(w, session.cwd) or w for part in named for w in part.split()
+                     if not w.startswith("-")}
+            has = (added - {"."}) or since
+            if i > after and (has & wanted or "-A" in (e.command or "") and since & wanted):
+                out.append(e)
+            since = set()
+    return out
+
+
+# ---------------------------------------------------------------- compaction
+
+_SECTION = re.compile(r"^\s*\d+\.\s+([A-Z][^\n:]{3,60}):\s*$", re.M)
+_CONSTRAINT = re.compile(r"\b(?:required|requires?|must|never|always|only|cannot|can'?t|gitignored|often"
+                         r"|need(?:s|ed)?|enforc\w*|not supported|unsupported)\b", _I)
+
+
+def compaction_sections(text: str) -> dict[str, str]:
+    """Sections of a Claude Code compaction summary, by lower-case heading."""
+    out: dict[str, str] = {}
+    marks = list(_SECTION.finditer(text))
+    for k, m in enumerate(marks):
+        end = marks[k + 1].start() if k + 1 < len(marks) else len(text)
+        out[m.group(1).strip().lower()] = text[m.end():end].strip()
+    return out
+
+
+def compaction_notes(session: Session) -> tuple[str, list[str], list[str]]:
+    """(the primary request, constraint bullets of the key concepts, problem-solving bullets)."""
+    request, concepts, solving = "", [], []
+    for e in session.events:
+        if e.kind != "compaction" or not e.text:
+            continue
+        parts = compaction_sections(e.text)
+        req = parts.get("primary request and intent", "")
+        if req and not request:
+            request = " ".join(req.split())
+        for bullet in re.findall(r"^\s*[-*]\s+(.+)$", parts.get("key technical concepts", ""), re.M):
+            if _CONSTRAINT.search(bullet) and bullet not in concepts:
+                concepts.append(bullet.strip())
+        for bullet in re.findall(r"^\s*[-*]\s+(.+)$", parts.get("problem solving", ""), re.M):
+            if bullet not in solving:
+                solving.append(bullet.strip())
+    return request, concepts, solving

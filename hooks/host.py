@@ -1,0 +1,62 @@
+"""The Host protocol: everything dualtrace knows about one coding agent.
+
+Each host is one module in hooks/ (``claude_code``, ``codex``, ``letta``) that
+satisfies this protocol with module-level names, listed once in ``hooks/registry.py``.
+The hook fast path (``dualtrace.hookcmd``), the transcript reader, ``install``, the
+worker, ``backfill`` and the CLI's ``--agent`` choices all ask the registry; none of
+them names a host. Host modules import only the standard library at module level:
+the hook imports them on every agent turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+# A host's hook event -> (our event name, timeout in seconds, matcher or None).
+HookSpec = tuple[str, int, "str | None"]
+
+
+class Host(Protocol):
+    NAME: str  # "claude-code": the --host/--agent value and the queue's host field
+    TRANSCRIPT_FORMAT: str  # the reader its transcripts are read with (hooks/transcripts.py)
+    EVENTS: dict[str, HookSpec]  # the hook events `dualtrace install` registers
+    TIMEOUT_UNIT: int  # settings-file timeout units per second (Letta counts milliseconds)
+    SCOPES: tuple[str, ...]  # install scopes it has (user, project, local)
+    REQUIRES_TRANSCRIPT: bool  # a session payload without a transcript path is an error
+    SWEEP_ON_START: bool  # session-start queues a sweep of the transcript's folder
+    KEEPS_OWN_TRANSCRIPT: bool  # dualtrace writes the transcript itself (from payloads)
+
+    def detect(self, payload: dict) -> bool:
+        """True when a hook payload (read without ``--host``) comes from this host."""
+        ...
+
+    def normalize(self, payload: dict, event: str, state: str) -> dict:
+        """``{"session_id", "transcript", "cwd", "agent_id", "last_assistant_message",
+        "ignore"}`` (``ignore``: a reason to do nothing; ``replaces``: the session id of
+        a job this one supersedes)."""
+        ...
+
+    def context_output(self, event: str, text: str) -> str:
+        """The stdout of a session-start / prompt hook that adds ``text`` to the context."""
+        ...
+
+    def settings_path(self, scope: str, root: Path, home: Path) -> Path:
+        """The settings file `install` merges our hooks into, for one scope."""
+        ...
+
+    def project_transcripts(self, root: Path) -> list[Path]:
+        """Where this host keeps the sessions of project ``root`` (backfill discovery)."""
+        ...
+
+    def find_transcript(self, session_id: str) -> str | None:
+        """A session's transcript when the payload had none (Codex), else None."""
+        ...
+
+    def sibling_transcripts(self, transcript: str) -> list[str]:
+        """The other sessions next to ``transcript`` (the session-start sweep), or []."""
+        ...
+
+    def memory_dir(self, agent_id: str | None) -> str | None:
+        """A memory directory the host owns for this agent (Letta's memfs), else None."""
+        ...

@@ -1,0 +1,157 @@
+"""The offline encoder on real sessions of other people (issue 12): what the agent found
+and did is remembered, with the session's own words and files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualtrace.encoder.digest import build_digest
+from dualtrace.hooks.transcripts import read_transcript
+from dualtrace.memfs.store import MemoryStore
+from tests.conftest import corpus_path
+
+CCL = ("claude-code", "claude-code-log", "-Users-dain-workspace-claude-code-log-sample")
+SP = ("claude-code", "spotter")
+
+
+@pytest.fixture
+def encode(tmp_path, monkeypatch):
+    from dualtrace.pipeline import encode_session
+
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
+    memdir = tmp_path / "mem"
+
+    def run(*parts):
+        return encode_session(corpus_path(*parts), memory_dir=memdir, backend="offline")
+
+    run.memdir = memdir
+    return run
+
+
+def facts(memdir: Path, kind: str):
+    store = MemoryStore(memdir)
+    return [f for f in store.scan().facts() if f.type == kind]
+
+
+def test_fix_arc_incident_names_the_failure_its_cause_and_fix_and_is_resolved(encode):
+    report = encode(*CCL, "fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl")
+    incidents = facts(encode.memdir, "incident")
+    # pyright failed under `act` and under `uv run pyright`: one failure, one incident
+    assert len(incidents) == 1, [op["path"] for op in report.operations]
+    inc = incidents[0]
+    assert inc.status == "resolved"
+    assert "converter" in inc.path and "uv-run" not in inc.path and "pyright" not in inc.path.split("/")[1][:7]
+    fix = next(ln for ln in inc.body.splitlines() if ln.startswith("Fix: edited"))
+    assert "`claude_code_log/converter.py`" in fix
+    assert "`uv run pyright` passed afterwards" in inc.body
+    assert len(inc.description) <= 200 and "\n" not in inc.description
+    # the work the user asked for, with the correction they made
+    (decision,) = facts(encode.memdir, "decision")
+    assert decision.description == "Add a Github Action to run tests and linting."
+    assert "run it on all push" in decision.body and "`.github/workflows/ci.yml`" in decision.body
+
+
+def test_a_stated_cause_and_only_related_commits(encode):
+    encode(*SP, "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
+    (inc,) = facts(encode.memdir, "incident")
+    assert inc.status == "resolved"
+    assert inc.path == "incidents/sync-session-file-2-idempotent-repeated-sync-duplicate-messages.md"
+    assert "Cause (as the agent stated): The idempotency test is failing because" in inc.body
+    assert "uuid" in inc.body
+    # the session made several commits; only one touched the fix's files
+    commits = [ln for ln in inc.body.splitlines() if ln.startswith("Commit:")]
+    assert len(commits) <= 1
+
+
+def test_pasted_test_output_and_diffs_are_context_never_an_incident(encode):
+    encode(*CCL, "cbc0f75b-b36d-4efd-a7da-ac800ea30eb6.jsonl")
+    encode(*CCL, "71c9afe9-d9cc-4583-86b3-e62ba682b83a.jsonl")
+    assert facts(encode.memdir, "incident") == []
+    for fact in facts(encode.memdir, "decision"):
+        assert "FAILED" not in fact.description and "diff" not in fact.description
+
+
+def test_a_revision_in_a_later_session_supersedes_without_instead(encode):
+    encode(*CCL, "cbc0f75b-b36d-4efd-a7da-ac800ea30eb6.jsonl")
+    report = encode(*CCL, "71c9afe9-d9cc-4583-86b3-e62ba682b83a.jsonl")
+    decisions = {f.path: f for f in facts(encode.memdir, "decision")}
+    assert len(decisions) == 2
+    new = next(f for f in decisions.values() if f.supersedes)
+    old = decisions[new.supersedes]
+    assert old.superseded_by == new.path
+    assert new.description == "Take the least nested path first, but take the latest if there are equal depths."
+    assert "picking the latest one" in old.body  # history kept
+    assert any("supersedes" in (op.get("note") or "") for op in report.operations)
+
+
+def test_only_files_the_session_changed(encode):
+    # /init on an empty repo: the Write of CLAUDE.md was never granted
+    report = encode("claude-code", "claude-code-viewer", "sample-project",
+                    "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl")
+    assert not [op for op in report.operations if op.get("path")]
+    # a joke file created, edited and deleted again is no change
+    report = encode("agentlogs", "claudecode", "crud.jsonl")
+    assert not [op for op in report.operations if op.get("path")]
+    report = encode("agentlogs", "codex", "crud.jsonl")
+    assert not [op for op in report.operations if op.get("path")]
+
+
+def test_compacted_epic_is_remembered_with_its_constraints(encode):
+    report = encode(*SP, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    assert report.gates["min_tier"] in ("RECORD", "FULL")
+    (decision,) = facts(encode.memdir, "decision")
+    assert decision.description.startswith("Implement spotter-gqc")
+    assert "annotation_message_ref.ex" in decision.body
+    learned = {f.description for f in facts(encode.memdir, "learning")}
+    assert "Ecto sandbox `{:shared, self()}` mode required for LiveView tests (separate process)" in learned
+    assert any("ash.codegen" in d and "SQLite" in d for d in learned)
+
+
+def test_highest_compression_keeps_explanations_over_repeated_edit_lines():
+    session = read_transcript(corpus_path(*SP, "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"))
+    digest = build_digest(session, budget=2500)
+    lines = digest.text.splitlines()
+    edits = [ln for ln in lines if "] EDIT " in ln]
+    said = [ln for ln in lines if "] ASSISTANT: " in ln]
+    assert digest.stats["level"] == 5  # the tightest level that still keeps the agent's words
+    # edit lines went first (the files section lists every file with its count) ...
+    assert edits == [] and "sync_transcripts.ex" in digest.text
+    # ... and the agent's explanations and reports are still there
+    assert len(said) >= 10
+    looser = build_digest(session, budget=4000).text.splitlines()
+    edits = [ln for ln in looser if "] EDIT " in ln]
+    assert len(edits) == len({ln.split("] EDIT ", 1)[1].split(" (")[0] for ln in edits})  # once per file
+
+
+def test_distinct_named_subjects_with_shared_wording_are_not_merged(tmp_path, monkeypatch):
+    import json
+
+    from dualtrace.pipeline import encode_session
+
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
+    memdir = tmp_path / "mem"
+    techs = ("kafka", "sqs", "nats", "pulsar", "redis", "rabbitmq", "kinesis", "pubsub")
+    for i in range(80):
+        chat = tmp_path / f"s{i:02d}.jsonl"
+        turns = [
+            ("user", f"We decided to use {techs[i % 8]}{i + 10} for the agent{i // 8} session bus, "
+                     "because the team compared the options and this one keeps the latency low."),
+            ("assistant", "Understood, I'll wire it into the bus configuration."),
+        ]
+        chat.write_text("".join(json.dumps({"role": r, "content": c,
+                                            "timestamp": f"2026-02-{1 + i % 28:02d}T09:0{j}:00Z"}) + "\n"
+                                for j, (r, c) in enumerate(turns)), encoding="utf-8")
+        encode_session(chat, memory_dir=memdir, backend="offline")
+    decisions = facts(memdir, "decision")
+    assert len(decisions) == 80
+    # the same subject restated is still one memory
+    again = tmp_path / "again.jsonl"
+    again.write_text(json.dumps({"role": "user", "content": "We decided to use kafka10 for the agent0 "
+                                 "session bus, because the team compared the options and this one "
+                                 "keeps the latency low.", "timestamp": "2026-03-01T09:00:00Z"}) + "\n",
+                     encoding="utf-8")
+    report = encode_session(again, memory_dir=memdir, backend="offline")
+    assert [op["action"] for op in report.operations] == ["update"]
+    assert len(facts(memdir, "decision")) == 80

@@ -1,0 +1,123 @@
+"""Registering `dualtrace mcp` in Claude Code's and Codex's MCP configuration files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from dualtrace.errors import DualtraceError
+from dualtrace.hooks import mcp_registration as reg
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    project = tmp_path / "proj"
+    project.mkdir()
+    return project
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def test_claude_user_scope_keeps_everything_else_and_is_idempotent(root):
+    path = _home() / ".claude.json"
+    before = {"numStartups": 7, "mcpServers": {"other": {"command": "x"}},
+              "projects": {"/a": {"allowedTools": []}}}
+    path.write_text(json.dumps(before))
+    lines = reg.register("claude-code", "user", root)
+    assert "added MCP server dualtrace" in lines[1]
+    data = json.loads(path.read_text())
+    assert data["numStartups"] == 7 and data["projects"] == before["projects"]
+    assert data["mcpServers"]["other"] == {"command": "x"}
+    entry = data["mcpServers"]["dualtrace"]
+    assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
+    assert Path(entry["command"]).name.startswith(("dualtrace", "python"))
+    assert reg.register("claude-code", "user", root)[0].endswith("nothing changed")
+    assert (path.with_name(".claude.json.dualtrace.bak")).exists()
+    assert reg.registered() == [{"host": "claude-code", "scope": "user", "root": ""}]
+    reg.unregister("claude-code", "user", root)
+    assert json.loads(path.read_text()) == before
+    assert reg.registered() == []
+
+
+def test_claude_local_scope_is_per_project_in_claude_json(root):
+    reg.register("claude-code", "local", root)
+    data = json.loads((_home() / ".claude.json").read_text())
+    assert list(data["projects"][str(root)]["mcpServers"]) == ["dualtrace"]
+    assert "mcpServers" not in data
+
+
+def test_claude_config_dir_relocates_claude_json(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    reg.register("claude-code", "user", root)
+    assert (tmp_path / "cfg" / ".claude.json").is_file()
+    assert not (_home() / ".claude.json").exists()
+
+
+def test_claude_project_scope_is_shareable_and_removed_again(root):
+    reg.register("claude-code", "project", root)
+    data = json.loads((root / ".mcp.json").read_text())
+    assert data == {"mcpServers": {"dualtrace": {"type": "stdio", "command": "dualtrace",
+                                                 "args": ["mcp"], "env": {}}}}
+    lines = reg.unregister("claude-code", "project", root)
+    assert "  deleted the file (install had created it)" in lines
+    assert not (root / ".mcp.json").exists()
+
+
+def test_codex_toml_table_added_and_removed_with_comments_kept(root):
+    path = _home() / ".codex" / "config.toml"
+    path.parent.mkdir()
+    before = ('# my codex config\nmodel = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+              '\n[profiles.fast]\nmodel = "o4-mini"  # cheap\n')
+    path.write_text(before)
+    reg.register("codex", "user", root)
+    text = path.read_text()
+    assert text.startswith(before)
+    parsed = tomllib.loads(text)
+    assert parsed["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+    assert parsed["mcp_servers"]["dualtrace"]["args"][-1] == "mcp"
+    assert reg.register("codex", "user", root)[0].endswith("nothing changed")
+    # A stale entry of ours (with a sub-table) is replaced, not duplicated.
+    path.write_text(before + '\n[mcp_servers.dualtrace]\ncommand = "/old/dualtrace"\n'
+                    'args = ["mcp"]\n\n[mcp_servers.dualtrace.env]\nX = "1"\n\n[tail]\nk = 1\n')
+    assert "updated" in reg.register("codex", "user", root)[1]
+    parsed = tomllib.loads(path.read_text())
+    assert parsed["mcp_servers"]["dualtrace"]["command"] != "/old/dualtrace"
+    assert "env" not in parsed["mcp_servers"]["dualtrace"] and parsed["tail"] == {"k": 1}
+    reg.unregister("codex", "user", root)
+    parsed = tomllib.loads(path.read_text())
+    assert "dualtrace" not in parsed["mcp_servers"] and parsed["tail"] == {"k": 1}
+    assert parsed["profiles"]["fast"]["model"] == "o4-mini"
+
+
+def test_codex_broken_toml_is_left_alone(root):
+    path = _home() / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text("model = [unclosed\n")
+    with pytest.raises(DualtraceError, match="is not valid TOML"):
+        reg.register("codex", "user", root)
+    assert path.read_text() == "model = [unclosed\n"
+
+
+def test_codex_created_file_is_deleted_on_uninstall(root):
+    reg.register("codex", "project", root)
+    path = root / ".codex" / "config.toml"
+    assert tomllib.loads(path.read_text())["mcp_servers"]["dualtrace"] == {
+        "command": "dualtrace", "args": ["mcp"]}
+    reg.unregister("codex", "project", root)
+    assert not path.exists()
+
+
+def test_dry_run_writes_nothing(root):
+    lines = reg.register("claude-code", "user", root, dry_run=True)
+    assert "dry run" in lines[0] and not (_home() / ".claude.json").exists()
+    assert reg.register("letta", "user", root) == []  # no MCP client config to write
