@@ -349,9 +349,9 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
         state = {"memory_dir": str(memory_dir), "model": settings.model, "batch_id": None,
                  "created": time.time(), "items": items}
         _save(sfile, state)
-        client = backend.client()
+        client = submitter = backend.client()
         requests = [{"custom_id": cid, "params": it["params"]} for cid, it in items.items()]
-        batch = _retrying(lambda: client.messages.batches.create(requests=requests), backend,
+        batch = _retrying(lambda: submitter.messages.batches.create(requests=requests), backend,
                           "batch submit")
         state["batch_id"] = batch.id
         _save(sfile, state)
@@ -449,7 +449,7 @@ def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | No
         return
     if batch and not dry_run and not config.api_key(settings):
         raise DualtraceError("--batch needs an Anthropic API key (ANTHROPIC_API_KEY or api_key)")
-    err = click.get_text_stream("stderr")
+    err = sys.stderr  # click 8.5 deprecates get_text_stream
     total = len(found)
     with click.progressbar(length=max(total, 1), label="backfill", file=err,
                            show_pos=True, item_show_func=lambda s: s) as bar:

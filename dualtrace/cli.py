@@ -46,6 +46,8 @@ def log_error(exc: BaseException, context: str = "") -> Path | None:
 
 
 def resolve_store(memory_dir: Path | None, *, create: bool = True):
+    """The memory store for a command that writes (sync, remote add): created when
+    missing unless ``create`` is False."""
     from dualtrace.memfs.store import MemoryStore
 
     settings = config.load_settings(config.project_root())
@@ -54,10 +56,72 @@ def resolve_store(memory_dir: Path | None, *, create: bool = True):
         root,
         author=(settings.author_name, settings.author_email),
         project=config.project_slug(config.project_root()),
-        # An existing repository is only read here: no lock, no state folder, so the
-        # read commands also work on a read-only memory directory.
         create=create and not (root / ".git").exists(),
     )
+
+
+def read_store(memory_dir: Path | None):
+    """The memory store for a command that only reads (status, log, show).
+
+    Nothing is created: no directory, no repository, no .gitignore, no lock or state
+    folder (so these also work on a read-only memory directory). A missing directory
+    is one line that says so and what to run.
+    """
+    from dualtrace.memfs.store import MemoryStore
+
+    settings = config.load_settings(config.project_root())
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    _require_memory_dir(root, "(nothing stored yet: `dualtrace encode TRANSCRIPT` or the "
+                              "agent hooks create it)")
+    return MemoryStore(
+        root,
+        author=(settings.author_name, settings.author_email),
+        project=config.project_slug(config.project_root()),
+        read_only=True,
+    )
+
+
+SCORE_LEGEND = ("scores: d/s/r/l = durability/scope/rationale/retrieval likelihood, 0-3 each; "
+                "(n) = their sum, the evidence; FULL (8-12) = fact + moment, RECORD (5-7) = "
+                "fact, BULLET = a line in a preferences or conventions file")
+
+
+def _tier_label(op: dict) -> str:
+    """The tier column: what was (or would be) stored, never SKIP for something stored."""
+    tier = op.get("tier") or "-"
+    if tier == "SKIP" and op.get("action") not in (None, "skip"):
+        return "BULLET" if op.get("action") == "bullet" else "NOTE"
+    return tier
+
+
+def _echo_operations(operations: list[dict]) -> None:
+    """One line per operation of an encode report, then the legend for the scores."""
+    for op in operations:
+        scores = op.get("scores")
+        dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
+        total = f"({op['evidence']})" if op.get("evidence") is not None else ""
+        line = f"{_tier_label(op):<6} {dims:<15} {total:<5} {op['action']:<8} {op['path'] or '-'}"
+        if op.get("confidence"):
+            line += f"  {op['confidence']}"
+        click.echo(line.rstrip())
+        if op.get("note"):
+            click.echo(f"       {op['note']}")
+    if any(op.get("scores") for op in operations):
+        click.echo(SCORE_LEGEND)
+
+
+def hint_command(*args: str, memory_dir: Path | None = None) -> str:
+    """The exact command a person should run next, with the --memory-dir they used.
+
+    A hint without the directory would send them to the default memory directory,
+    which is not where this command just wrote.
+    """
+    import shlex
+
+    words = ["dualtrace", *args]
+    if memory_dir is not None:
+        words += ["--memory-dir", str(Path(memory_dir).expanduser().resolve())]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def _require_memory_dir(memdir: Path, hint: str = "") -> None:
@@ -77,31 +141,47 @@ def cli() -> None:
 @memory_dir_option
 @click.option("--check", is_flag=True, help="Parse every memory file fully and list broken ones.")
 def status(memory_dir: Path | None, check: bool) -> None:
-    """Show the memory directory, counts per type and tier, and the last commit."""
+    """Show the memory directory, counts per type and tier, the last commit, and the
+    hooks' queue and last runs for this memory directory."""
+    from dualtrace import queue
     from dualtrace.memfs.summary import store_summary
 
-    store = resolve_store(memory_dir)
-    info = store_summary(store, full=check)
-    click.echo(f"memory dir: {store.root}")
-    click.echo(f"project:    {store.project}")
-    click.echo(f"memories:   {info['total']}")
-    for kind, count in sorted(info["types"].items()):
-        click.echo(f"  {kind:<11} {count}")
-    if info["tiers"]:
-        click.echo("tiers:      " + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
-    if info["problems"]:
-        click.echo(f"unreadable: {len(info['problems'])}")
-        for problem in info["problems"][:10]:
-            click.echo(f"  {problem}")
-    click.echo(f"last commit: {info['last_commit'] or '(none)'}")
-    from dualtrace import queue
-
-    for line in queue.format_status(queue.status_summary(config.state_dir())):
-        click.echo(line)
     settings = config.load_settings(config.project_root())
-    click.echo(_sync_line(store.root, settings))
+    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    problems: list[str] = []
+    if root.exists() and not root.is_dir():
+        raise DualtraceError(f"memory directory {root} is not a directory")
+    if not root.is_dir():
+        # Status is where a person looks when nothing seems to happen: say so in one
+        # line and still show the queue, creating nothing.
+        click.echo(f"memory dir: {root} (does not exist yet: nothing stored)")
+    else:
+        store = read_store(memory_dir)
+        info = store_summary(store, full=check)
+        problems = info["problems"]
+        click.echo(f"memory dir: {store.root}")
+        click.echo(f"project:    {store.project}")
+        click.echo(f"memories:   {info['total']}")
+        for kind, count in sorted(info["types"].items()):
+            click.echo(f"  {kind:<11} {count}")
+        if info["tiers"]:
+            click.echo("tiers:      "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
+        if problems:
+            click.echo(f"unreadable: {len(problems)}")
+            for problem in problems[:10]:
+                click.echo(f"  {problem}")
+        elif check:
+            click.echo(f"checked:    every file parses ({info['total']} memories)")
+        click.echo(f"last commit: {info['last_commit'] or '(none)'}")
+    summary = queue.status_summary(config.state_dir(), memory_dir=str(root))
+    for line in queue.format_status(summary):
+        click.echo(line)
+    click.echo(_sync_line(root, settings))
     for line in _spend_lines(settings):
         click.echo(line)
+    if check and problems:
+        raise DualtraceError(f"{len(problems)} memory file(s) do not parse (listed above)")
 
 
 def _sync_line(root: Path, settings: config.Settings) -> str:
@@ -142,8 +222,10 @@ def _spend_lines(settings: config.Settings) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON.")
 @click.option("--budget", type=click.IntRange(200, 1_000_000), default=None,
               help="Digest token budget (default 8000).")
+@click.option("--force", is_flag=True,
+              help="Encode the whole transcript again, even if it was encoded before.")
 def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_run: bool,
-           as_json: bool, budget: int | None) -> None:
+           as_json: bool, budget: int | None, force: bool) -> None:
     """Encode a finished TRANSCRIPT (JSONL) into the memory directory: one commit."""
     import json
 
@@ -151,23 +233,17 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     ws = config.workspace(memory_dir=memory_dir)
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
-                            dry_run=dry_run, budget=budget)
+                            dry_run=dry_run, budget=budget, force=force)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
     click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
     if report.skipped and not report.operations:
         click.echo(f"SKIP  {report.skipped}")
-    for op in report.operations:
-        scores = op["scores"]
-        dims = "d/s/r/l={durability}/{scope}/{rationale}/{retrieval}".format(**scores) if scores else ""
-        total = f"({op['evidence']})" if op["evidence"] is not None else ""
-        line = f"{op['tier']:<6} {dims:<15} {total:<5} {op['action']:<8} {op['path'] or '-'}"
-        if op["confidence"]:
-            line += f"  {op['confidence']}"
-        click.echo(line.rstrip())
-        if op["note"]:
-            click.echo(f"       {op['note']}")
+        if report.skipped.startswith(("nothing new", "already committed")):
+            click.echo("To encode it again: "
+                       + hint_command("encode", str(transcript), "--force", memory_dir=memory_dir))
+    _echo_operations(report.operations)
     for note in report.notes + report.usage.get("notes", []):
         click.echo(f"note: {note}")
     if dry_run:
@@ -175,7 +251,9 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo("\n(dry run: nothing written)")
     elif report.commit:
         click.echo(f"commit {report.commit[:10]} {(report.message or '').splitlines()[0]}")
-        click.echo("See the history with `dualtrace log` (or `git log -p` in the memory directory).")
+        click.echo(f"See it with `{hint_command('log', memory_dir=memory_dir)}` and ask it with "
+                   f"`{hint_command('recall', 'your question', memory_dir=memory_dir)}` "
+                   "(or `git log -p` in the memory directory).")
     elif not report.skipped:
         click.echo("nothing to commit")
 
@@ -205,12 +283,120 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
             max_wait=max_wait, as_json=as_json)
 
 
+_TYPES = ["decision", "incident", "pattern", "learning"]
+
+
+@cli.command("list")
+@memory_dir_option
+@click.option("--type", "kind", default=None, type=click.Choice(_TYPES), help="Only this type.")
+@click.option("--grep", "contains", default=None, help="Only memories whose anchor or "
+              "description contains this text.")
+@click.option("--since", default=None, help="Only memories stored on or after this date "
+              "(YYYY-MM-DD).")
+@click.option("--current", is_flag=True, help="Leave out decisions superseded by a later one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, since: str | None,
+             current: bool, as_json: bool) -> None:
+    """List the stored facts, newest first: type, anchor, stored, confidence, description."""
+    import json
+
+    from dualtrace.memfs.archive import list_memories
+
+    store = read_store(memory_dir)
+    rows = list_memories(store, kind=kind, contains=contains, since=since,
+                         include_superseded=not current)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No memories match." if (kind or contains or since or current)
+                   else "No memories stored yet.")
+        return
+    for r in rows:
+        flags = "".join((" +moment" if r.moment else "",
+                         f" superseded by {r.superseded_by}" if r.superseded_by else "",
+                         f" [{r.status}]" if r.status else ""))
+        click.echo(f"{r.type:<9} {r.anchor:<40} {r.stored or '-':<10} {r.confidence:<6} "
+                   f"{r.description[:90]}{flags}")
+    click.echo(f"({len(rows)} memories; `dualtrace show ANCHOR` prints one)")
+
+
+@cli.command()
+@memory_dir_option
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
+    """Why SESSION (an id, a prefix of one, or a transcript path) stored what it stored,
+    or nothing: what was committed, the gate verdict, every candidate and its scores."""
+    import json
+
+    from dualtrace.explain import explain as do_explain
+
+    ws = config.workspace(memory_dir=memory_dir)
+    got = do_explain(session, ws)
+    if as_json:
+        click.echo(json.dumps(got.to_dict(), indent=2, default=str, ensure_ascii=False))
+        return
+    click.echo(f"session {got.session}" + (f"  ({got.transcript})" if got.transcript else ""))
+    if got.committed:
+        click.echo("committed:")
+        for entry in got.committed:
+            click.echo(f"  {entry['date']}  {entry['sha'][:10]}  {entry['backend'] or ''}")
+            for line in entry["operations"]:
+                click.echo(f"      {line}")
+    else:
+        click.echo(f"committed: nothing for this session in {ws.memory_dir}")
+    if got.unavailable:
+        click.echo(got.unavailable)
+        return
+    report = got.report or {}
+    gates = report.get("gates") or {}
+    click.echo("why (the offline encoder, re-run now as a dry run: nothing written or sent):")
+    if gates:
+        click.echo(f"  gates: min tier {gates.get('min_tier') or '-'}; "
+                   f"{gates.get('file_edits', 0)} edits, {gates.get('commands', 0)} commands "
+                   f"({gates.get('failed_commands', 0)} failed), {gates.get('commits', 0)} commits")
+        for reason in gates.get("reasons") or []:
+            click.echo(f"    - {reason}")
+    if report.get("skipped"):
+        click.echo(f"  nothing stored: {report['skipped']}")
+    elif not report.get("operations"):
+        click.echo("  nothing stored: no candidate passed the encoder's cues")
+    else:
+        click.echo("  candidates:")
+        _echo_operations(report["operations"])
+
+
+@cli.command()
+@memory_dir_option
+@click.argument("target")
+@click.option("--reason", default="", help="Why, for the commit message.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None:
+    """Retire the memory TARGET (anchor or path) and its moment into archive/, in one
+    commit: recall and injection stop using it; `git revert` brings it back."""
+    from dualtrace.memfs.archive import retire
+
+    store = resolve_store(memory_dir, create=False)
+    try:
+        memory, moment = store.lookup(target)
+        names = [memory.path] + ([moment.path] if moment is not None else [])
+        if not yes:
+            click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+        done = retire(store, target, reason=reason)
+    finally:
+        store.close()
+    for src, dest in done.moved:
+        click.echo(f"retired {src} -> {dest}")
+    click.echo(f"commit {done.commit[:10]}; undo with `git -C {store.root} revert {done.commit[:10]}`")
+
+
 @cli.command("log")
 @memory_dir_option
-@click.option("-n", "limit", type=int, default=20, show_default=True, help="Sessions to show.")
+@click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
     """One entry per encoded session: date, session id, each operation."""
-    store = resolve_store(memory_dir)
+    store = read_store(memory_dir)
     entries = store.git.session_log(limit)
     if not entries:
         click.echo("No encoded sessions yet.")
@@ -226,7 +412,7 @@ def log_cmd(memory_dir: Path | None, limit: int) -> None:
 @click.argument("target")
 def show(memory_dir: Path | None, target: str) -> None:
     """Show a memory by ANCHOR or PATH: the fact, then its moment."""
-    store = resolve_store(memory_dir)
+    store = read_store(memory_dir)
     fact, moment = store.lookup(target)
     click.echo(f"==> {fact.path}")
     click.echo(store.read_text(fact.path), nl=False)
@@ -454,7 +640,7 @@ def digest(transcript: Path, budget: int | None, as_json: bool) -> None:
     import json
     from dataclasses import asdict
 
-    from dualtrace.encoder.digest import prepare
+    from dualtrace.pipeline import prepare
 
     settings = config.load_settings(config.project_root())
     got = prepare(str(transcript), budget=budget or settings.digest_budget,
@@ -493,7 +679,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except DualtraceError as exc:
-        log_error(exc)
+        # An expected error (bad input, a missing directory, a git state to fix) is the
+        # user's to act on: one line, no report. errors.log keeps internal errors only.
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:

@@ -1,8 +1,14 @@
 """Per-transcript read cursors in the state directory.
 
-A cursor is the byte offset up to which a transcript has been encoded. Encoding
-an unchanged transcript is then a no-op, and an appended one encodes only what is
-new. A file that shrank or was replaced (another inode) starts again from 0.
+A cursor is the byte offset up to which a transcript has been encoded into one
+memory directory. Encoding an unchanged transcript is then a no-op, and an appended
+one encodes only what is new. A file that shrank or was replaced (another inode)
+starts again from 0.
+
+A cursor also names the memory repository's HEAD when it was saved. It is honoured
+only while that commit is still in the directory's history: a memory directory that
+was deleted, re-created or reset behind the cursor's back is encoded again from the
+start, instead of the cursor claiming work that no longer exists.
 
 A compressed transcript (Codex's ``rollout-*.jsonl.zst``, which replaces the plain
 ``.jsonl`` once idle) shares the cursor of the plain file it replaced: its offsets
@@ -28,6 +34,9 @@ class Cursor:
     inode: int | None = None
     session_id: str | None = None
     memory_dir: str | None = None
+    # HEAD of the memory repository when saved ("" = no repository or no commit yet;
+    # None = a cursor written before this field existed).
+    head: str | None = None
 
 
 def logical_path(path: str | os.PathLike[str]) -> Path:
@@ -44,7 +53,8 @@ def _file(path: Path, memory_dir: str | None) -> Path:
 
 
 def load(path: Path, memory_dir: str | None = None) -> Cursor:
-    """The saved cursor, or offset 0 when absent, unreadable, or the file was replaced."""
+    """The saved cursor, or offset 0 when absent, unreadable, the file was replaced,
+    or the memory directory no longer holds the history the cursor was saved against."""
     compressed = str(path).endswith(".zst")
     path = logical_path(path)
     try:
@@ -52,15 +62,32 @@ def load(path: Path, memory_dir: str | None = None) -> Cursor:
         cursor = Cursor(**{k: data.get(k) for k in Cursor.__dataclass_fields__})
     except (FileNotFoundError, ValueError, TypeError):
         return Cursor(str(path))
-    if compressed:
-        return cursor  # a finished file: no inode or size of the original to compare
-    try:
-        stat = path.stat()
-    except OSError:
-        return cursor
-    if (cursor.inode is not None and cursor.inode != stat.st_ino) or stat.st_size < (cursor.offset or 0):
-        return Cursor(str(path))
+    if not compressed:  # a compressed file is finished: no inode or size to compare
+        try:
+            stat = path.stat()
+        except OSError:
+            stat = None
+        if stat is not None and ((cursor.inode is not None and cursor.inode != stat.st_ino)
+                                 or stat.st_size < (cursor.offset or 0)):
+            return Cursor(str(path))
+    if memory_dir and (cursor.offset or 0) > 0 and not _history_matches(cursor, Path(memory_dir)):
+        # Keep the session id: the label of the session stays the same on re-encode.
+        return Cursor(str(path), session_id=cursor.session_id)
     return cursor
+
+
+def _history_matches(cursor: Cursor, memory_dir: Path) -> bool:
+    from dualtrace.memfs.gitrepo import head_commit, in_history
+
+    if not memory_dir.is_dir():
+        return False
+    if cursor.head:
+        return in_history(memory_dir, cursor.head)
+    if cursor.head == "":
+        # Saved before the directory had any commit (every part so far was skipped):
+        # still true only while it has none.
+        return head_commit(memory_dir) is None
+    return True  # a cursor from before `head` existed, on a directory that exists
 
 
 def save(cursor: Cursor) -> None:
@@ -72,6 +99,13 @@ def save(cursor: Cursor) -> None:
         cursor = replace(cursor, path=str(logical_path(cursor.path)), inode=None)
     target = _file(Path(cursor.path), cursor.memory_dir)
     atomic_write_text(target, json.dumps(asdict(cursor), indent=1) + "\n")
+
+
+def current_head(memory_dir: Path | str | None) -> str:
+    """What a cursor saved now should name as the memory directory's HEAD."""
+    from dualtrace.memfs.gitrepo import head_commit
+
+    return (head_commit(Path(memory_dir)) or "") if memory_dir else ""
 
 
 def inode_of(path: Path) -> int | None:

@@ -222,7 +222,7 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
         from dualtrace.memfs.store import MemoryStore
 
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
-        text = inject.session_start_context(store, ws.settings)
+        text: str | None = inject.session_start_context(store, ws.settings)
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).

@@ -13,11 +13,16 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date as _date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dualtrace import config, cursors
 from dualtrace.config import Settings
 from dualtrace.errors import BackendError, DualtraceError
+
+if TYPE_CHECKING:
+    from dualtrace.encoder.digest import Digest
+    from dualtrace.encoder.gates import GateVerdict
+    from dualtrace.encoder.session import Session
 
 
 @dataclass
@@ -67,6 +72,33 @@ def _grounding_text(session, digest) -> str:
     return "\n".join(parts)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """Everything the worker and ``dualtrace digest`` need from one transcript read."""
+
+    session: Session  # redacted
+    digest: Digest
+    verdict: GateVerdict
+    redactions: dict[str, int]
+
+
+def prepare(path: str, *, cursor: int = 0, budget: int | None = None,
+            extra_patterns: tuple[str, ...] = (), fmt: str | None = None,
+            last_assistant_message: str | None = None) -> Prepared:
+    """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
+    from dualtrace.encoder.digest import DEFAULT_BUDGET, build_digest
+    from dualtrace.encoder.gates import evaluate
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    raw = read_transcript(path, cursor=cursor, fmt=fmt,
+                          last_assistant_message=last_assistant_message)
+    session, counts = redact_session(raw, Redactor(extra_patterns))
+    digest = build_digest(session, budget or DEFAULT_BUDGET)
+    digest.stats["redactions"] = dict(sorted(counts.items()))
+    return Prepared(session, digest, evaluate(session), dict(counts))
+
+
 def encode_session(
     transcript: str | Path,
     *,
@@ -79,8 +111,12 @@ def encode_session(
     dry_run: bool = False,
     budget: int | None = None,
     fallback: str | None = None,
+    force: bool = False,
 ) -> EncodeReport:
     """Encode the new part of ``transcript`` into ``memory_dir``: at most one commit.
+
+    ``force`` ignores the cursor and the record of earlier commits: the whole
+    transcript is encoded again (what it re-finds becomes updates, never duplicates).
 
     ``fallback`` ("offline" or "none") overrides ``settings.fallback`` for what happens
     when a model backend fails: encode offline instead, or raise (the default by hand;
@@ -112,14 +148,16 @@ def encode_session(
     memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
-    cursor = cursors.load(path, str(memory_dir))
+    cursor = cursors.Cursor(str(path)) if force else cursors.load(path, str(memory_dir))
     t = time.perf_counter()
     session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message)
     t = lap("read", t)
     if not session.session_id:
-        # Plain chats and some hosts carry no id: the file name is the stable name.
-        session = replace(session, session_id=path.stem)
+        # A part read from a cursor may not carry the id (Codex names it once, at the
+        # top): the label saved with the cursor keeps first and later encodes alike.
+        # Plain chats and some hosts carry no id at all: the file name is the name.
+        session = replace(session, session_id=cursor.session_id or path.stem)
     report.session_id = session.session_id
     report.host = session.host
     report.cursor = (cursor.offset or 0, session.cursor)
@@ -127,7 +165,8 @@ def encode_session(
     def advance() -> None:
         if not dry_run:
             cursors.save(cursors.Cursor(str(path), session.cursor, cursors.inode_of(path),
-                                        session.session_id, str(memory_dir)))
+                                        session.session_id, str(memory_dir),
+                                        cursors.current_head(memory_dir)))
 
     if session.cwd:
         try:
@@ -180,13 +219,14 @@ def encode_session(
     )
     start = cursor.offset or 0
     key = hashlib.sha256(str(cursors.logical_path(path)).encode("utf-8")).hexdigest()[:12]
-    done_to = store.git.committed_range(key, start)
+    done_to = None if force else store.git.committed_range(key, start)
     if done_to is not None:
         # Committed by a run that died before saving its cursor: do not encode it twice.
         report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
         if not dry_run:
             cursors.save(cursors.Cursor(str(path), done_to, cursors.inode_of(path),
-                                        session.session_id, str(memory_dir)))
+                                        session.session_id, str(memory_dir),
+                                        cursors.current_head(memory_dir)))
         store.close()
         return _done(report, started, timings)
     range_trailer = (f"Dualtrace-Range: {key} {start}-{session.cursor}",)

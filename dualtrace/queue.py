@@ -206,7 +206,7 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
         job["dirty_at"] = now
         job["updated_at"] = now
         job["rev"] = int(job.get("rev") or 0) + 1
-        events = job.get("events") if isinstance(job.get("events"), dict) else {}
+        events: dict[str, int] = job["events"] if isinstance(job.get("events"), dict) else {}
         events[event] = int(events.get(event, 0)) + 1
         job["events"] = events
         atomic_write_json(path, job)
@@ -258,7 +258,7 @@ def backoff_seconds(attempts: int, base: float) -> float:
 
 def retry(state: str, session: str | None = None) -> list[str]:
     """Re-queue parked (and failed-pending) jobs, all or those matching ``session``."""
-    requeued = []
+    requeued: list[str] = []
     if not os.path.isdir(queue_dir(state)):
         return requeued
     with queue_lock(state):
@@ -276,8 +276,9 @@ def retry(state: str, session: str | None = None) -> list[str]:
     return requeued
 
 
-def read_runs(state: str, limit: int = 10) -> list[dict]:
-    """The last ``limit`` run records (tolerates a torn or foreign line)."""
+def read_runs(state: str, limit: int = 10, memory_dir: str | None = None) -> list[dict]:
+    """The last ``limit`` run records (tolerates a torn or foreign line); with
+    ``memory_dir``, only the runs that encoded into that directory."""
     path = os.path.join(state, RUNS)
     try:
         with open(path, "rb") as fh:
@@ -287,19 +288,24 @@ def read_runs(state: str, limit: int = 10) -> list[dict]:
             lines = fh.read().splitlines()
     except FileNotFoundError:
         return []
-    out = []
-    for line in lines[-limit * 2:]:
+    out: list[dict] = []
+    for line in reversed(lines):  # newest first, so the filter still finds `limit`
         try:
             rec = json.loads(line)
         except ValueError:
             continue
-        if isinstance(rec, dict):
+        if isinstance(rec, dict) and (memory_dir is None or rec.get("memory_dir") in
+                                      (None, memory_dir)):
             out.append(rec)
-    return out[-limit:]
+            if len(out) >= limit:
+                break
+    return out[::-1]
 
 
-def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5) -> dict:
-    """What ``dualtrace status`` shows about the queue: counts, jobs, last runs, worker."""
+def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5,
+                   memory_dir: str | None = None) -> dict:
+    """What ``dualtrace status`` shows about the queue: counts, jobs, last runs (of
+    ``memory_dir`` only, when given), worker."""
     state = os.fspath(state) if state is not None else fast_state_dir()
     jobs = list_jobs(state)
     counts = {PENDING: 0, RUNNING: 0, PARKED: 0, "corrupt": 0}
@@ -326,7 +332,7 @@ def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5) -
     return {
         "state_dir": state, "counts": counts, "jobs": listed,
         "worker": {"running": running, "pid": pid if running else None},
-        "runs": read_runs(state, runs),
+        "runs": read_runs(state, runs, memory_dir),
     }
 
 

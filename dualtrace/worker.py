@@ -333,7 +333,7 @@ class Worker:
         for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
             if path == current:
                 continue
-            session = os.path.basename(path)[: -len(".jsonl")]
+            session = host.session_of(path)
             jid = queue.job_id(name, session)
             if os.path.exists(queue.job_path(self.s, jid)):
                 continue
@@ -344,7 +344,15 @@ class Worker:
                 st = os.stat(path)
             except OSError:
                 continue
-            if st.st_mtime < horizon or st.st_size <= int(seen.get("size") or 0):
+            if st.st_mtime < horizon:
+                continue
+            if path == seen.get("transcript"):
+                if st.st_size <= int(seen.get("size") or 0):
+                    continue
+            elif st.st_mtime <= float(seen.get("mtime") or 0):
+                # Another file for a seen session (Codex rewrites an idle rollout as
+                # .jsonl.zst and deletes the plain one): sizes do not compare; queue it
+                # once when it is newer than the record (the cursor skips what is done).
                 continue
             queue.touch(self.s, host=name, session_id=session, event="sweep",
                         immediate=True, transcript=path, cwd=job.get("cwd"),

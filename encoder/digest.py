@@ -426,29 +426,3 @@ def extract_artifacts(session: Session) -> frozenset[str]:
             found.add(value)
     found.discard("")
     return frozenset(found)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """Everything the worker and ``dualtrace digest`` need from one transcript read."""
-
-    session: Session  # redacted
-    digest: Digest
-    verdict: Any  # gates.GateVerdict
-    redactions: dict[str, int]
-
-
-def prepare(path: str, *, cursor: int = 0, budget: int = DEFAULT_BUDGET,
-            extra_patterns: tuple[str, ...] = (), fmt: str | None = None,
-            last_assistant_message: str | None = None) -> Prepared:
-    """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
-    from dualtrace.encoder.gates import evaluate
-    from dualtrace.encoder.redact import Redactor, redact_session
-    from dualtrace.hooks.transcripts import read_transcript
-
-    raw = read_transcript(path, cursor=cursor, fmt=fmt,
-                          last_assistant_message=last_assistant_message)
-    session, counts = redact_session(raw, Redactor(extra_patterns))
-    digest = build_digest(session, budget)
-    digest.stats["redactions"] = dict(sorted(counts.items()))
-    return Prepared(session, digest, evaluate(session), dict(counts))

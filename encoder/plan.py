@@ -143,6 +143,7 @@ class PlanBuilder:
         # Whatever a backend proposes (a model may echo or invent a credential) passes
         # the session's redactor before anything is validated, written or committed.
         op = redact_fields(op)
+        kind: str | None
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
         if isinstance(op, Store):
@@ -454,7 +455,7 @@ class PlanBuilder:
         return out
 
     def diff(self) -> str:
-        chunks = []
+        chunks: list[str] = []
         for rel, old, new in self.changes():
             chunks.extend(difflib.unified_diff(
                 (old or "").splitlines(keepends=True), new.splitlines(keepends=True),

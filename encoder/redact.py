@@ -655,7 +655,7 @@ def redact_session(session: Session, redactor: Redactor | None = None) -> tuple[
     if len(pieces) != len(parts) + len(extra):  # a custom pattern ate a separator
         return _redact_each(session, redactor)
     cwd, branch = pieces[0] or None, pieces[1] or None
-    changes: dict[int, dict[str, str | None]] = {}
+    changes: dict[int, dict[str, Any]] = {}
     for (i, name), new, old in zip(slots, pieces[2:], parts, strict=True):
         if new != old:
             changes.setdefault(i, {})[name] = new if (new or name == "text") else None
@@ -670,7 +670,7 @@ def _redact_each(session: Session, redactor: Redactor) -> tuple[Session, Counter
     total: Counter[str] = Counter()
     events = []
     for e in session.events:
-        change = {}
+        change: dict[str, Any] = {}
         for name in _TEXT_FIELDS:
             value = getattr(e, name)
             if value:

@@ -142,6 +142,10 @@ def find_transcript(session_id: str) -> str | None:
     return None  # every Claude Code payload names its transcript
 
 
+def session_of(transcript: str) -> str:
+    return os.path.basename(transcript).removesuffix(".jsonl")
+
+
 def sibling_transcripts(transcript: str) -> list[str]:
     """Every main-session transcript next to ``transcript`` (its project folder)."""
     folder = os.path.dirname(transcript)
@@ -286,7 +290,7 @@ class _Parser:
         from dualtrace.encoder.session import Event, truncate_middle
         sub = rec.get("subtype")
         if sub == "compact_boundary":
-            meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            meta = rec["compactMetadata"] if isinstance(rec.get("compactMetadata"), dict) else {}
             detail = f"trigger={meta.get('trigger')}, preTokens={meta.get('preTokens')}"
             self.b.add(Event("compaction", ts, text="", detail=detail, agent=self.agent))
         elif sub == "api_error":
@@ -319,7 +323,7 @@ class _Parser:
                                  "thinking" if btype == "thinking" else None)
             elif btype == "tool_use":
                 tid = block.get("id")
-                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+                name = block["name"] if isinstance(block.get("name"), str) else "tool"
                 if isinstance(tid, str):
                     self.pending[tid] = (name, block.get("input"), ts)
 
@@ -427,7 +431,7 @@ class _Parser:
                             detail=f"rejection of {name}" + (f" {target}" if target else "")))
             return
         if name == "Bash":
-            command = data.get("command") if isinstance(data.get("command"), str) else ""
+            command = data["command"] if isinstance(data.get("command"), str) else ""
             if is_error:
                 m = _EXIT_CODE.search(output[:200])
                 code: int | None = int(m.group(1)) if m else 1

@@ -44,7 +44,7 @@ EVENTS: dict[str, tuple[str, int, str | None]] = {
 TIMEOUT_UNIT = 1
 SCOPES = ("user", "project")
 REQUIRES_TRANSCRIPT = False  # transcript_path may be null: found by session id
-SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
+SWEEP_ON_START = True  # session-start re-checks this project's other rollouts
 KEEPS_OWN_TRANSCRIPT = False
 
 # ------------------------------------------------------------------ the host
@@ -147,8 +147,30 @@ def find_transcript(session_id: str) -> str | None:
     return find_rollout(session_id)
 
 
+_ROLLOUT_ID = re.compile(r"-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+                         r"\.jsonl(?:\.zst)?$")
+
+
+def session_of(transcript: str) -> str:
+    """``rollout-<timestamp>-<session uuid>.jsonl[.zst]`` -> the session (thread) id."""
+    found = _ROLLOUT_ID.search(os.path.basename(transcript))
+    return found.group(1) if found else os.path.basename(transcript).split(".", 1)[0]
+
+
 def sibling_transcripts(transcript: str) -> list[str]:
-    return []
+    """The other rollouts of ``transcript``'s project (its session_meta cwd): Codex keeps
+    every project's rollouts in one dated tree, compressed ones (.jsonl.zst) included."""
+    from dualtrace.config import project_root
+    from dualtrace.hooks.transcripts import first_line
+
+    try:
+        first = json.loads(first_line(Path(transcript)) or b"{}")
+    except (OSError, ValueError):
+        return []
+    cwd = (first.get("payload") or {}).get("cwd") if isinstance(first, dict) else None
+    if not isinstance(cwd, str) or not os.path.isdir(cwd):
+        return []
+    return [str(p) for p in project_transcripts(project_root(cwd))]
 
 
 def memory_dir(agent_id: str | None) -> str | None:
@@ -258,7 +280,7 @@ def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
                 b.cwd = b.cwd or payload["cwd"]
             b.noise["turn_context"] += 1
         elif rtype == "compacted":
-            text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+            text = payload["message"] if isinstance(payload.get("message"), str) else ""
             b.add(Event("compaction", ts, text=truncate_middle(text, MAX_TEXT_CHARS)))
         elif rtype == "response_item":
             _item(payload, ts, b, pending, said)
@@ -332,9 +354,10 @@ def _completed(p: dict[str, Any], ts: str | None, b: SessionBuilder, said: _Said
     """A new-style ``item_completed`` event: user and agent messages (other items - tool
     calls, reasoning - still come from their response_item records)."""
     item = p.get("item")
-    role = _COMPLETED_ROLES.get(item.get("type")) if isinstance(item, dict) else None
-    if role is None:
-        b.noise[f"item_completed:{item.get('type') if isinstance(item, dict) else None}"] += 1
+    kind = item.get("type") if isinstance(item, dict) else None
+    role = _COMPLETED_ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None or not isinstance(item, dict):
+        b.noise[f"item_completed:{kind}"] += 1
         return
     _message(role, _message_text(item.get("content")).strip(), ts, b, said)
 

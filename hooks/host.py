@@ -11,7 +11,7 @@ the hook imports them on every agent turn.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 # A host's hook event -> (our event name, timeout in seconds, matcher or None).
 HookSpec = tuple[str, int, "str | None"]
@@ -57,6 +57,16 @@ class Host(Protocol):
         """The other sessions next to ``transcript`` (the session-start sweep), or []."""
         ...
 
+    def session_of(self, transcript: str) -> str:
+        """The session id a transcript file belongs to (its job's id, for the sweep)."""
+        ...
+
     def memory_dir(self, agent_id: str | None) -> str | None:
         """A memory directory the host owns for this agent (Letta's memfs), else None."""
         ...
+
+
+if TYPE_CHECKING:  # mypy checks that every host module satisfies the protocol
+    from dualtrace.hooks import claude_code, codex, letta
+
+    _checked: tuple[Host, ...] = (claude_code, codex, letta)

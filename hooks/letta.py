@@ -166,6 +166,10 @@ def find_transcript(session_id: str) -> str | None:
     return None
 
 
+def session_of(transcript: str) -> str:
+    return os.path.basename(transcript).removesuffix(".jsonl")
+
+
 def sibling_transcripts(transcript: str) -> list[str]:
     return []
 

@@ -26,7 +26,7 @@ def names() -> tuple[str, ...]:
 
 def get(name: str) -> Host:
     """The host module for ``name``; KeyError for a host dualtrace does not know."""
-    module: Host = importlib.import_module(HOSTS[name])  # type: ignore[assignment]
+    module: Host = importlib.import_module(HOSTS[name])
     return module
 
 

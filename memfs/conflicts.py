@@ -19,7 +19,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dualtrace.memfs.atomic import atomic_write_text
 
@@ -27,8 +27,9 @@ FILE = "conflicts.json"
 LOCK = "conflicts.lock"
 
 
-class _HasState:  # the part of MemoryStore this module needs
-    state_path: Path
+class _HasState(Protocol):  # the part of MemoryStore this module needs
+    @property
+    def state_path(self) -> Path: ...
 
 
 def _load(state: Path) -> list[dict[str, Any]]:

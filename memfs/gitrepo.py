@@ -23,6 +23,38 @@ _KEEP_GIT_ENV = ("GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS",
                  "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_PYTHON_GIT_EXECUTABLE")
 
 
+def head_commit(root: Path) -> str | None:
+    """The memory repository's HEAD sha, or None (no repository, no commit yet).
+
+    A plain ``git rev-parse`` process: callers on the encode path must not pay for
+    GitPython, and a directory that is not a repository must not become one.
+    """
+    import subprocess
+
+    if not (Path(root) / ".git").exists():
+        return None
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD^{commit}"],
+                         capture_output=True, text=True, env=_git_env(), check=False)
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def in_history(root: Path, sha: str) -> bool:
+    """True when commit ``sha`` is HEAD or one of its ancestors in ``root``'s repository."""
+    import subprocess
+
+    if not (Path(root) / ".git").exists():
+        return False
+    out = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", sha, "HEAD"],
+                         capture_output=True, env=_git_env(), check=False)
+    return out.returncode == 0
+
+
+def _git_env() -> dict[str, str]:
+    # The same hygiene as clean_git_env, for one child process only.
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("GIT_") or k in _KEEP_GIT_ENV}
+
+
 def clean_git_env() -> None:
     for key in list(os.environ):
         if key.startswith("GIT_") and key not in _KEEP_GIT_ENV:
@@ -101,6 +133,11 @@ def merge_messages(old: str, new: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _text(value: str | bytes) -> str:
+    """GitPython types commit messages as str or bytes (an undecodable encoding)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class LogEntry:
     sha: str
@@ -131,7 +168,12 @@ def parse_message(sha: str, date: str, message: str) -> LogEntry:
 class MemoryRepo:
     """GitPython wrapper bound to exactly one directory (never a parent repository)."""
 
-    def __init__(self, root: Path, author: tuple[str, str]) -> None:
+    def __init__(self, root: Path, author: tuple[str, str], *, read_only: bool = False) -> None:
+        """Bind to ``root``'s own repository; create it unless ``read_only``.
+
+        Read-only (the commands that only look: status, log, show) never creates a
+        repository and never writes or commits a .gitignore.
+        """
         clean_git_env()
         import git  # imported here: the hook fast path never loads GitPython
 
@@ -143,9 +185,13 @@ class MemoryRepo:
                 self.repo = git.Repo(root, search_parent_directories=False)
             except git.exc.GitError as exc:  # corrupt or unreadable .git
                 raise GitError(f"{root} is not a usable git repository: {exc}") from exc
+        elif read_only:
+            raise GitError(f"{root} is not a memory directory (it has no git repository); "
+                           "nothing was read or changed")
         else:
             self.repo = git.Repo.init(root, initial_branch="main")
-        self._ensure_gitignore()
+        if not read_only:
+            self._ensure_gitignore()
 
     def close(self) -> None:
         self.repo.close()
@@ -208,13 +254,13 @@ class MemoryRepo:
         if not session_id or not self.has_commits():
             return None
         head = self.repo.head.commit
-        if parse_message(head.hexsha, "", head.message).session != session_id:
+        if parse_message(head.hexsha, "", _text(head.message)).session != session_id:
             return None
         if head.committer.name != self.actor.name or not head.parents:
             return None
         pushed = self.repo.git.execute(["git", "branch", "-r", "--contains", head.hexsha],
                                        with_exceptions=False)
-        return None if str(pushed).strip() else head.message
+        return None if str(pushed).strip() else _text(head.message)
 
     def commit(self, paths: list[str], message: str,
                session_id: str | None = None) -> str | None:
@@ -310,7 +356,8 @@ class MemoryRepo:
         entries = []
         for commit in self.repo.iter_commits(max_count=max(limit, 1) * 4):
             entry = parse_message(
-                commit.hexsha, commit.committed_datetime.strftime("%Y-%m-%d %H:%M"), commit.message
+                commit.hexsha, commit.committed_datetime.strftime("%Y-%m-%d %H:%M"),
+                _text(commit.message)
             )
             if entry.session is None and not entry.operations:
                 continue
@@ -326,7 +373,7 @@ class MemoryRepo:
             return None
         commit = self.repo.head.commit
         when = commit.committed_datetime.strftime("%Y-%m-%d %H:%M")
-        return f"{commit.hexsha[:10]} {when} {commit.summary}"
+        return f"{commit.hexsha[:10]} {when} {_text(commit.summary)}"
 
     def committed_range(self, key: str, start: int, depth: int = 200) -> int | None:
         """End offset of a commit that already encoded ``key`` from ``start``, if any.

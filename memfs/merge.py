@@ -27,7 +27,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dualtrace.errors import FormatError
 from dualtrace.memfs import formats
@@ -217,7 +217,7 @@ def _merge_extra(base: object, ours: tuple[str, ...], theirs: tuple[str, ...],
 
 
 def _generic_fields(base: object, ours: Memory, theirs: Memory, named: tuple[str, ...],
-                    conflicts: list[tuple[str, str, str]]) -> dict[str, object]:
+                    conflicts: list[tuple[str, str, str]]) -> dict[str, Any]:
     """Every field a merge below does not name: tuples as unions, the rest three-way.
 
     So a field added to a format later is merged, never silently taken from one side.
@@ -435,6 +435,8 @@ def _raw_fallback(ours: str, theirs: str, path: str, date: str,
                   mine: Memory | FormatError, other: Memory | FormatError) -> MergeResult:
     """One side could not be parsed: keep the readable side as the file, the other
     side's whole text quoted under the conflict heading."""
+    keep: Memory | FormatError
+    why: FormatError | None
     if isinstance(mine, FormatError) and not isinstance(other, FormatError):
         keep, keep_text, kept_text, why = other, theirs, ours, mine
         side = "this side"

@@ -40,15 +40,18 @@ class MemoryStore:
         author: tuple[str, str] = ("dualtrace", "dualtrace@localhost"),
         project: str = "project",
         create: bool = True,
+        read_only: bool = False,
         lock_timeout: float = 120.0,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
         self.author = author
         self.project = project
         self.lock_timeout = lock_timeout
+        # read_only: opened by a command that only looks; nothing is created or written.
+        self.read_only = read_only
         if self.root.exists() and not self.root.is_dir():
             raise DualtraceError(f"memory directory {self.root} is not a directory")
-        if create:
+        if create and not read_only:
             self.ensure()
         elif not self.root.is_dir():
             raise DualtraceError(f"memory directory {self.root} does not exist")
@@ -72,7 +75,7 @@ class MemoryStore:
     def git(self):
         from dualtrace.memfs.gitrepo import MemoryRepo
 
-        return MemoryRepo(self.root, self.author)
+        return MemoryRepo(self.root, self.author, read_only=self.read_only)
 
     @cached_property
     def _lock(self):
@@ -247,9 +250,9 @@ class MemoryStore:
             return memory, self.moment_for(memory)
         anchor = target.removesuffix(".md")
         for kind in formats.FACT_FOLDER_TYPES:
-            fact = self.find_fact(kind, anchor)
-            if fact is not None:
-                return fact, self.moment_for(fact)
+            found = self.find_fact(kind, anchor)
+            if found is not None:
+                return found, self.moment_for(found)
         for kind in ("convention", "preference"):
             rel = formats.scene_path(kind, anchor)
             if self.exists(rel):

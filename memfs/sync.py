@@ -263,12 +263,16 @@ def status_line(root: Path, mode: str, job: dict | None, now: float | None = Non
     head = f"sync:       {how} with {info.get('remote') or names[0]}"
 
     def ago(stamp: object) -> str:
-        seconds = max(0, int(now - float(stamp)))  # type: ignore[arg-type]
+        try:
+            when = float(str(stamp))
+        except ValueError:
+            return "at an unknown time"
+        seconds = max(0, int(now - when))
         if seconds < 90:
             return f"{seconds}s ago"
         if seconds < 5400:
             return f"{seconds // 60} min ago"
-        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(stamp)))  # type: ignore[arg-type]
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
 
     parts = []
     if info.get("last_error"):
@@ -566,7 +570,8 @@ def _recover(store, git: Git) -> str | None:
         # We hold the store lock and the journal says our checkout was interrupted:
         # the lock is the killed git's.
         lock.unlink()
-    restore, remove = [], []
+    restore: list[str] = []
+    remove: list[str] = []
     for path in _changed_paths(git, old, new):
         current = store.root / path
         in_old = git.ok("cat-file", "-e", f"{old}:{path}")

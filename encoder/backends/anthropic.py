@@ -392,7 +392,7 @@ def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [clean(v) for v in value]
         return value
 
-    out = []
+    out: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
@@ -562,7 +562,7 @@ class AnthropicBackend:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def _usage_kw(reply: dict[str, Any]) -> dict[str, int]:
+def _usage_kw(reply: dict[str, Any]) -> dict[str, Any]:
     u = reply.get("usage") or {}
     return {
         "input_tokens": int(u.get("input_tokens") or 0),

@@ -61,7 +61,7 @@ class Broker:
 
         self._server = Server(("127.0.0.1", 0), Handler)
         host, port = self._server.server_address[:2]
-        self.address = f"{host}:{port}"
+        self.address = f"{host!s}:{port}"
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)
 

@@ -189,7 +189,7 @@ class ClaudeCliBackend:
 
 
 def _add_usage(usage: Usage, result: dict[str, Any], model: str) -> None:
-    u = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    u = result["usage"] if isinstance(result.get("usage"), dict) else {}
     usage.input_tokens = int(u.get("input_tokens") or 0)
     usage.output_tokens = int(u.get("output_tokens") or 0)
     usage.cache_read_tokens = int(u.get("cache_read_input_tokens") or 0)

@@ -731,11 +731,12 @@ class OfflineBackend:
             if not eligible and min_tier == "FULL":
                 floor = 5
                 eligible = [i for i, (c, _s) in enumerate(proposals) if c.type != "preference"]
-            best = max(eligible, key=lambda i: proposals[i][1].total) if eligible else None
-            cand, scores = proposals[best] if best is not None else (None, None)
-            if cand is not None and scores.total < floor:
-                proposals[best] = (cand, bump_to(scores, floor))
-                usage.notes.append(f"gate minimum {min_tier} applied to {cand.type} candidate")
+            if eligible:
+                best = max(eligible, key=lambda i: proposals[i][1].total)
+                cand, scores = proposals[best]
+                if scores.total < floor:
+                    proposals[best] = (cand, bump_to(scores, floor))
+                    usage.notes.append(f"gate minimum {min_tier} applied to {cand.type} candidate")
         for cand, scores in proposals:
             for op in self.operations(cand, scores, facts, builder):
                 try:

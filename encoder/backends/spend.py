@@ -80,7 +80,7 @@ def spent(day: str | None = None, state: str | None = None) -> dict[str, dict[st
 
 def totals(day: str | None = None, state: str | None = None) -> tuple[float, int]:
     """(dollars, tokens) spent on ``day`` over every backend."""
-    cost = tokens = 0
+    cost, tokens = 0.0, 0
     for entry in spent(day, state).values():
         cost += float(entry.get("cost_usd") or 0)
         tokens += sum(int(entry.get(k) or 0) for k in FIELDS[1:5])

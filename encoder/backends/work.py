@@ -361,8 +361,8 @@ def signature_of(output: str) -> tuple[str, str]:
         return f"{rule.group(1)} {where_s}".strip(), " ".join(rule.group(0).split())[:200]
     loc = _LOCATED.search(output)
     if loc:
-        words = content_words(re.sub(r'"[^"]*"', "", loc.group(2)))[:4]
-        return f"{loc.group(1).rsplit('/', 1)[-1]} {' '.join(words)}", " ".join(loc.group(0).split())[:200]
+        located = content_words(re.sub(r'"[^"]*"', "", loc.group(2)))[:4]
+        return f"{loc.group(1).rsplit('/', 1)[-1]} {' '.join(located)}", " ".join(loc.group(0).split())[:200]
     if err:
         msg = content_words(err.group(2) or "")[:4]
         return f"{err.group(1)} {' '.join(msg)}".strip(), " ".join(err.group(0).split())[:200]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dualtrace.encoder.digest import prepare
 from dualtrace.hooks.transcripts import read_transcript
+from dualtrace.pipeline import prepare
 from tests.conftest import CORPUS, corpus_path
 
 CLAUDE = sorted((CORPUS / "claude-code" / "spotter").glob("*.jsonl")) + sorted(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,110 @@ def test_plugin_route_from_a_clone(claude_bin, sandbox, api):
     later = claude.turn("Let's plan the next sprint.")
     assert "<dualtrace-memory>" in request_text(later.requests[0])
     assert claude.foreign_requests() == []
+
+
+ENC = "mcp__dualtrace__"
+SECOND = ("We decided to keep PostgreSQL for billing and add a read replica, because the "
+          "reporting queries slow down invoice updates.")
+STORE = {"type": "decision", "anchor": "billing-postgresql",
+         "description": "Billing uses PostgreSQL, not MySQL (row-level locking for invoices)",
+         "body": "The billing service uses PostgreSQL rather than MySQL because billing needs "
+                 "row-level locking for invoice updates.",
+         "scores": {"durability": 3, "scope": 2, "rationale": 3, "retrieval": 3},
+         "confidence": "HIGH",
+         "moment": {"narrative": "The user decided to use PostgreSQL, not MySQL, for the "
+                                 "billing service, because billing needs row-level locking "
+                                 "for invoice updates.",
+                    "what": "decided PostgreSQL over MySQL for billing",
+                    "marker": datetime.now(timezone.utc).date().isoformat()}}
+
+
+def encoder_model(body: dict) -> dict:
+    """The encoder sub-agent's model: scripted tool calls to dualtrace's MCP tools,
+    by turn (the number of assistant messages so far) and by session (the digest)."""
+    from tests.fake_anthropic import message, text, tool_use
+
+    turn = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+    second = "read replica" in request_text(body)
+    if second:
+        script = [[tool_use(ENC + "update_memory", {
+                      "target": "decisions/billing-postgresql.md", "reason": "revisited",
+                      "body": "Billing keeps PostgreSQL and adds a read replica, because the "
+                              "reporting queries slow down invoice updates."})],
+                  [tool_use(ENC + "finish", {"summary": "updated the billing decision"})]]
+    else:
+        script = [[tool_use(ENC + "read_memory", {"path": "../../../../etc/passwd"}),
+                   tool_use(ENC + "store_memory", {**STORE, "anchor": "../../escape"})],
+                  [tool_use(ENC + "store_memory", STORE)],
+                  [tool_use(ENC + "skip", {"reason": "greeting, nothing durable"}),
+                   tool_use(ENC + "finish", {"summary": "one decision"})]]
+    return message(*script[turn]) if turn < len(script) else message(text("done"))
+
+
+def tool_results(bodies: list[dict]) -> dict[str, tuple[bool, str]]:
+    """tool_use id -> (is_error, text) from the tool results the host sent back."""
+    out = {}
+    for body in bodies:
+        for msg in body.get("messages") or []:
+            for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    content = block.get("content")
+                    text_value = content if isinstance(content, str) else " ".join(
+                        c.get("text", "") for c in content or [] if isinstance(c, dict))
+                    out[block["tool_use_id"]] = (bool(block.get("is_error")), text_value)
+    return out
+
+
+def test_claude_backend_runs_the_real_claude_as_the_encoder(claude_bin, sandbox, api):
+    box = sandbox
+    box.env["PATH"] = f"{claude_bin.parent}:{box.env['PATH']}"  # `claude` on PATH, as for a user
+    proc = box.dualtrace("install", "--agent", "claude-code", "--backend", "claude")
+    assert "backend claude:" in proc.stdout and "claude -p" in proc.stdout
+
+    def model(body: dict) -> dict:
+        names = [t.get("name", "") for t in body.get("tools") or []]
+        if any(n.startswith(ENC) for n in names):
+            return encoder_model(body)
+        return scripted_assistant({"We decided": "Understood, noted."})(body)
+
+    api.default = model
+    claude = Claude(claude_bin, box, api)
+    claude.turn(DECISION)
+    box.wait_idle(timeout=120)
+    claude.turn(SECOND)
+    box.wait_idle(timeout=120)
+
+    records = box.runs()
+    assert [r["backend"] for r in records if r.get("commit")] == ["claude", "claude"], (
+        records, box.logs())
+    assert all(r["error"] is None for r in records), records
+    memdir = only_memory_dir(box)
+    fact = (memdir / "decisions" / "billing-postgresql.md").read_text()
+    assert "row-level locking" in fact and "read replica" in fact
+    assert not list(box.root.rglob("escape*")), "a path escape was written"
+
+    encoder = [r.body for r in api.requests
+               if any(t.get("name", "").startswith(ENC) for t in (r.body or {}).get("tools") or [])]
+    assert encoder, "the encoder sub-agent never reached the model"
+    # The child is locked down: only our six MCP tools, no built-in tool (2.1.328 always
+    # lists an empty "DeferredToolPlaceholder" entry, which names no tool).
+    assert {t["name"] for t in encoder[0]["tools"]} - {"DeferredToolPlaceholder"} == {
+        ENC + n for n in ("search_memory", "read_memory", "store_memory", "update_memory",
+                          "skip", "finish")}
+    calls = {b["id"]: (b["name"].removeprefix(ENC), b["input"]) for body in encoder
+             for m in body["messages"] if m["role"] == "assistant"
+             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    results = tool_results(encoder)
+    by_name: dict[str, list[tuple[bool, str]]] = {}
+    for call_id, (name, _input) in calls.items():
+        if call_id in results:
+            by_name.setdefault(name, []).append(results[call_id])
+    assert by_name["read_memory"][0][0] and "leaves the memory directory" in by_name[
+        "read_memory"][0][1]
+    assert [err for err, _ in by_name["store_memory"]] == [True, False], by_name
+    assert "anchor" in by_name["store_memory"][0][1]
+    assert by_name["update_memory"] == [(False, by_name["update_memory"][0][1])]
+    assert not by_name["skip"][0][0]
+    log = subprocess.run(["git", "-C", str(memdir), "log", "--format=%B"], capture_output=True,
+                         text=True).stdout
+    assert log.count("Dualtrace-Backend: claude") == 2

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dualtrace.encoder.digest import build_digest, estimate_tokens, prepare
+from dualtrace.encoder.digest import build_digest, estimate_tokens
 from dualtrace.hooks.transcripts import read_transcript
+from dualtrace.pipeline import prepare
 from tests.conftest import DATA
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dualtrace.encoder.digest import build_digest, prepare
+from dualtrace.encoder.digest import build_digest
 from dualtrace.encoder.redact import (
     INJECT_CLOSE,
     INJECT_OPEN,
@@ -24,6 +24,7 @@ from dualtrace.encoder.redact import (
 )
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks.transcripts import read_transcript
+from dualtrace.pipeline import prepare
 from tests.conftest import DATA
 
 RNG = random.Random(1234)

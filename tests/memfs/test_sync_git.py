@@ -354,3 +354,26 @@ def test_sync_killed_mid_way_leaves_a_usable_repo_and_the_next_sync_completes(
     assert json.loads(out)["pushed"]
     sync(alice)
     check_round([alice, bob], before)
+
+
+def test_hand_edit_in_the_way_is_a_clear_error_and_loses_nothing(tmp_path, bare):
+    from dualtrace.memfs.sync import SyncError
+
+    alice = clone(tmp_path, bare, "alice")
+    seed_memories(alice)
+    sync(alice)
+    bob = clone(tmp_path, bare, "bob")
+    sync(bob)
+    update_all(alice, "alice", 1, "2026-11-25")
+    sync(alice)
+    edited = bob.read_text(INCIDENT) + "\nBob's uncommitted note.\n"
+    (bob.root / INCIDENT).write_text(edited)
+    head = git(bob.root, "rev-parse", "HEAD")
+    with pytest.raises(SyncError, match="hand edits"):
+        sync(bob)
+    assert (bob.root / INCIDENT).read_text() == edited       # untouched
+    assert git(bob.root, "rev-parse", "HEAD") == head
+    git(bob.root, "commit", "-qam", "bob's note")
+    report = sync(bob)
+    assert report.pushed and "Bob's uncommitted note." in bob.read_text(INCIDENT)
+    assert "alice saw it again in run 1" in bob.read_text(INCIDENT)

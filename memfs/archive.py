@@ -1,0 +1,106 @@
+"""Browsing and retiring memories by hand: ``dualtrace list`` and ``dualtrace forget``.
+
+Nothing here runs on its own. Forgetting is a person's decision: the fact and its
+moment move to ``archive/`` (same relative paths) in one commit that says what was
+retired and why, so ``git revert`` or a move back restores them. The archive is not
+a memory folder, so recall, injection and the encoder's duplicate guard no longer
+see what was retired; the files themselves are never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dualtrace.errors import DualtraceError
+from dualtrace.memfs.formats import Fact, Moment, SystemFile
+from dualtrace.memfs.store import MemoryStore
+
+ARCHIVE = "archive"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of ``dualtrace list``."""
+
+    type: str
+    anchor: str
+    path: str
+    description: str
+    stored: str
+    confidence: str
+    tier: str | None
+    moment: str | None
+    status: str | None
+    superseded_by: str | None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return dict(self.__dict__)
+
+
+def list_memories(store: MemoryStore, *, kind: str | None = None, contains: str | None = None,
+                  since: str | None = None, include_superseded: bool = True) -> list[Row]:
+    """Every fact (newest first), filtered by type, a word in anchor or description,
+    and the day it was stored (``since`` is an ISO date, inclusive)."""
+    rows: list[Row] = []
+    needle = contains.lower() if contains else None
+    for memory in store.scan().memories:
+        if not isinstance(memory, Fact):
+            continue
+        if kind and memory.type != kind:
+            continue
+        if since and (memory.stored or "") < since:
+            continue
+        if not include_superseded and memory.superseded_by:
+            continue
+        if needle and needle not in memory.anchor.lower() and needle not in memory.description.lower():
+            continue
+        rows.append(Row(memory.type, memory.anchor, memory.path, memory.description,
+                        memory.stored, memory.confidence, memory.tier, memory.linked_scene,
+                        memory.status, memory.superseded_by))
+    rows.sort(key=lambda r: (r.stored or "", r.path), reverse=True)
+    return rows
+
+
+@dataclass(frozen=True)
+class Retired:
+    moved: tuple[tuple[str, str], ...]  # (from, to) relative paths
+    commit: str
+
+
+def retire(store: MemoryStore, target: str, *, reason: str = "") -> Retired:
+    """Move the memory ``target`` (anchor or path) and its moment into the archive, in
+    one commit. Under the store lock; a failed commit puts the files back."""
+    memory, moment = store.lookup(target)
+    if isinstance(memory, SystemFile):
+        raise DualtraceError(f"{memory.path} is a system file (preferences or conventions); "
+                             "edit its bullets by hand instead of forgetting the whole file")
+    paths = [memory.path] + ([moment.path] if isinstance(moment, Moment) else [])
+    moves = tuple((rel, f"{ARCHIVE}/{rel}") for rel in paths)
+    for _, dest in moves:
+        store.path(dest)  # confinement check
+        if os.path.lexists(store.root / dest):
+            raise DualtraceError(f"{dest} already exists: an earlier memory with this name was "
+                                 "retired; move it away first")
+    subject = memory.path.removesuffix(".md")
+    message = (f"mem: forget {subject} (retired by hand to {ARCHIVE}/)\n\n"
+               + (f"Reason: {' '.join(reason.split())[:300]}\n" if reason.strip() else "")
+               + "Restore with `git revert` of this commit, or move the files back.\n")
+    done: list[tuple[str, str]] = []
+    with store.lock():
+        try:
+            for src, dest in moves:
+                target_path = store.root / dest
+                target_path.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(store.root / src, target_path)
+                done.append((src, dest))
+            sha = store.git.commit([p for pair in moves for p in pair], message)
+        except BaseException:
+            for src, dest in reversed(done):
+                os.replace(store.root / dest, store.root / src)
+            raise
+    if not sha:
+        raise DualtraceError(f"nothing to commit for {memory.path} (is it tracked by git?)")
+    # Only the old paths: the archive is not a memory folder and must not be indexed.
+    store._after_commit([src for src, _ in moves])
+    return Retired(moves, sha)

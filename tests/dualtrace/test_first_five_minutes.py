@@ -1,0 +1,248 @@
+"""The path a new user walks (issue 15), through the real console script in a temp HOME.
+
+Each test names the defect it pins down; each failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+PILOT = EXAMPLES / "pilot-1b-structured-logging.jsonl"
+DUALTRACE = Path(sys.executable).with_name("dualtrace")
+
+
+def run(*args: str, cwd: Path | None = None, ok: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(DUALTRACE), *args], capture_output=True, text=True,
+                          cwd=cwd, env=os.environ.copy(), timeout=120)
+    if ok:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def git(memdir: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(memdir), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def commits(memdir: Path) -> int:
+    return int(git(memdir, "rev-list", "--count", "HEAD").strip())
+
+
+def test_quick_start_works_again_after_the_memory_dir_is_deleted(tmp_path):
+    memdir = tmp_path / "demo"
+    first = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    assert "json-structured-logging" in first.stdout
+    shutil.rmtree(memdir)
+    # Before: the cursor outlived the directory and this said "nothing new".
+    again = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    assert "SKIP" not in again.stdout
+    assert (memdir / "decisions" / "json-structured-logging.md").is_file()
+
+
+def test_a_recreated_memory_dir_is_encoded_again(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    shutil.rmtree(memdir)
+    memdir.mkdir()
+    subprocess.run(["git", "init", "-q", str(memdir)], check=True)
+    subprocess.run(["git", "-C", str(memdir), "-c", "user.name=a", "-c", "user.email=a@b",
+                    "commit", "-q", "--allow-empty", "-m", "a person's first commit"], check=True)
+    again = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    assert "store" in again.stdout
+    assert (memdir / "decisions" / "json-structured-logging.md").is_file()
+
+
+def test_an_unchanged_transcript_is_still_skipped_and_says_how_to_force(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    before = commits(memdir)
+    again = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    assert "SKIP  nothing new" in again.stdout
+    assert f"--force --memory-dir {memdir.resolve()}" in again.stdout
+    assert commits(memdir) == before
+
+
+def test_force_encodes_again_as_an_update_not_a_duplicate(tmp_path):
+    memdir = tmp_path / "demo"
+    first = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline",
+                "--json")
+    forced = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline",
+                 "--force", "--json")
+    import json
+
+    a, b = json.loads(first.stdout), json.loads(forced.stdout)
+    assert not b["skipped"]
+    assert [o["action"] for o in b["operations"]] == ["update"]
+    assert a["session_id"] == b["session_id"]  # the same label on first and later encodes
+    assert sorted(p.name for p in (memdir / "decisions").iterdir()) == ["json-structured-logging.md"]
+
+
+def test_the_hint_after_encode_names_the_memory_dir_that_was_used(tmp_path):
+    memdir = tmp_path / "demo"
+    out = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline").stdout
+    hint = f"dualtrace log --memory-dir {memdir.resolve()}"
+    assert hint in out
+    # ... and it is a command that works as printed.
+    log = subprocess.run(hint.split(), capture_output=True, text=True, check=True,
+                         env={**os.environ, "PATH": f"{DUALTRACE.parent}:{os.environ['PATH']}"})
+    assert "json-structured-logging" in log.stdout
+
+
+def test_status_on_a_missing_memory_dir_says_so_and_creates_nothing(tmp_path):
+    memdir = tmp_path / "nowhere"
+    proc = run("status", "--memory-dir", str(memdir))
+    assert f"memory dir: {memdir} (does not exist yet: nothing stored)" in proc.stdout
+    assert "queue:" in proc.stdout  # the hooks' queue is still shown
+    assert not memdir.exists()
+
+
+@pytest.mark.parametrize("command", [["log"], ["show", "json-structured-logging"],
+                                     ["recall", "what", "logging"]])
+def test_read_only_commands_on_a_missing_memory_dir_create_nothing(tmp_path, command):
+    memdir = tmp_path / "nowhere"
+    proc = run(*command, "--memory-dir", str(memdir), ok=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: no memory directory at"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+    assert not memdir.exists()
+
+
+@pytest.mark.parametrize("command", [["status"], ["log"], ["show", "anything"]])
+def test_read_only_commands_never_make_a_folder_into_a_repo(tmp_path, command):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "notes.md").write_text("a person's notes\n")
+    proc = run(*command, "--memory-dir", str(folder), ok=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ")
+    assert not (folder / ".git").exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.md"]
+
+
+def test_read_only_commands_never_commit(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    # A team clone without our .gitignore: the old code wrote and committed one on `log`.
+    (memdir / ".gitignore").unlink()
+    git(memdir, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "-am", "drop it")
+    head = git(memdir, "rev-parse", "HEAD")
+    for command in (["status"], ["log"], ["show", "json-structured-logging"]):
+        run(*command, "--memory-dir", str(memdir))
+    assert git(memdir, "rev-parse", "HEAD") == head
+    assert not (memdir / ".gitignore").exists()
+
+
+def test_status_check_exits_1_on_a_broken_file_and_says_it_checked(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    good = run("status", "--check", "--memory-dir", str(memdir))
+    assert "checked:    every file parses" in good.stdout
+    (memdir / "decisions" / "broken.md").write_text("---\ntype: [decision\n---\nbody\n")
+    bad = run("status", "--check", "--memory-dir", str(memdir), ok=False)
+    assert bad.returncode == 1
+    assert "broken.md" in bad.stdout
+    assert bad.stderr.strip() == "Error: 1 memory file(s) do not parse (listed above)"
+
+
+def test_status_shows_only_this_memory_dirs_runs(tmp_path, state_dir):
+    import json
+
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    run("encode", str(PILOT), "--memory-dir", str(mine), "--backend", "offline")
+    with (state_dir / "runs.jsonl").open("a") as fh:
+        for memdir, session in ((other, "theirs-1"), (mine, "mine-1"), (other, "theirs-2")):
+            fh.write(json.dumps({"session": session, "memory_dir": str(memdir.resolve()),
+                                 "finished_at": 1.0, "duration": 0.1}) + "\n")
+    out = run("status", "--memory-dir", str(mine)).stdout
+    assert "mine-1" in out
+    assert "theirs" not in out
+
+
+@pytest.mark.parametrize("n", ["0", "-3"])
+def test_log_rejects_zero_and_negative_counts(tmp_path, n):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    proc = run("log", "-n", n, "--memory-dir", str(memdir), ok=False)
+    assert proc.returncode != 0
+    assert "Invalid value for '-n'" in proc.stderr
+
+
+def _encode_pilots(memdir: Path) -> None:
+    for name in ("pilot-1a-preference", "pilot-1b-structured-logging",
+                 "pilot-4-auth-401-session1", "pilot-5-session-storage"):
+        run("encode", str(EXAMPLES / f"{name}.jsonl"), "--memory-dir", str(memdir),
+            "--backend", "offline")
+
+
+def test_list_shows_every_fact_with_filters_and_json(tmp_path):
+    import json
+
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    out = run("list", "--memory-dir", str(memdir)).stdout
+    for anchor in ("json-structured-logging", "move-session-storage-redis-postgres"):
+        assert anchor in out
+    rows = json.loads(run("list", "--json", "--type", "incident", "--memory-dir",
+                          str(memdir)).stdout)
+    assert rows and {r["type"] for r in rows} == {"incident"}
+    assert all(r["stored"] and r["confidence"] and r["description"] for r in rows)
+    grep = json.loads(run("list", "--json", "--grep", "logging", "--memory-dir", str(memdir)).stdout)
+    assert [r["anchor"] for r in grep] == ["json-structured-logging"]
+    assert json.loads(run("list", "--json", "--since", "2099-01-01", "--memory-dir",
+                          str(memdir)).stdout) == []
+
+
+def test_forget_retires_fact_and_moment_in_one_commit_and_recall_stops_using_it(tmp_path):
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    question = ["recall", "why did we switch to JSON structured logging", "--memory-dir",
+                str(memdir)]
+    assert "json-structured-logging" in run(*question).stdout
+    before = commits(memdir)
+    refused = run("forget", "json-structured-logging", "--memory-dir", str(memdir), ok=False)
+    assert refused.returncode == 1  # never silent: without --yes it asks, and no stdin aborts
+    assert (memdir / "decisions" / "json-structured-logging.md").exists()
+    out = run("forget", "json-structured-logging", "--reason", "moved to OTLP", "--yes",
+              "--memory-dir", str(memdir)).stdout
+    assert "archive/decisions/json-structured-logging.md" in out
+    assert commits(memdir) == before + 1
+    assert not (memdir / "decisions" / "json-structured-logging.md").exists()
+    assert (memdir / "archive" / "scenes" / "decisions" / "json-structured-logging.md").exists()
+    assert "Reason: moved to OTLP" in git(memdir, "log", "-1", "--format=%B")
+    assert "json-structured-logging" not in run(*question).stdout
+    assert "json-structured-logging" not in run("list", "--memory-dir", str(memdir)).stdout
+    # Recoverable with git.
+    git(memdir, "-c", "user.name=a", "-c", "user.email=a@b", "revert", "--no-edit", "HEAD")
+    assert "json-structured-logging" in run(*question).stdout
+
+
+def test_explain_says_why_a_session_stored_something_or_nothing(tmp_path):
+    memdir = tmp_path / "demo"
+    _encode_pilots(memdir)
+    stored = run("explain", "1b000000", "--memory-dir", str(memdir)).stdout
+    assert "mem: store decisions/json-structured-logging" in stored  # what was committed
+    assert "signal: decision phrase" in stored  # the gate verdict
+    assert "d/s/r/l=3/3/3/3 (12)" in stored and "scores: d/s/r/l = durability" in stored
+    noise = run("explain", str(EXAMPLES / "noise-only.jsonl"), "--memory-dir", str(memdir)).stdout
+    assert "committed: nothing for this session" in noise
+    assert "nothing stored: gates:" in noise and "routine activity only" in noise
+    missing = run("explain", "no-such-session", "--memory-dir", str(memdir), ok=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("Error: no session")
+
+
+def test_the_tier_column_never_says_skip_for_a_stored_bullet(tmp_path):
+    memdir = tmp_path / "demo"
+    out = run("encode", str(EXAMPLES / "pilot-1a-preference.jsonl"), "--memory-dir",
+              str(memdir), "--backend", "offline").stdout
+    row = next(line for line in out.splitlines() if "system/human.md" in line)
+    assert row.startswith("BULLET") and "SKIP" not in row
+    assert "scores: d/s/r/l = durability/scope/rationale/retrieval" in out
