@@ -1,6 +1,7 @@
 """Recall speed on synthetic stores: in-process, through the CLI, the prompt hook, index updates.
 
     /work/venv/bin/python bench/bench_recall.py [--sizes 1000 10000] [--cli-runs 30]
+        [--records 1000] [--embedder auto|off]
 
 Builds a synthetic memory directory per size in a temp dir (facts of all four folder
 types, every other one with a moment, plus system bullets; vocabulary drawn from a
@@ -10,6 +11,10 @@ fixed pseudo-word lexicon so bm25 sees a realistic long tail), then measures
 - ``dualtrace recall`` end to end as a new process, vs ``python -c pass`` in the same run,
 - ``dualtrace hook prompt`` end to end (p95 is the target), same baseline,
 - index update per commit (``update_after_commit`` after a one-file commit).
+With ``--records N``, N synthetic session records (8 turns each, in the write side's
+format) are added to every store; with the semantic extra installed the vectors of every
+document are computed once after the index build (reported as "vectors"), as the worker
+does after each commit. ``--embedder off`` measures the lexical path alone.
 Prints a markdown table for docs/BENCHMARKS.md.
 """
 
@@ -92,6 +97,27 @@ def build(root: Path, n: int, seed: int = 7) -> list[str]:
     return anchors
 
 
+def build_records(root: Path, n: int, seed: int = 11) -> None:
+    """N session records of 8 turns each, rendered by the write side's own code."""
+    from dualtrace.memfs import sessions
+
+    rng = random.Random(seed)
+    lex = lexicon(rng)
+    for i in range(n):
+        day = f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        sid = f"{i:08x}-0000-4000-8000-{rng.getrandbits(48):012x}"
+        started = f"{day}T10:00:00Z"
+        turns = tuple(sessions.Turn(number=t + 1, date=day, time=f"{10 + t // 6:02d}:{t * 7 % 60:02d}",
+                                    user=text(rng, lex, 40), agent=text(rng, lex, 160))
+                      for t in range(8))
+        rel = sessions.record_path(sid, started)
+        record = sessions.SessionRecord(path=rel, session=sid, host="claude-code",
+                                        project="bench", started=started, ended=started,
+                                        description=text(rng, lex, 10), turns=turns)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(sessions.render_record(record), encoding="utf-8")
+
+
 def questions(root: Path, anchors: list[str], rng: random.Random, k: int) -> list[str]:
     out = []
     for i in range(k):
@@ -122,15 +148,31 @@ def timed_runs(cmd: list[str], runs: int, env: dict[str, str], stdin: str | None
     return out
 
 
-def bench_size(n: int, cli_runs: int, inproc: int) -> dict[str, float]:
+def bench_size(n: int, cli_runs: int, inproc: int, records: int = 0,
+               embedder: str = "auto") -> dict[str, float]:
+    from dualtrace.memfs import embed
+
     rng = random.Random(n)
     tmp = Path(tempfile.mkdtemp(prefix=f"dt-bench-{n}-"))
     root = tmp / "memory"
+    if records:
+        root.mkdir(parents=True)
+        build_records(root, records)
     anchors = build(root, n)
-    res: dict[str, float] = {"memories": n}
+    res: dict[str, float] = {"memories": n, "records": records}
     start = time.perf_counter()
     index_mod.reindex(root)
     res["build_s"] = time.perf_counter() - start
+    model = embed.get_embedder() if embedder == "auto" else None
+    if embedder == "off":
+        embed.set_embedder(None)
+    res["embedder"] = model.name if model else "off"  # type: ignore[assignment]
+    res["vectors_s"] = 0.0
+    if model is not None:
+        start = time.perf_counter()
+        with index_mod.Index.open(root) as index:
+            index.ensure_vectors(model)
+        res["vectors_s"] = time.perf_counter() - start
     res["index_mb"] = index_mod.index_path(root).stat().st_size / 1e6
     qs = questions(root, anchors, rng, inproc)
     states = {"A": 0, "B": 0, "C": 0}
@@ -147,6 +189,8 @@ def bench_size(n: int, cli_runs: int, inproc: int) -> dict[str, float]:
     state = tmp / "state"
     state.mkdir()
     env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(root), "DUALTRACE_HOME": str(state)}
+    if embedder == "off":
+        env["DUALTRACE_EMBEDDER"] = "off"
     # An installed package has .pyc files; this dev environment sets
     # PYTHONDONTWRITEBYTECODE=1, which would recompile every module on every call.
     # Cache bytecode in the temp dir (for the baseline too, alike).
@@ -193,13 +237,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--cli-runs", type=int, default=30)
     parser.add_argument("--inproc", type=int, default=200)
+    parser.add_argument("--records", type=int, default=0)
+    parser.add_argument("--embedder", choices=("auto", "off"), default="auto")
     args = parser.parse_args()
-    rows = [bench_size(n, args.cli_runs, args.inproc) for n in args.sizes]
-    print("| memories | index build | index size | in-process p50 / p95 | CLI p50 / p95 | "
+    rows = [bench_size(n, args.cli_runs, args.inproc, args.records, args.embedder)
+            for n in args.sizes]
+    print("| memories | records | embedder | index build (+ vectors) | index size | "
+          "in-process p50 / p95 | CLI p50 / p95 | "
           "python -c pass p50 | prompt hook p50 / p95 | index update per commit p50 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['memories']:,} | {r['build_s']:.1f} s | {r['index_mb']:.1f} MB | "
+        print(f"| {r['memories']:,} | {r['records']:,} | {r['embedder']} | "
+              f"{r['build_s']:.1f} s (+ {r['vectors_s']:.1f} s) | {r['index_mb']:.1f} MB | "
               f"{r['inproc_p50']:.1f} / {r['inproc_p95']:.1f} ms | "
               f"{r['cli_p50']:.0f} / {r['cli_p95']:.0f} ms | {r['python_p50']:.0f} ms | "
               f"{r['hook_p50']:.0f} / {r['hook_p95']:.0f} ms | {r['update_p50']:.1f} ms |")

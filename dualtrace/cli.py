@@ -599,12 +599,16 @@ _scope_option = click.option("--scope", default="user", show_default=True,
               type=click.Choice(["auto", "offline", "anthropic", "claude"]),
               help="Encoder the hooks use, saved in dualtrace's user config "
                    "(default: keep it; auto and offline send nothing to a model).")
-def install(agent: str, scope: str, dry_run: bool, backend: str | None) -> None:
-    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup)."""
+@click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
+              help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
+                   "supports MCP (Claude Code, Codex).")
+def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool) -> None:
+    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
+    register its MCP server."""
     from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
-    for line in do_install(agent, scope, dry_run=dry_run):
+    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp):
         click.echo(line)
     if agent == "codex":
         click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "

@@ -219,10 +219,12 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
         return None  # nothing stored yet; never create a memory dir from a hook
     if event == "session-start":
         # Pinned system files, the memory index, open conflicts.
+        from dualtrace.hooks.mcp_registration import available
         from dualtrace.memfs.store import MemoryStore
 
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
-        text: str | None = inject.session_start_context(store, ws.settings)
+        text: str | None = inject.session_start_context(
+            store, ws.settings, mcp_tools=available(host, ws.root))
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).

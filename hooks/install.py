@@ -202,8 +202,21 @@ def _created(path: Path, value: bool | None = None) -> bool:
 
 
 def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
-            cwd: str | os.PathLike[str] | None = None, command: str | None = None) -> list[str]:
-    """Merge our hooks into the settings file; return human lines describing it."""
+            cwd: str | os.PathLike[str] | None = None, command: str | None = None,
+            mcp: bool = True) -> list[str]:
+    """Merge our hooks into the settings file and, for a host that speaks MCP, register
+    ``dualtrace mcp`` in the same scope; return human lines describing it."""
+    lines = _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command)
+    if mcp:
+        from dualtrace.hooks import mcp_registration
+
+        lines += mcp_registration.register(agent, scope, config.project_root(cwd),
+                                           dry_run=dry_run)
+    return lines
+
+
+def _install_hooks(agent: str, scope: str, *, dry_run: bool,
+                   cwd: str | os.PathLike[str] | None, command: str | None) -> list[str]:
     path = settings_path(agent, scope, cwd)
     data, old_text = _load(path)
     new, changes = merge(data, wanted_entries(agent, command or dualtrace_command()))
@@ -225,6 +238,16 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
 
 def uninstall(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
               cwd: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove our hooks, and our MCP server registration of that scope."""
+    from dualtrace.hooks import mcp_registration
+
+    lines = _uninstall_hooks(agent, scope, dry_run=dry_run, cwd=cwd)
+    return lines + mcp_registration.unregister(agent, scope, config.project_root(cwd),
+                                               dry_run=dry_run)
+
+
+def _uninstall_hooks(agent: str, scope: str, *, dry_run: bool,
+                     cwd: str | os.PathLike[str] | None) -> list[str]:
     path = settings_path(agent, scope, cwd)
     data, old_text = _load(path)
     new, changes = remove(data)

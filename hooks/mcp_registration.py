@@ -278,6 +278,15 @@ def registered(state: str | os.PathLike[str] | None = None) -> list[dict[str, st
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
+def available(host: str, root: Path) -> bool:
+    """Whether ``install`` registered our server where ``host`` sees it for ``root``."""
+    for item in registered():
+        if item.get("host") == host and (item.get("scope") == "user"
+                                         or item.get("root") == str(root)):
+            return True
+    return False
+
+
 def _remember(agent: str, scope: str, root: Path, on: bool) -> None:
     path = config.state_dir() / REGISTRY
     item = {"host": agent, "scope": scope, "root": str(root) if scope != "user" else ""}

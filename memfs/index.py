@@ -33,7 +33,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "4"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -62,7 +62,21 @@ CREATE INDEX docs_path ON docs(path);
 CREATE INDEX docs_unit ON docs(unit);
 CREATE VIRTUAL TABLE fts USING fts5(anchor, type, description, body,
                                     tokenize='porter unicode61');
+-- Session record chunks in a table of their own: the curated memories' statistics (and
+-- query cost) stay what they were, and records are searched only when recall broadens.
+CREATE VIRTUAL TABLE fts_chunks USING fts5(anchor, type, description, body,
+                                           tokenize='porter unicode61');
+-- One fp32 vector per document (semantic recall, the dualtrace[semantic] extra). Rows
+-- are deleted with their document in the same transaction and filled lazily by
+-- ensure_vectors(), so the lexical paths (the prompt hook) never need numpy.
+CREATE TABLE vectors(doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
+# Session records are indexed by turn window: one "chunk" document per section.
+SESSION_TYPE = "session"
+CURATED_TYPES = ("decision", "incident", "pattern", "learning", "convention", "preference")
+# A chunk keeps this much of its section's text in the index (the FTS body and the
+# passage recall quotes); records are budgeted to ~12 KB, so this rarely cuts.
+CHUNK_CHARS = 6000
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,7 @@ def index_path(root: Path) -> Path:
 def _is_memory_top(name: str) -> bool:
     if name.startswith("."):
         return False
-    return name in ("system", "scenes") or name in _FACT_FOLDERS
+    return name in ("system", "scenes", "sessions") or name in _FACT_FOLDERS
 
 
 def _memory_dirs(root: Path) -> list[Path]:
@@ -105,9 +119,12 @@ def _memory_dirs(root: Path) -> list[Path]:
                     if _is_memory_top(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return out
+    local_records = root / STATE_FOLDER / "sessions"  # session_records = "local"
+    if local_records.is_dir():
+        tops.append(local_records)
     for folder in tops:
         out.append(folder)
-        if folder.name not in ("scenes", "system"):
+        if folder.name not in ("scenes", "system", "sessions"):
             continue
         try:
             with os.scandir(folder) as it:
@@ -192,6 +209,9 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
     """(row fields, fts columns) for one file; raises FormatError when unparsable."""
     from dualtrace.memfs import formats
 
+    sessions = _sessions()
+    if sessions is not None and sessions.is_record_path(rel):
+        return _record_docs(rel, text)
     memory = formats.parse(text, rel)
     if isinstance(memory, formats.Fact):
         data = {
@@ -239,15 +259,65 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
     return out
 
 
+def _sessions() -> Any:
+    """The session-record module (issue 11, write side), or None before it exists."""
+    import importlib
+
+    try:
+        return importlib.import_module("dualtrace.memfs.sessions")
+    except ImportError:  # pragma: no cover - only on a tree without session records
+        return None
+
+
+def _record_docs(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str, str, str]]]:
+    """One chunk document per section of a session record (its turn windows)."""
+    sessions = _sessions()
+    record = sessions.parse_record(text, rel)
+    day = record.date or ""
+    out = []
+    for i, window in enumerate(sessions.turn_windows(text)):
+        body = window.text[:CHUNK_CHARS]
+        if not body.strip():
+            continue
+        data = {"path": rel, "session": record.session, "project": record.project,
+                "host": record.host, "started": record.started,
+                "description": record.description, "heading": window.heading,
+                "section": window.kind, "turn": window.number,
+                "date": window.date or day, "time": window.time, "text": body}
+        row = {"path": rel, "kind": "chunk", "unit": f"{rel}#{i}", "type": SESSION_TYPE,
+               "anchor": "", "stored": window.date or day, "superseded_by": None,
+               "data": data}
+        # The description is what the whole session was about: every chunk carries it,
+        # in the (heavier) description column.
+        out.append((row, ("", SESSION_TYPE, record.description, body)))
+    return out
+
+
+def embed_text(doc: Doc) -> str:
+    """The text a document's vector is computed from."""
+    data = doc.data
+    if doc.kind == "chunk":
+        return f"{data.get('description', '')}\n{data.get('text', '')}"
+    if doc.kind == "bullet":
+        return str(data.get("bullet", ""))
+    if doc.kind == "moment":
+        parts = [_words(doc.anchor), data.get("description", ""), data.get("narrative", ""),
+                 *data.get("timeline", []), data.get("prior", ""), data.get("after", "")]
+        return "\n".join(str(p) for p in parts if p)
+    return "\n".join(str(p) for p in (_words(doc.anchor), data.get("description", ""),
+                                       data.get("body", "")) if p)
+
+
 # ------------------------------------------------------------------ the index
 
 
 class Index:
     """An open index connection for one memory directory."""
 
-    def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, root: Path, conn: sqlite3.Connection, *, memory: bool = False) -> None:
         self.root = root
         self.conn = conn
+        self._memory = memory
 
     # ---------------------------------------------------------- open / build
 
@@ -301,7 +371,8 @@ class Index:
             # A read-only memory directory can still be searched: from a private
             # in-memory index, rebuilt on every open.
             log.info("index %s cannot be written (%s); using an in-memory index", path, exc)
-            return cls._build(root, sqlite3.connect(":memory:", isolation_level=None))
+            return cls._build(root, sqlite3.connect(":memory:", isolation_level=None),
+                              memory=True)
         cls._build(root, conn).close()
         os.replace(tmp, path)
         for suffix in ("-wal", "-shm"):
@@ -310,9 +381,9 @@ class Index:
         return cls(root, _connect(path))
 
     @classmethod
-    def _build(cls, root: Path, conn: sqlite3.Connection) -> Index:
+    def _build(cls, root: Path, conn: sqlite3.Connection, *, memory: bool = False) -> Index:
         conn.executescript(_SCHEMA)
-        index = cls(root, conn)
+        index = cls(root, conn, memory=memory)
         with index.write():
             _set_meta(conn, "schema", SCHEMA_VERSION)
             index._sync(force=False)
@@ -371,31 +442,34 @@ class Index:
         _set_meta(self.conn, "signature", signature)
         _set_meta(self.conn, "full_check", str(time.time()))
         if changed or removed:
-            count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs").fetchone()[0]
-            _set_meta(self.conn, "units", str(count))
-            docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-            _set_meta(self.conn, "docs", str(docs))
+            self._count()
         return bool(changed or removed)
 
     def _delete(self, rel: str) -> None:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM docs WHERE path = ?", (rel,))]
         for doc_id in ids:
             self.conn.execute("DELETE FROM fts WHERE rowid = ?", (doc_id,))
+            self.conn.execute("DELETE FROM fts_chunks WHERE rowid = ?", (doc_id,))
+            self.conn.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
         self.conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
+        if ids:
+            self._bump()
         self.conn.execute("DELETE FROM files WHERE path = ?", (rel,))
 
     def _index_file(self, rel: str, stat: tuple[int, int]) -> None:
-        from dualtrace.errors import FormatError
+        from dualtrace.errors import DualtraceError
 
         self._delete(rel)
         try:
             text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
             docs = _docs_for(rel, text)
-        except (OSError, FormatError) as exc:
+        except (OSError, DualtraceError) as exc:
             # An unreadable file is remembered (so it is not re-parsed every time) but
             # contributes nothing; `dualtrace status` reports it.
             log.info("not indexing %s: %s", rel, exc)
             docs = []
+        if docs:
+            self._bump()
         for row, cols in docs:
             cur = self.conn.execute(
                 "INSERT INTO docs(path, kind, unit, type, anchor, stored, superseded_by, data)"
@@ -404,11 +478,82 @@ class Index:
                  row["stored"], row["superseded_by"], json.dumps(row["data"])),
             )
             self.conn.execute(
-                "INSERT INTO fts(rowid, anchor, type, description, body) VALUES (?, ?, ?, ?, ?)",
+                f"INSERT INTO {'fts_chunks' if row['kind'] == 'chunk' else 'fts'}"
+                "(rowid, anchor, type, description, body) VALUES (?, ?, ?, ?, ?)",
                 (cur.lastrowid, *cols),
             )
         self.conn.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size) VALUES (?, ?, ?)",
                           (rel, stat[0], stat[1]))
+
+    def _count(self) -> None:
+        count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs "
+                                  "WHERE kind != 'chunk'").fetchone()[0]
+        _set_meta(self.conn, "units", str(count))
+        docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        _set_meta(self.conn, "docs", str(docs))
+        chunks = self.conn.execute("SELECT count(*) FROM docs WHERE kind = 'chunk'").fetchone()[0]
+        _set_meta(self.conn, "chunks", str(chunks))
+        records = self.conn.execute("SELECT count(DISTINCT path) FROM docs "
+                                    "WHERE kind = 'chunk'").fetchone()[0]
+        _set_meta(self.conn, "records", str(records))
+
+    def _bump(self) -> None:
+        """Documents changed: vectors must be brought up to date before the next semantic query."""
+        _set_meta(self.conn, "docs_gen", str(int(_meta(self.conn, "docs_gen") or 0) + 1))
+
+    # ---------------------------------------------------------- vectors
+
+    def ensure_vectors(self, embedder: Any) -> int:
+        """Compute the vectors of documents that have none (or of another model). Returns how many."""
+        gen = _meta(self.conn, "docs_gen") or "0"
+        if _meta(self.conn, "vectors_model") == embedder.name and \
+                _meta(self.conn, "vectors_gen") == gen:
+            return 0
+        import numpy as np
+
+        done = 0
+        with self.write():
+            if _meta(self.conn, "vectors_model") != embedder.name:
+                self.conn.execute("DELETE FROM vectors")
+                _set_meta(self.conn, "vectors_model", embedder.name)
+            missing = [r[0] for r in self.conn.execute(
+                "SELECT id FROM docs WHERE id NOT IN (SELECT doc_id FROM vectors)")]
+            for start in range(0, len(missing), 256):
+                docs = list(self._select("id", missing[start:start + 256]))
+                vecs = embedder.embed([embed_text(d) for d in docs])
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO vectors(doc_id, vec) VALUES (?, ?)",
+                    [(d.id, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                     for d, v in zip(docs, vecs, strict=True)])
+                done += len(docs)
+            _set_meta(self.conn, "vectors_gen", _meta(self.conn, "docs_gen") or "0")
+        return done
+
+    def vector_matrix(self, chunks: bool) -> tuple[list[int], Any]:
+        """(doc ids, (n, dim) float32 matrix) of the chunk documents or of all others.
+
+        Cached per process by the index file and its document generation, so a
+        long-lived process (the worker, the MCP server) reads the vectors once.
+        """
+        import numpy as np
+
+        key = (str(index_path(self.root)), id(self.conn) if self._memory else 0,
+               _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
+        hit = _VECTOR_CACHE.get(key[:2] + (chunks,))
+        if hit is not None and hit[0] == key:
+            return hit[1], hit[2]
+        op = "=" if chunks else "!="
+        rows = self.conn.execute(
+            f"SELECT v.doc_id, v.vec FROM vectors v JOIN docs d ON d.id = v.doc_id "
+            f"WHERE d.kind {op} 'chunk' ORDER BY v.doc_id").fetchall()
+        ids = [r[0] for r in rows]
+        if rows:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+            matrix = matrix.reshape(len(rows), -1)
+        else:
+            matrix = np.zeros((0, 1), dtype=np.float32)
+        _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
+        return ids, matrix
 
     def update_paths(self, paths: Iterable[str]) -> None:
         """Re-index just ``paths`` (after our own commit) without a full stat pass.
@@ -426,10 +571,7 @@ class Index:
                     continue
                 self._index_file(rel, (st.st_mtime_ns, st.st_size))
             _set_meta(self.conn, "signature", cheap_signature(self.root))
-            count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs").fetchone()[0]
-            _set_meta(self.conn, "units", str(count))
-            docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-            _set_meta(self.conn, "docs", str(docs))
+            self._count()
 
     def verify(self, paths: Iterable[str]) -> bool:
         """True when every path still has the mtime/size it was indexed with; else re-sync."""
@@ -458,35 +600,59 @@ class Index:
 
     @property
     def unit_count(self) -> int:
+        """Curated memories (session record chunks are not memories)."""
         return int(_meta(self.conn, "units") or 0)
 
+    @property
+    def chunk_count(self) -> int:
+        return int(_meta(self.conn, "chunks") or 0)
+
+    @property
+    def record_count(self) -> int:
+        return int(_meta(self.conn, "records") or 0)
+
+    def count(self, types: tuple[str, ...] | None) -> int:
+        """Documents of these types (all when None): the N of recall's IDF."""
+        chunks = self.chunk_count
+        if types and set(types) == {SESSION_TYPE}:
+            return chunks
+        return max(self.doc_count - chunks, 0)
+
     def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
-        query = _term(term) + _type_clause(types)
-        return self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?",
-                                 (query,)).fetchone()[0]
+        table, clause = _table_for(types)
+        return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+                                 (_term(term) + clause,)).fetchone()[0]
 
     def match(self, terms: list[str], types: tuple[str, ...] | None = None,
               limit: int = 200) -> list[tuple[int, float]]:
         """(doc id, bm25 relevance >= 0, larger is better) for docs matching any term."""
         if not terms:
             return []
-        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + _type_clause(types)
+        table, clause = _table_for(types)
+        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + clause
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         rows = self.conn.execute(
-            f"SELECT rowid, bm25(fts, {weights}) AS s FROM fts WHERE fts MATCH ? "
+            f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
             "ORDER BY s LIMIT ?", (query, limit)).fetchall()
         return [(r[0], -r[1]) for r in rows]
 
-    def docs_matching(self, term: str, ids: Iterable[int]) -> set[int]:
-        """Which of ``ids`` contain ``term``."""
+    def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False,
+                      chunks: bool = False) -> set[int]:
+        """Which of ``ids`` contain ``term`` (``about``: in their anchor or description)."""
         id_list = list(ids)
         if not id_list:
             return set()
-        marks = ",".join("?" * len(id_list))
-        rows = self.conn.execute(
-            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
-            (_term(term), *id_list))
-        return {r[0] for r in rows}
+        table = "fts_chunks" if chunks else "fts"
+        query = ("{anchor description} : " if about else "") + _term(term)
+        out: set[int] = set()
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
+                (query, *chunk))
+            out.update(r[0] for r in rows)
+        return out
 
     def hit_info(self, ids: Iterable[int]) -> dict[int, tuple[str, str, str, str | None]]:
         """id -> (unit, kind, type, superseded_by), without decoding the JSON fields."""
@@ -535,9 +701,21 @@ class Index:
             yield Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
 
 
+_VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {}
+
+
 def _term(term: str) -> str:
     # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.
     return '"' + term.replace('"', '""') + '"'
+
+
+def _table_for(types: tuple[str, ...] | None) -> tuple[str, str]:
+    """The FTS table to search and the type filter to add, for these types."""
+    if types and set(types) == {SESSION_TYPE}:
+        return "fts_chunks", ""
+    if not types or set(CURATED_TYPES) <= set(types):
+        return "fts", ""
+    return "fts", _type_clause(tuple(t for t in types if t != SESSION_TYPE))
 
 
 def _type_clause(types: tuple[str, ...] | None) -> str:
@@ -582,5 +760,12 @@ def update_after_commit(store: Any, paths: list[str]) -> None:
     try:
         with Index.open(store.root, refresh=False) as index:
             index.update_paths(paths)
+            # Vectors are computed here when the semantic extra is installed (the worker
+            # after each session), so a later recall rarely has documents to embed.
+            from dualtrace.memfs.embed import get_embedder
+
+            embedder = get_embedder()
+            if embedder is not None:
+                index.ensure_vectors(embedder)
     except Exception as exc:  # noqa: BLE001 - a stale index is rebuilt later; a commit must stand
         log.warning("search index update after commit failed: %s", exc)

@@ -11,17 +11,25 @@ import logging
 from typing import Any
 
 from dualtrace.memfs.index import Doc, Index
-from dualtrace.memfs.recall import RecalledMemory, recall, render_memory
+from dualtrace.memfs.recall import PROMPT_RECORD_GATE, RecalledMemory, recall, render_memory
 from dualtrace.memfs.recall import _cut as recall_cut
 
 log = logging.getLogger(__name__)
 
 HOST_CAP = 10_000  # hosts drop anything beyond this many characters
 INDEX_LINES = 40
+# Written as plain statements of fact: hosts warn that injected text phrased as
+# instructions to the model can trip their prompt-injection defences.
 HOW_TO_ASK = (
-    'To recall more, run `dualtrace recall "<question>"` (add --json for tools): it returns '
+    'More is stored than this index shows. `dualtrace recall "<question>"` answers from it: '
     "the stored fact with the moment it was learned (STATE A), the fact only (STATE B), or "
-    "\"I don't have that stored in my memory.\" (STATE C) - do not guess past STATE C."
+    "\"I don't have that stored in my memory.\" (STATE C, nothing stored on the question)."
+)
+MCP_TOOLS = (
+    "The dualtrace MCP server is connected in this session. Its recall tool gives the same "
+    "labelled answers as `dualtrace recall`; search lists matching memories, show prints "
+    "one memory with its moment, recent_sessions lists what recent sessions stored, and "
+    "remember stores something the user asks to keep."
 )
 _CONFIDENCE_RANK = {"HIGH": 2, "MEDIUM": 1, "LOW": 0}
 
@@ -53,8 +61,10 @@ def _cap(settings: Any, name: str, default: int) -> int:
 # ------------------------------------------------------------------ session start
 
 
-def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True) -> str:
-    """Pinned system files, open conflicts, an index of decisions/incidents, how to ask."""
+def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
+                          mcp_tools: bool = False) -> str:
+    """Pinned system files, open conflicts, an index of decisions/incidents, how to ask
+    (and, when the host has dualtrace's MCP server, that its tools are there)."""
     cap = _cap(settings, "session_start_chars", 6000)
     with Index.open(store.root) as index:
         bullets = _bullets(index)
@@ -72,7 +82,7 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True)
         from dualtrace.memfs.conflicts import describe
 
         lines = ["## Open conflicts (a new decision superseded a stored one, or a sync merge "
-                 "kept two versions; confirm with the developer which holds)"]
+                 "kept two versions; the developer has not yet confirmed which holds)"]
         for item in conflicts:
             lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
@@ -85,7 +95,7 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True)
         sections.append("\n".join(lines))
     elif not bullets:
         sections.append("No memories are stored for this project yet.")
-    note = "## Asking\n" + HOW_TO_ASK
+    note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK
     opening, closing = markers()
     room = cap - len(opening) - len(closing) - 4 - len(note)
     body = "\n\n".join(sections)
@@ -161,7 +171,10 @@ def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) ->
     if opening in prompt:
         prompt = prompt.split(opening, 1)[0]
     cap = _cap(settings, "prompt_chars", 2000)
-    result = recall(store, prompt[:4000], limit=limit, settings=settings)
+    # Lexical only (the hook's 200 ms budget has no room for numpy and a model), and a
+    # session-record passage only above the stricter prompt gate.
+    result = recall(store, prompt[:4000], limit=limit, settings=settings, embedder=None,
+                    record_gate=PROMPT_RECORD_GATE)
     if result.state == "C" or not result.memories:
         return None
     head = f"dualtrace recalled memories that may be relevant to this prompt {result.label}:"

@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dualtrace.memfs.index import Doc, Index
+from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
 LABEL_B = "(STATE B retrieval: fact only, medium confidence)"
 LABEL_C = "(STATE C retrieval: no fact found, abstaining)"
+# An answer found only in a session record (the episode, not a curated memory).
+LABEL_B_RECORD = "(STATE B retrieval: session record only, medium confidence)"
 ABSTAIN = "I don't have that stored in my memory."
 LABELS = {"A": LABEL_A, "B": LABEL_B, "C": LABEL_C}
 STALE_NOTE = ("I have this stored from {date}, but the referenced files may have "
@@ -60,6 +62,39 @@ COMMON_SHARE = 0.25
 COMMON_MIN = 50
 SUPERSEDED_FACTOR = 0.5
 CANDIDATES = 40
+# Share of the lexical score given to words found in what a memory is *about* (its
+# anchor and description) rather than merely mentioned in its body.
+ABOUT_WEIGHT = 0.25
+
+# Semantic gate (cosine of the question's vector with a document's), used when an
+# embedder is installed; see Gate. Calibrated in docs/BENCHMARKS.md ("Recall with
+# session records") on a set that includes paraphrased questions.
+SEM_HIGH = 0.60
+SEM_COMBO = 0.55
+SEM_FLOOR = 0.35
+SEM_COV_FLOOR = 0.15
+SEM_CANDIDATES = 30
+RRF_K = 60
+# Session record chunks are long and many: their meaning is judged line by line (the
+# best two-line window of the chunk), they pass a stricter gate, and only the best
+# chunk of each session is shown.
+RECORD_THRESHOLD = 0.6
+RECORD_SEM_HIGH = 0.60
+RECORD_COMBO = 0.80
+RECORD_SEM_FLOOR = 0.0
+RECORD_COV_FLOOR = 0.0
+RECORD_RERANK = 8
+RECORDS_SHOWN = 3
+RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
+CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
+TEMPORAL_KEEP = 0.75  # first/last: sessions at least this close to the best match
+PASSAGE_CHARS = 900
+
+_TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
+                            "originally initially earliest ago".split())
+_FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the first time)\b", re.I)
+_LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
+                   r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are aren as at be because been
@@ -119,6 +154,26 @@ _FILE_REF = re.compile(
 
 
 @dataclass(frozen=True)
+class RecordPassage:
+    """The quoted part of a session record that answers a question."""
+
+    path: str
+    session: str
+    date: str
+    time: str | None
+    heading: str
+    description: str
+    passage: str
+    project: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "session": self.session, "date": self.date,
+                "time": self.time, "heading": self.heading,
+                "description": self.description, "passage": self.passage,
+                "project": self.project}
+
+
+@dataclass(frozen=True)
 class RecalledMemory:
     path: str
     type: str
@@ -130,10 +185,15 @@ class RecalledMemory:
     bullet: str | None = None
     superseded_by: str | None = None
     stale: str | None = None
+    record: RecordPassage | None = None
 
     @property
     def state(self) -> str:
         return "A" if self.moment is not None else "B"
+
+    @property
+    def source(self) -> str:
+        return "record" if self.record is not None else "memory"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +206,8 @@ class RecalledMemory:
             "bullet": self.bullet,
             "superseded_by": self.superseded_by,
             "stale": self.stale,
+            "source": self.source,
+            "record": self.record.to_dict() if self.record is not None else None,
         }
 
 
@@ -159,6 +221,9 @@ class RecallResult:
 
     @property
     def label(self) -> str:
+        if self.state == "B" and self.memories and all(m.record is not None
+                                                        for m in self.memories):
+            return LABEL_B_RECORD
         return LABELS[self.state]
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,6 +267,8 @@ def _indent(text: str, pad: str = "   ") -> str:
 def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
     """One memory as text: the moment first (read it first), then the fact."""
     num = f"{n}. " if n is not None else ""
+    if memory.record is not None:
+        return _render_record(memory.record, num)
     tail = f", superseded by {memory.superseded_by} (history)" if memory.superseded_by else ""
     lines = [f"{num}{memory.path}  [{memory.type}, {memory.confidence}, stored "
              f"{memory.stored or 'unknown'}{tail}]"]
@@ -229,6 +296,17 @@ def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
             lines.append(_indent(body, "     "))
     if memory.stale:
         lines.append(f"   Note: {memory.stale}")
+    return "\n".join(lines)
+
+
+def _render_record(rec: RecordPassage, num: str) -> str:
+    when = rec.date + (f" {rec.time} UTC" if rec.time else "")
+    short = rec.session[:8]
+    lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading}]"]
+    if rec.description:
+        lines.append(f"   Session: {rec.description}")
+    lines.append(_indent("\n".join("> " + ln if ln.strip() else ">"
+                                   for ln in rec.passage.splitlines()), "   "))
     return "\n".join(lines)
 
 
@@ -283,10 +361,54 @@ class _Unit:
     bm25: float = 0.0
     ids: list[int] = field(default_factory=list)
     coverage: float = 0.0
+    mass: float = 0.0
+    about: float = 0.0
+    sem: float = 0.0
     final: float = 0.0
+    fused: float = 0.0
     type: str = ""
     superseded_by: str | None = None
     docs: list[Doc] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a candidate counts as relevant.
+
+    On words alone (coverage >= ``coverage``); or, with an embedder, on meaning alone
+    (cosine >= ``sem_high``) or on both together: cosine >= ``sem_floor`` and coverage
+    >= ``cov_floor`` and their sum >= ``combo``. Static embeddings give every text a
+    baseline similarity, so meaning never passes without some words unless it is high.
+    """
+
+    coverage: float
+    sem_high: float
+    combo: float
+    sem_floor: float = 0.0
+    cov_floor: float = 0.0
+    min_mass: float = 0.0  # summed IDF of the matched words: generic words weigh little
+
+    def passes(self, unit: _Unit, semantic: bool) -> bool:
+        if unit.mass < self.min_mass:
+            return False
+        if unit.coverage >= self.coverage:
+            return True
+        if not semantic:
+            return False
+        if unit.sem >= self.sem_high:
+            return True
+        return (unit.sem >= self.sem_floor and unit.coverage >= self.cov_floor
+                and unit.coverage + unit.sem >= self.combo)
+
+
+MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR)
+RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
+                   RECORD_COV_FLOOR)
+# The prompt hook is lexical and speaks unasked: a record passage needs most of the
+# prompt's words, and rare ones ("run the tests" matches every record on common words).
+PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
+
+_AUTO: Any = object()
 
 
 def _root_of(store: Any) -> Path:
@@ -298,24 +420,46 @@ def _root_of(store: Any) -> Path:
 
 def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None,  # noqa: A002
            settings: Any = None, project_root: Path | str | None = None,
-           index: Index | None = None) -> RecallResult:
-    """Answer ``question`` from the memory store (a MemoryStore or its root path)."""
+           index: Index | None = None, embedder: Any = _AUTO, records: bool = True,
+           record_gate: Gate | None = None) -> RecallResult:
+    """Answer ``question`` from the memory store (a MemoryStore or its root path).
+
+    ``embedder``: the semantic model (default: the installed one, if any; None = lexical
+    only). ``records``: broaden to session records before abstaining.
+    """
     if settings is None:
         from dualtrace.config import Settings
 
         settings = Settings()
+    if embedder is _AUTO:
+        from dualtrace.memfs.embed import get_embedder  # None without the extra
+
+        embedder = get_embedder()
     root = _root_of(store)
     own = index is None
     if index is None:
         index = Index.open(root)
     try:
-        result = _recall(index, question, limit=max(limit, 1), only=type, settings=settings,
-                         project_root=project_root)
+        qvec = None
+        if embedder is not None:
+            try:
+                index.ensure_vectors(embedder)
+                qvec = embedder.embed([question[:4000]])[0]
+            except Exception as exc:  # noqa: BLE001 - meaning is a bonus; words still answer
+                import logging
+
+                logging.getLogger(__name__).warning("semantic recall off for this query: %s", exc)
+                qvec = None
+        args = {"limit": max(limit, 1), "only": type, "settings": settings,
+                "project_root": project_root, "qvec": qvec, "embedder": embedder,
+                "records": records, "record_gate": record_gate or RECORD_GATE}
+        result = _recall(index, question, **args)
         # Never show a file that changed since it was indexed: re-check what we return.
         shown = [p for m in result.memories for p in _paths_of(m)]
         if shown and not index.verify(shown):
-            result = _recall(index, question, limit=max(limit, 1), only=type,
-                             settings=settings, project_root=project_root)
+            if qvec is not None:
+                index.ensure_vectors(embedder)
+            result = _recall(index, question, **args)
         return result
     finally:
         if own:
@@ -329,28 +473,63 @@ def _paths_of(memory: RecalledMemory) -> list[str]:
     return out
 
 
+def temporal_order(question: str) -> str | None:
+    """"first" / "last" for questions about when something happened first or last."""
+    if _LAST.search(question):
+        return "last"
+    if _FIRST.search(question) and re.search(r"\b(when|what|which|how)\b", question, re.I):
+        return "first"
+    return None
+
+
 def _recall(index: Index, question: str, *, limit: int, only: str | None, settings: Any,
-            project_root: Path | str | None) -> RecallResult:
-    type_filter = (only,) if only else None
+            project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
+            record_gate: Gate) -> RecallResult:
+    semantic = qvec is not None
     agg = aggregation_types(question)
-    if agg is not None:
+    if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), settings, project_root)
     terms = content_terms(question)
-    units = _score(index, terms, type_filter, routed_types(question))
-    passing = [u for u in units if u.coverage >= THRESHOLD]
-    if not passing:
+    order = temporal_order(question)
+    if order is not None:
+        # "first", "last time", "recently" say when, not what: they are not evidence.
+        terms = [t for t in terms if t not in _TEMPORAL_WORDS] or terms
+    memories: list[RecalledMemory] = []
+    if only != SESSION_TYPE:
+        types = (only,) if only else CURATED_TYPES
+        units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
+        passing = [u for u in units if MEMORY_GATE.passes(u, semantic)]
+        _complete(index, passing[:limit])
+        memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
+    passages: list[RecalledMemory] = []
+    if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
+        chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
+        if semantic:
+            chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
+        passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order)
+    if order is not None and passages:
+        # "When did we first / what did we do last time": the episodes answer, by date.
+        shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
+    else:
+        # Curated memories first; the episodes they came from keep up to
+        # RECORDS_RESERVED of the places (facts alone lose the detail).
+        keep = len(passages[:RECORDS_RESERVED]) if memories else 0
+        curated = memories[: max(limit - keep, 1)]
+        room = max(limit - len(curated), 0) if memories else limit
+        shown = curated + passages[: min(room, RECORDS_SHOWN)]
+    if not shown:
         return RecallResult(question, "C", terms=tuple(terms))
-    _complete(index, passing[:limit])
-    memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
-    state = memories[0].state
-    return RecallResult(question, state, tuple(memories), terms=tuple(terms))
+    state = next((m.state for m in shown if m.record is None), "B")
+    return RecallResult(question, state, tuple(shown), terms=tuple(terms))
 
 
 def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
-           routed: tuple[str, ...], candidates: int = CANDIDATES) -> list[_Unit]:
-    if not terms:
+           routed: tuple[str, ...], candidates: int = CANDIDATES, *, qvec: Any = None,
+           chunks: bool = False) -> list[_Unit]:
+    if not terms and qvec is None:
         return []
-    total = index.doc_count or 1
+    total = index.count(types) or 1
     idf: dict[str, float] = {}
     known: list[str] = []
     common: list[str] = []
@@ -370,7 +549,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         known, common = common, []
         for term in known:
             idf[term] = IDF_FLOOR
-    if not known:
+    if not known and qvec is None:
         return []
     # A long text (a bug report, a prompt) is not expected to be covered word for word:
     # relevance is measured against its MAX_TERMS heaviest words.
@@ -379,10 +558,11 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             idf[t] * LONG_UNKNOWN / UNKNOWN_WEIGHT for t in idf if t not in known]
     else:
         pool = list(idf.values())
-    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS])
+    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
     units: dict[str, _Unit] = {}
-    hits = index.match(known, types, limit=candidates * 4)
-    info = index.hit_info(i for i, _ in hits)
+    hits = index.match(known, types, limit=candidates * 4) if known else []
+    sem_hits = _semantic_hits(index, qvec, chunks) if qvec is not None else []
+    info = index.hit_info([i for i, _ in hits] + [i for i, _ in sem_hits])
     for doc_id, score in hits:
         meta = info.get(doc_id)
         if meta is None:
@@ -393,26 +573,257 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.bm25 = max(unit.bm25, score) + 0.5 * min(unit.bm25, score)
         unit.ids.append(doc_id)
     ranked = sorted(units.values(), key=lambda u: -u.bm25)[:candidates]
+    keys = {u.key for u in ranked}
+    for doc_id, sim in sem_hits:
+        meta = info.get(doc_id)
+        if meta is None or (types and meta[2] not in types):
+            continue
+        found = units.get(meta[0])
+        if found is None:
+            found = units[meta[0]] = _Unit(meta[0], type=meta[2])
+        unit = found
+        if unit.key not in keys:
+            ranked.append(unit)
+            keys.add(unit.key)
+        if doc_id not in unit.ids:
+            unit.ids.append(doc_id)
+        unit.sem = max(unit.sem, sim)
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
-        present = index.docs_matching(term, all_ids)
+        present = index.docs_matching(term, all_ids, chunks=chunks)
+        about = index.docs_matching(term, all_ids, about=True) if not chunks else set()
         for unit in ranked:
             if any(i in present for i in unit.ids):
                 unit.coverage += idf[term]
+            if any(i in about for i in unit.ids):
+                unit.about += idf[term]
+    best = max((u.bm25 for u in ranked), default=0.0) or 1.0
+    superseded = index.superseded(u.key for u in ranked) if not chunks else {}
     for unit in ranked:
-        unit.coverage = min(unit.coverage, denominator)
-    best = ranked[0].bm25 if ranked else 1.0
-    superseded = index.superseded(u.key for u in ranked)
-    for unit in ranked:
-        unit.coverage /= denominator
-        unit.final = 0.5 * unit.bm25 / best + 0.5 * unit.coverage
+        unit.mass = unit.coverage
+        unit.coverage = min(unit.coverage, denominator) / denominator
+        unit.about = min(unit.about, denominator) / denominator
+        unit.final = ((1 - ABOUT_WEIGHT) * (0.5 * unit.bm25 / best + 0.5 * unit.coverage)
+                      + ABOUT_WEIGHT * unit.about)
         if routed and unit.type in routed:
             unit.final += ROUTE_BOOST
         unit.superseded_by = superseded.get(unit.key)
         if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
-    ranked.sort(key=lambda u: -u.final)
-    return _successors_first(ranked)
+    if qvec is not None:
+        # Reciprocal-rank fusion of the lexical and the semantic order.
+        lex = sorted((u for u in ranked if u.bm25 > 0), key=lambda u: -u.final)
+        sem = sorted((u for u in ranked if u.sem > 0), key=lambda u: -u.sem)
+        for r, unit in enumerate(lex):
+            unit.fused += 1.0 / (RRF_K + r + 1)
+        for r, unit in enumerate(sem):
+            unit.fused += 1.0 / (RRF_K + r + 1)
+        for unit in ranked:
+            if unit.superseded_by:
+                unit.fused *= SUPERSEDED_FACTOR
+        ranked.sort(key=lambda u: (-u.fused, -u.final))
+    else:
+        ranked.sort(key=lambda u: -u.final)
+    return _successors_first(ranked) if not chunks else ranked
+
+
+WINDOW_LINES = 40
+_LINE_CACHE: dict[str, Any] = {}
+LINE_CACHE_SIZE = 20000
+
+
+def _embed_cached(embedder: Any, texts: list[str]) -> Any:
+    """Embed lines, reusing vectors of lines seen before (records repeat across queries)."""
+    import numpy as np
+
+    missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
+    if missing:
+        if len(_LINE_CACHE) + len(missing) > LINE_CACHE_SIZE:
+            _LINE_CACHE.clear()
+        for text, vec in zip(missing, embedder.embed(missing), strict=True):
+            _LINE_CACHE[text] = vec
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.stack([_LINE_CACHE[t] for t in texts])  # lines of a chunk judged for meaning (records put conclusions first)
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.strip()[:600] for ln in text.splitlines() if len(ln.strip()) > 20][:WINDOW_LINES]
+
+
+def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
+                      embedder: Any) -> list[_Unit]:
+    """A chunk's meaning is its best line or pair of lines: a whole-turn mean is diluted."""
+    import numpy as np
+
+    docs = index.docs(u.ids[0] for u in units if u.ids)
+    texts: list[str] = []
+    spans: list[tuple[_Unit, int, int]] = []
+    for unit in units:
+        doc = docs.get(unit.ids[0]) if unit.ids else None
+        if doc is None:
+            continue
+        lines = _lines(str(doc.data.get("text", "")))
+        spans.append((unit, len(texts), len(texts) + len(lines)))
+        texts.extend(lines)
+    if not texts:
+        return units
+    vecs = _embed_cached(embedder, texts)
+    for unit, a, b in spans:
+        if b <= a:
+            continue
+        block = vecs[a:b]
+        best = float((block @ qvec).max())
+        if b - a > 1:
+            pairs = block[:-1] + block[1:]
+            norms = np.linalg.norm(pairs, axis=1)
+            norms[norms == 0] = 1.0
+            best = max(best, float(((pairs @ qvec) / norms).max()))
+        unit.sem = max(unit.sem, best)
+    units.sort(key=lambda u: -(u.coverage + u.sem))
+    return units
+
+
+def _semantic_hits(index: Index, qvec: Any, chunks: bool) -> list[tuple[int, float]]:
+    """(doc id, cosine) of the nearest documents to the question's vector."""
+    import numpy as np
+
+    ids, matrix = index.vector_matrix(chunks)
+    if not ids or matrix.shape[1] != qvec.shape[0]:
+        return []
+    sims = matrix @ qvec.astype(np.float32)
+    n = min(SEM_CANDIDATES * (3 if chunks else 1), len(ids))
+    top = np.argpartition(-sims, n - 1)[:n]
+    return [(ids[i], float(sims[i])) for i in top]
+
+
+# ------------------------------------------------------------------ session records
+
+
+_WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
+
+
+def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
+                    embedder: Any, order: str | None) -> list[RecalledMemory]:
+    """One result per session: its passing chunks' best lines, as a quoted passage."""
+    total = index.chunk_count or 1
+    weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))), 0.2)
+               for t in terms}
+    by_id = index.docs(i for u in units for i in u.ids[:1])
+    groups: dict[str, list[tuple[_Unit, Doc]]] = {}
+    for unit in units:
+        doc = by_id.get(unit.ids[0]) if unit.ids else None
+        if doc is None:
+            continue
+        session = str(doc.data.get("session") or doc.path)
+        group = groups.setdefault(session, [])
+        if len(group) < CHUNKS_PER_SESSION:
+            group.append((unit, doc))
+    picked = list(groups.values())
+    if order is not None and picked:
+        # Date order among the sessions that are about the question, not every session
+        # that shares a word with it.
+        best = max(_strength(g[0][0]) for g in picked)
+        picked = [g for g in picked if _strength(g[0][0]) >= TEMPORAL_KEEP * best]
+
+        def when(group: list[tuple[_Unit, Doc]]) -> str:
+            data = group[0][1].data
+            return f"{data.get('date') or ''} {data.get('time') or ''}"
+        picked.sort(key=when, reverse=(order == "last"))
+    else:
+        picked = picked[: RECORDS_SHOWN * 2]
+    out = []
+    for group in picked:
+        unit, doc = group[0]
+        data = doc.data
+        text = "\n".join(str(d.data.get("text", "")) for _, d in group)
+        passage = _passage(text, terms, qvec, embedder, weights=weights)
+        heading = ", ".join(str(d.data.get("heading", "")).lstrip("# ") for _, d in group)
+        rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
+                            date=str(data.get("date") or ""), time=data.get("time"),
+                            heading=heading, description=str(data.get("description", "")),
+                            passage=passage, project=data.get("project"))
+        out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
+                                  stored=rec.date, score=unit.coverage, record=rec))
+    return out
+
+
+def _strength(unit: _Unit) -> float:
+    return unit.coverage + unit.sem
+
+
+def _stem_match(word: str, terms: list[str]) -> set[str]:
+    low = word.lower().strip(".,:;()[]`'\"")
+    return {t for t in terms if low.startswith(t[: max(4, len(t) - 2)]) or low == t}
+
+
+LINE_CHARS = 320
+
+
+def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
+             limit: int = PASSAGE_CHARS, weights: dict[str, float] | None = None) -> str:
+    """The lines of a chunk that best answer the question, in their order, <= ``limit``.
+
+    Lines are scored by the (IDF-weighted) question words they contain plus, with an
+    embedder, their meaning; the best lines are taken until the budget is spent and
+    shown in file order, with "..." where lines were skipped.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    weights = weights or {}
+    scores = []
+    for line in lines:
+        found: set[str] = set()
+        for word in _WORD.findall(line):
+            found |= _stem_match(word, terms)
+        scores.append(sum(weights.get(t, 1.0) for t in found))
+    worded = [sc > 0 for sc in scores]
+    if qvec is not None and embedder is not None and len(lines) > 1:
+        try:
+            sims = _embed_cached(embedder, [ln[:600] for ln in lines]) @ qvec
+            top = max(max(scores), 1.0)
+            scores = [s + 1.5 * top * float(max(v, 0.0))
+                      for s, v in zip(scores, sims, strict=True)]
+        except Exception:  # noqa: BLE001 - fall back to the words
+            pass
+    order = sorted(range(len(lines)), key=lambda i: (-scores[i], i))
+    chosen: list[int] = []
+    used = 0
+    for i in order:
+        if scores[i] <= 0 and chosen:
+            break
+        if chosen and not worded[i] and len(lines[i]) < 40:
+            continue  # "[Image #1]", "Done." : meaning alone does not earn a short line a place
+        piece = len(_short(lines[i], terms))
+        if chosen and used + piece > limit:
+            continue
+        chosen.append(i)
+        used += piece + 1
+        if used >= limit:
+            break
+    out: list[str] = []
+    last = None
+    for i in sorted(chosen):
+        if last is not None and i != last + 1:
+            out.append("...")
+        out.append(_short(lines[i], terms))
+        last = i
+    return "\n".join(out)
+
+
+def _short(line: str, terms: list[str]) -> str:
+    return line if len(line) <= LINE_CHARS else _window(line, terms, LINE_CHARS)
+
+
+def _window(line: str, terms: list[str], limit: int) -> str:
+    """A ``limit``-character window of one long line, around its first matching word."""
+    low = line.lower()
+    pos = min((p for p in (low.find(t[: max(4, len(t) - 2)]) for t in terms) if p >= 0),
+              default=0)
+    start = max(0, min(pos - limit // 3, len(line) - limit))
+    piece = line[start:start + limit]
+    return ("..." if start else "") + piece + ("..." if start + limit < len(line) else "")
 
 
 def _complete(index: Index, units: list[_Unit]) -> None:
@@ -451,7 +862,7 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
     topic = content_terms(question, keep_type_words=False)
     topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")]
     if topic:
-        units = [u for u in _score(index, topic, types or None, (), candidates=200)
+        units = [u for u in _score(index, topic, types or CURATED_TYPES, (), candidates=200)
                  if u.coverage >= THRESHOLD]
     else:
         groups: dict[str, _Unit] = {}

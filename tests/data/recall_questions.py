@@ -193,6 +193,29 @@ QUESTIONS: list[tuple[str, str, str | None]] = [
     ("how do we rotate the JWT signing keys", "never", None),
 ]
 
+# Paraphrases (semantic recall, issue 11): answerable questions asked in other words than
+# the stored ones, written before tuning. Lexical recall is not expected to find most of
+# them; with the semantic extra at least the share in tests/memfs/test_recall_records.py.
+PARAPHRASES: list[tuple[str, str]] = [
+    ("what logging approach did we settle on", "decisions/structured-logging-json.md"),
+    ("which vendor was failing to read our application output", "decisions/structured-logging-json.md"),
+    ("where do we keep user login state now", "decisions/session-storage-postgres.md"),
+    ("why did we stop using the key-value cache for logins", "decisions/session-storage-postgres.md"),
+    ("have people been kicked out with unauthorized responses on the pre-prod environment",
+     "incidents/auth-middleware-401-race.md"),
+    ("how do clients fetch the next page of results", "decisions/pagination-cursor-based.md"),
+    ("why did the background job processes run out of RAM", "incidents/celery-worker-oom.md"),
+    ("do I keep forgetting the schema change scripts for the database",
+     "patterns/forgets-migration-files.md"),
+    ("what did we find out about running coroutines concurrently when one raises",
+     "learning/asyncio-gather-exceptions.md"),
+    ("which library makes our outgoing web calls", "decisions/http-client-httpx.md"),
+    ("what service turns features on and off for us", "decisions/feature-flags-unleash.md"),
+    ("how big may a function get before I split it", "system/human.md"),
+    ("how do we represent prices", "system/project/conventions.md"),
+    ("what style do commit subjects follow", "system/project/conventions.md"),
+]
+
 
 def build(store: Any) -> None:
     """Write the labelled memories into ``store`` (a MemoryStore) and commit them."""

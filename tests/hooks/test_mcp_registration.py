@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import mcp_registration as reg
+from tests import hook_helpers
+
+hook_env = hook_helpers.hook_env  # the fixture, shared with the other hook tests
 
 
 @pytest.fixture
@@ -121,3 +126,66 @@ def test_dry_run_writes_nothing(root):
     lines = reg.register("claude-code", "user", root, dry_run=True)
     assert "dry run" in lines[0] and not (_home() / ".claude.json").exists()
     assert reg.register("letta", "user", root) == []  # no MCP client config to write
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dualtrace.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=dict(os.environ), timeout=120)
+
+
+def test_install_registers_the_server_and_uninstall_removes_it(root):
+    proc = _cli("install", "--agent", "claude-code", "--scope", "user", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "added MCP server dualtrace" in proc.stdout
+    claude_json = json.loads((_home() / ".claude.json").read_text())
+    assert "dualtrace" in claude_json["mcpServers"]
+    assert "Stop" in json.loads((_home() / ".claude" / "settings.json").read_text())["hooks"]
+    proc = _cli("install", "--agent", "codex", "--scope", "user", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    toml = tomllib.loads((_home() / ".codex" / "config.toml").read_text())
+    assert toml["mcp_servers"]["dualtrace"]["args"][-1] == "mcp"
+    proc = _cli("uninstall", "--agent", "claude-code", "--scope", "user", cwd=root)
+    assert proc.returncode == 0 and "removed MCP server dualtrace" in proc.stdout
+    assert json.loads((_home() / ".claude.json").read_text()).get("mcpServers") == {}
+    proc = _cli("uninstall", "--agent", "codex", "--scope", "user", cwd=root)
+    assert not (_home() / ".codex" / "config.toml").exists()  # install had created it
+
+
+def test_no_mcp_leaves_mcp_config_alone(root):
+    proc = _cli("install", "--agent", "claude-code", "--scope", "project", "--no-mcp", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / ".claude" / "settings.json").exists() and not (root / ".mcp.json").exists()
+
+
+def test_session_start_says_the_tools_are_there_only_when_registered(hook_env, tmp_path, root):
+    from dualtrace.pipeline import encode_session
+    from tests.conftest import EXAMPLES
+    from tests.hook_helpers import claude_payload, run_hook
+
+    memdir = Path(hook_env["DUALTRACE_MEMORY_DIR"])
+    assert encode_session(EXAMPLES / "pilot-5-session-storage.jsonl", memory_dir=memdir,
+                          backend="offline").commit
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    payload = claude_payload("SessionStart", "s-mcp", transcript, str(root), source="startup")
+
+    def context() -> str:
+        proc = run_hook("session-start", payload, env=hook_env)
+        assert proc.returncode == 0
+        return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    before = context()
+    assert 'dualtrace recall "<question>"' in before and "MCP server" not in before
+    reg.register("claude-code", "local", root)
+    after = context()
+    assert "The dualtrace MCP server is connected in this session." in after
+    reg.register("codex", "user", root)  # another host's registration says nothing here
+    reg.unregister("claude-code", "local", root)
+    assert "MCP server" not in context()
+
+
+def test_the_plugin_brings_the_mcp_server():
+    from tests.conftest import REPO_ROOT
+
+    manifest = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["mcpServers"] == {"dualtrace": {"command": "dualtrace", "args": ["mcp"]}}

@@ -1,0 +1,171 @@
+"""Recall over real Claude Code sessions: the question set of bench/data/session_questions.json.
+
+    python bench/eval_sessions.py [--embedder auto|off] [--reuse DIR | --keep DIR] [-v]
+
+1. Every main transcript of ../shared/corpus/claude-code/ (claude-code-log,
+   claude-code-viewer, claude-reliability, spotter: 22 sessions) is encoded, oldest
+   first, with the offline encoder into one memory directory (a temp dir unless --keep):
+   facts, moments and the session records, exactly as `dualtrace encode` writes them.
+2. Each question is recalled (limit 3). An answerable question is answered when one of
+   the three results comes from a session that answers it (a record of that session, or
+   a memory whose `sessions` names it) and its text as shown contains every answer word
+   (case-insensitive). A never-discussed question must abstain (STATE C).
+3. Reported per kind (direct / paraphrase / never) and per split (dev / heldout): the
+   held-out third is never looked at while tuning.
+
+The set was written by reading the sessions before any tuning (docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus" / "claude-code"
+QUESTIONS = ROOT / "bench" / "data" / "session_questions.json"
+FOLDERS = ("claude-code-log", "claude-code-viewer", "claude-reliability", "spotter")
+
+
+def transcripts() -> list[Path]:
+    """The main session transcripts (not subagent files), oldest first."""
+    found: list[tuple[str, Path]] = []
+    for folder in FOLDERS:
+        for path in sorted((CORPUS / folder).rglob("*.jsonl")):
+            if "subagents" in path.parts:
+                continue
+            first = ""
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        ts = json.loads(line).get("timestamp")
+                    except ValueError:
+                        continue
+                    if ts:
+                        first = ts
+                        break
+            found.append((first, path))
+    return [p for _, p in sorted(found)]
+
+
+def encode_all(memdir: Path) -> dict:
+    from dualtrace.config import Settings
+    from dualtrace.pipeline import encode_session
+
+    settings = Settings()
+    notes = {}
+    started = time.perf_counter()
+    for path in transcripts():
+        report = encode_session(path, memory_dir=memdir, backend="offline", settings=settings)
+        notes[str(path.relative_to(CORPUS))] = report.skipped or "encoded"
+    return {"seconds": round(time.perf_counter() - started, 1), "sessions": notes}
+
+
+def _sessions_of(memory) -> set[str]:
+    if memory.record is not None:
+        return {memory.record.session[:8]}
+    fact = memory.fact
+    ids = getattr(fact, "sessions", ()) or ()
+    return {str(s)[:8] for s in ids}
+
+
+def judge(result, item: dict) -> tuple[bool, bool]:
+    """(answered, right session in top 3) for an answerable question."""
+    from dualtrace.memfs.recall import render_memory
+
+    want = set(item["sessions"])
+    session_hit = False
+    for memory in result.memories[:3]:
+        if not (_sessions_of(memory) & want):
+            continue
+        session_hit = True
+        text = render_memory(memory).lower()
+        if all(word.lower() in text for word in item["answer"]):
+            return True, True
+    return False, session_hit
+
+
+def evaluate(memdir: Path, embedder: str, verbose: bool) -> dict:
+    from dualtrace.memfs import embed
+    from dualtrace.memfs.index import Index
+    from dualtrace.memfs.recall import recall
+
+    if embedder == "off":
+        embed.set_embedder(None)
+    items = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    rows = []
+    times = []
+    with Index.open(memdir) as index:
+        for item in items:
+            t0 = time.perf_counter()
+            result = recall(memdir, item["question"], limit=3, index=index)
+            times.append(time.perf_counter() - t0)
+            key = (item["kind"], item["split"])
+            tally[key][1] += 1
+            if item["kind"] == "never":
+                ok, near = result.state == "C", False
+            else:
+                ok, near = judge(result, item)
+            tally[key][0] += ok
+            tally[key][2] += near
+            rows.append((item["id"], item["kind"], item["split"], ok, near, result.state,
+                         [f"{m.source}:{','.join(sorted(_sessions_of(m)))}:{m.path}"
+                          for m in result.memories[:3]]))
+        stats = {"memories": index.unit_count, "records": index.record_count,
+                 "chunks": index.chunk_count}
+    out: dict = {"pool": stats, "embedder": embedder}
+    for split in ("dev", "heldout", "all"):
+        for kind in ("direct", "paraphrase", "answerable", "never"):
+            ok = n = near = 0
+            for (k, s), (a, b, c) in tally.items():
+                if split != "all" and s != split:
+                    continue
+                if kind == "answerable" and k == "never":
+                    continue
+                if kind != "answerable" and k != kind:
+                    continue
+                ok, n, near = ok + a, n + b, near + c
+            if n:
+                out[f"{split}/{kind}"] = f"{ok}/{n} = {ok / n:.0%}" + (
+                    f" (right session in top 3: {near})" if kind != "never" else "")
+    times.sort()
+    out["recall_ms_p50"] = round(1000 * times[len(times) // 2], 2)
+    if verbose:
+        for row in rows:
+            mark = "ok " if row[3] else ("~  " if row[4] else "MISS")
+            print(mark, *row[:3], row[5], row[6], file=sys.stderr)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--embedder", choices=("auto", "off"), default="auto")
+    parser.add_argument("--keep", type=Path, default=None, help="Keep the memory dir here.")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="Evaluate an already encoded memory dir (from --keep).")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    if not CORPUS.is_dir():
+        sys.exit(f"corpus not found at {CORPUS}")
+    os.environ.setdefault("DUALTRACE_STATE_DIR", tempfile.mkdtemp(prefix="dt-state-"))
+    if args.reuse:
+        print(json.dumps(evaluate(args.reuse, args.embedder, args.verbose), indent=1))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        memdir = args.keep or Path(tmp) / "memory"
+        built = encode_all(memdir)
+        skipped = {k: v for k, v in built["sessions"].items() if v != "encoded"}
+        print(f"encoded {len(built['sessions'])} sessions in {built['seconds']}s; "
+              f"skipped: {skipped or 'none'}", file=sys.stderr)
+        print(json.dumps(evaluate(memdir, args.embedder, args.verbose), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Recall broadens to session records: chunks in the index, the record-only label,
+memories first, date order for first/last questions, the prompt hook's stricter gate,
+and the vectors kept in step with the index (semantic path, skipped without the extra)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from dualtrace.config import Settings
+from dualtrace.memfs import embed, formats
+from dualtrace.memfs.index import Index, index_path
+from dualtrace.memfs.inject import prompt_context
+from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall
+from dualtrace.memfs.store import MemoryStore
+
+# The write side (memfs.sessions, issue 11) renders the records these tests search.
+sessions = pytest.importorskip("dualtrace.memfs.sessions")
+SEMANTIC = embed.load_wordllama() is not None
+needs_semantic = pytest.mark.skipif(not SEMANTIC, reason="dualtrace[semantic] not installed")
+
+
+def _record(store: MemoryStore, sid: str, started: str, description: str,
+            turns: list[tuple[str, str]], *, local: bool = False, commit: bool = True) -> str:
+    """Write a session record as the write side renders it (sessions.render_record)."""
+    rel = sessions.record_path(sid, started, local=local)
+    day, hhmm = started[:10], started[11:16]
+    record = sessions.SessionRecord(
+        path=rel, session=sid, host="claude-code", project="p", started=started,
+        ended=started, description=description,
+        turns=tuple(sessions.Turn(number=i + 1, date=day, time=hhmm, user=u, agent=a)
+                    for i, (u, a) in enumerate(turns)))
+    if local:  # gitignored state: written beside the index, never committed
+        path = store.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(sessions.render_record(record), encoding="utf-8")
+        return rel
+    store.write_text(rel, sessions.render_record(record))
+    if commit:
+        store.commit([rel], f"mem: record {sid[:8]}\n")
+    return rel
+
+
+def _fact(anchor, description, kind="decision", stored="2026-11-01", **extra):
+    return formats.Fact(path=formats.fact_path(kind, anchor), type=kind, description=description,
+                        body=extra.pop("body", description), stored=stored, **extra)
+
+
+@pytest.fixture
+def store(memdir):
+    store = MemoryStore(memdir, project="p")
+    _record(store, "0d3a8e6f-290f-4105-a327-a2496e5e2a83", "2025-07-05T19:39:53Z",
+            "Refactor the timeline filtering to hide the group",
+            [("Please hide the vis-group instead of every item when a timeline filter is off.",
+              "Done: applyFilters() now sets the vis-timeline group's built-in `visible` "
+              "property, and the sidechain group colour is #ffeee1 like its items.")])
+    _record(store, "fe869ecb-c176-478f-9734-7e4b8ef12cff", "2025-06-14T23:45:12Z",
+            "Add a GitHub Action to run tests and linting",
+            [("Can you please add a GitHub Action to run tests and linting?",
+              "The CI workflow at .github/workflows/ci.yml runs pytest, ruff and pyright on "
+              "Python 3.12 and 3.13, on every push.")])
+    _record(store, "4d5611e5-241a-462a-8d15-5122611a9569", "2026-02-12T16:02:00Z",
+            "Work on the transcript renderer",
+            [("Upgrade the TranscriptRenderer for 10-line expandable tool result groups.",
+              "TranscriptRenderer now shows 10 lines of a tool result, then an expand control.")])
+    _record(store, "8463c716-a2ea-4c14-9efa-87158ebd9f20", "2026-02-11T21:41:00Z",
+            "Enrich the transcript renderer",
+            [("Enrich the TranscriptRenderer with metadata and thread keys.",
+              "TranscriptRenderer rows now carry kind, tool_use_id and thread_key.")])
+    return store
+
+
+def test_record_only_answer_has_its_label_date_session_and_passage(store):
+    result = recall(store, "how do we hide a vis-group in the timeline when filtering?")
+    assert result.state == "B" and result.label == LABEL_B_RECORD
+    first = result.memories[0]
+    assert first.source == "record" and first.record.session.startswith("0d3a8e6f")
+    text = result.render()
+    assert text.startswith(LABEL_B_RECORD)
+    assert "2025-07-05" in text and "0d3a8e6f" in text and "Turn 1" in text
+    assert "> " in text and "`visible`" in text  # the quoted passage, verbatim
+    data = result.to_dict()
+    assert data["label"] == LABEL_B_RECORD
+    assert data["memories"][0]["record"]["date"] == "2025-07-05"
+
+
+def test_never_discussed_still_abstains_with_records_in_the_pool(store):
+    for question in ("Which Postgres connection pool size did we configure?",
+                     "How do we rotate the AWS access keys?",
+                     "What Redis eviction policy did we choose?"):
+        result = recall(store, question)
+        assert result.state == "C", (question, result.render())
+        assert result.render().splitlines()[1] == LABEL_C
+
+
+def test_curated_memory_ranks_first_and_the_episode_follows(store):
+    fact = _fact("ci-on-every-push", "CI runs on every push, on Python 3.12 and 3.13",
+                 body="The GitHub Actions workflow runs tests and linting on every push.",
+                 sessions=("fe869ecb-c176-478f-9734-7e4b8ef12cff",))
+    store.commit([store.write(fact)], "mem: fact\n")
+    result = recall(store, "which Python versions does the GitHub Actions CI workflow run?")
+    assert result.memories[0].source == "memory"
+    assert result.memories[0].path == "decisions/ci-on-every-push.md"
+    assert result.label == LABEL_B  # the curated fact decides the state
+    assert any(m.source == "record" and m.record.session.startswith("fe869ecb")
+               for m in result.memories[1:])
+
+
+def test_first_and_last_questions_order_records_by_date(store):
+    first = recall(store, "When did we first work on the TranscriptRenderer?")
+    last = recall(store, "When did we last work on the TranscriptRenderer?")
+    firsts = [m.record.date for m in first.memories if m.record]
+    lasts = [m.record.date for m in last.memories if m.record]
+    assert firsts[:2] == ["2026-02-11", "2026-02-12"]
+    assert lasts[:2] == ["2026-02-12", "2026-02-11"]
+
+
+def test_lexical_only_still_finds_record_passages(store):
+    result = recall(store, "which Python versions does the GitHub Actions CI workflow test?",
+                    embedder=None)
+    assert result.label == LABEL_B_RECORD
+    assert "3.12" in result.render()
+
+
+def test_records_can_be_turned_off_for_a_query(store):
+    result = recall(store, "how do we hide a vis-group in the timeline?", records=False)
+    assert result.state == "C"
+
+
+def test_local_records_are_indexed(memdir):
+    store = MemoryStore(memdir, project="p")
+    rel = _record(store, "aaaabbbb-0000-1111-2222-333344445555", "2026-03-01T10:00:00Z",
+                  "Local-only session", [("Wire the flamegraph exporter to speedscope.",
+                                          "The flamegraph exporter writes speedscope JSON.")],
+                  local=True)
+    assert rel.startswith(".dualtrace/sessions/")
+    result = recall(store, "how does the flamegraph exporter write speedscope output?")
+    assert result.memories and result.memories[0].path == rel
+
+
+def test_about_beats_a_passing_mention(memdir):
+    """A decision about the payment service outranks an incident that names it in passing."""
+    store = MemoryStore(memdir, project="p")
+    decision = _fact("payment-service-retries", "Payment service retries with exponential backoff",
+                     body="We retry failed charges three times with jittered backoff.")
+    incident = _fact("checkout-latency-spike", "Checkout latency spike on Black Friday",
+                     kind="incident",
+                     body="Latency rose; the payment service retries and the search cache and "
+                          "the CDN were all looked at; the cause was the CDN.")
+    store.commit([store.write(decision), store.write(incident)], "mem: two\n")
+    result = recall(store, "how does the payment service handle retries?")
+    assert result.memories[0].path == "decisions/payment-service-retries.md"
+
+
+def test_prompt_hook_injects_a_record_passage_only_above_the_stricter_gate(store):
+    settings = Settings()
+    specific = prompt_context(store, "hide the vis-group in the timeline filter, sidechain "
+                                     "colour ffeee1", settings)
+    assert specific is not None and "0d3a8e6f" in specific and LABEL_B_RECORD in specific
+    for generic in ("run the tests", "please fix the lint errors", "continue"):
+        assert prompt_context(store, generic, settings) is None, generic
+
+
+def test_prompt_hook_never_loads_the_model(store, monkeypatch):
+    def boom():
+        raise AssertionError("the prompt hook must stay lexical")
+
+    monkeypatch.setattr(embed, "get_embedder", boom)
+    prompt_context(store, "hide the vis-group in the timeline filter", Settings())
+
+
+def test_deleted_record_leaves_nothing_in_the_index(store):
+    rel = sessions.record_path("0d3a8e6f-290f-4105-a327-a2496e5e2a83", "2025-07-05T19:39:53Z")
+    store.path(rel).unlink()
+    store.commit([rel], "mem: drop record\n")
+    result = recall(store, "how do we hide a vis-group in the timeline when filtering?")
+    assert all(m.path != rel for m in result.memories)
+    conn = sqlite3.connect(index_path(store.root))
+    orphans = conn.execute("SELECT count(*) FROM vectors WHERE doc_id NOT IN "
+                           "(SELECT id FROM docs)").fetchone()[0]
+    assert orphans == 0
+
+
+@needs_semantic
+def test_vectors_kept_in_step_with_the_index(store):
+    embedder = embed.get_embedder()
+    if embedder is None:
+        pytest.skip("semantic recall switched off (DUALTRACE_EMBEDDER=off)")
+    with Index.open(store.root) as index:
+        index.ensure_vectors(embedder)
+        assert index.ensure_vectors(embedder) == 0  # nothing new to embed
+        count = index.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        docs = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        assert count == docs > 0
+    _record(store, "bbbbcccc-0000-1111-2222-333344445555", "2026-03-02T10:00:00Z",
+            "Another session", [("Add a CSV export to the report page.",
+                                 "The report page exports CSV through a streaming response.")])
+    with Index.open(store.root) as index:
+        # The commit hook computed the new record's vectors (the worker's job).
+        assert index.ensure_vectors(embedder) == 0
+        count = index.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        docs = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        assert count == docs
+
+
+@needs_semantic
+def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp_path):
+    """On the labelled store: the semantic path answers more of the paraphrased questions
+    than words alone, and still abstains on >= 90% of the never-stored ones."""
+    import importlib.util
+
+    from tests.conftest import DATA
+
+    spec = importlib.util.spec_from_file_location("rq", DATA / "recall_questions.py")
+    rq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rq)
+    store = MemoryStore(tmp_path / "labelled", project="project")
+    rq.build(store)
+
+    def found(**kw):
+        return sum(path in [m.path for m in recall(store, q, limit=3, **kw).memories]
+                   for q, path in rq.PARAPHRASES)
+
+    model = embed.load_wordllama()
+    lexical, semantic = found(embedder=None), found(embedder=model)
+    assert semantic > lexical, (lexical, semantic)
+    never = [q for q, g, _ in rq.QUESTIONS if g == "never"]
+    abstained = sum(recall(store, q, embedder=model).state == "C" for q in never)
+    assert abstained / len(never) >= 0.90
+    store.close()
+
+
+def test_embedder_off_switch(monkeypatch):
+    monkeypatch.setenv(embed.ENV, "off")
+    embed.reset()
+    try:
+        assert embed.get_embedder() is None
+    finally:
+        monkeypatch.delenv(embed.ENV)
+        embed.reset()
