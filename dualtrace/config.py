@@ -144,6 +144,13 @@ class Settings:
     # sync_remote: the remote's name (default origin, else the only one).
     sync: str = "off"
     sync_remote: str | None = None
+    # Preferences follow the person: a preference bullet (system/human.md) also goes to
+    # the user's own memory directory, which SessionStart injects in every project.
+    # "both" (default): project memory and your own; "user": only your own (never in a
+    # shared project memory); "project": only the project's. user_memory_dir: where
+    # your own memory lives (default <state>/user-memory).
+    preferences: str = "both"
+    user_memory_dir: str | None = None
     # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -207,10 +214,23 @@ def load_settings(root: Path | None = None) -> Settings:
             daily_budget_usd=_lower_limit(user.daily_budget_usd, settings.daily_budget_usd),
             daily_budget_tokens=int(_lower_limit(user.daily_budget_tokens,
                                                  settings.daily_budget_tokens)))
+    if settings.preferences not in PREFERENCES:
+        raise DualtraceError(f"setting preferences must be one of {', '.join(PREFERENCES)}, "
+                             f"not {settings.preferences!r}")
     if settings.over_budget not in ("offline", "wait"):
         raise DualtraceError(f"setting over_budget must be \"offline\" or \"wait\", not "
                              f"{settings.over_budget!r}")
     return settings
+
+
+PREFERENCES = ("both", "user", "project")
+
+
+def user_memory_dir(settings: Settings) -> Path:
+    """The person's own memory directory (preferences that follow them everywhere)."""
+    if settings.user_memory_dir:
+        return Path(settings.user_memory_dir).expanduser().resolve()
+    return state_dir() / "user-memory"
 
 
 def _lower_limit(user: float, project: float) -> float:

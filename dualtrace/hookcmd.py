@@ -216,7 +216,11 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
     if config.is_disabled(ws.settings):
         return None
     if not ws.memory_dir.is_dir():
-        return None  # nothing stored yet; never create a memory dir from a hook
+        # Nothing stored for this project yet (never create a memory dir from a hook);
+        # the person's own preferences still follow them into it.
+        own = inject.own_preferences_context(config.user_memory_dir(ws.settings),
+                                             ws.settings) if event == "session-start" else None
+        return registry.get(host).context_output(event, own) if own else None
     if event == "session-start":
         # Pinned system files, the memory index, open conflicts.
         from dualtrace.hooks.mcp_registration import available
@@ -224,7 +228,8 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
 
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
         text: str | None = inject.session_start_context(
-            store, ws.settings, mcp_tools=available(host, ws.root))
+            store, ws.settings, mcp_tools=available(host, ws.root),
+            user_memory=config.user_memory_dir(ws.settings))
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).

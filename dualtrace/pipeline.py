@@ -34,6 +34,7 @@ class EncodeReport:
     backend: str | None = None
     operations: list[dict[str, Any]] = field(default_factory=list)
     commit: str | None = None
+    user_commit: str | None = None  # the person's own memory (preferences), if touched
     skipped: str | None = None
     gates: dict[str, Any] = field(default_factory=dict)
     digest: dict[str, Any] = field(default_factory=dict)
@@ -200,7 +201,6 @@ def encode_session(
     from dualtrace.encoder.backends.spend import BudgetExceeded, action
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
-    from dualtrace.memfs import transaction
     from dualtrace.memfs.store import MemoryStore
 
     scratch = None
@@ -273,7 +273,7 @@ def encode_session(
             if dry_run:
                 report.diff = builder.diff()
             else:
-                report.commit = transaction.commit(store, builder.changeset())
+                report.commit, report.user_commit = _commit(store, builder, settings)
             lap("apply", t)
     finally:
         store.close()
@@ -283,6 +283,34 @@ def encode_session(
         report.skipped = "nothing worth storing"
     advance()
     return _done(report, started, timings)
+
+
+def _commit(store, builder, settings: Settings) -> tuple[str | None, str | None]:
+    """Commit the session: its personal part (preferences) into the person's own memory
+    when ``settings.preferences`` says so, the rest into the project memory.
+
+    The personal commit comes first: if it fails the job fails and is retried whole,
+    instead of a preference being lost with "user" (only your own memory).
+    """
+    from dualtrace.memfs import transaction
+    from dualtrace.memfs.store import MemoryStore
+
+    own = config.user_memory_dir(settings)
+    if settings.preferences == "project" or store.root == own:
+        return transaction.commit(store, builder.changeset()), None
+    personal = builder.changeset(only=transaction.is_personal)
+    user_sha = None
+    if personal.changes:
+        user = MemoryStore(own, author=(settings.author_name, settings.author_email),
+                           project="user")
+        try:
+            with user.lock():  # re-entrant: the rebase reads what the commit replaces
+                user_sha = transaction.commit(user, transaction.rebase_personal(personal, user))
+        finally:
+            user.close()
+    project = builder.changeset() if settings.preferences == "both" else \
+        builder.changeset(only=lambda rel: not transaction.is_personal(rel))
+    return transaction.commit(store, project), user_sha
 
 
 def _done(report: EncodeReport, started: float, timings: dict[str, float]) -> EncodeReport:

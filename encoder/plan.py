@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from dualtrace.encoder.grounding import (
@@ -85,6 +86,48 @@ class Context:
 
 
 # ------------------------------------------------------------------ the builder
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKUP = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")
+# Raw output in an update: log/diff/test lines, or long runs without spaces.
+_RAW_LINE = re.compile(r"^\s*(?:[+\-@]{1,3}\s|diff --git|E\s{2,}|={3,}|_{3,}|Traceback|File \"|\S{120,}"
+                       r"|\d+\s*[→|│:]|<[!/a-zA-Z]|\{[%{#]|[{}\[\]();]+\s*$)")
+MAX_UPDATE_CHARS = 1500
+
+
+def clean_description(text: str) -> bool:
+    """One line of at most 200 characters without markup."""
+    return bool(text) and len(text) <= 200 and "\n" not in text and not _MARKUP.search(text)
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[`*_\"']", "", text).lower().split())
+
+
+def new_sentences(existing: str, addition: str) -> str:
+    """The sentences of ``addition`` that ``existing`` does not say yet, without markup
+    or raw dumps (pasted HTML, logs, diffs), at most MAX_UPDATE_CHARS."""
+    have = _norm(existing)
+    out: list[str] = []
+    seen: set[str] = set()
+    for line in addition.splitlines():
+        if _RAW_LINE.match(line) or len(_MARKUP.findall(line)) >= 2:
+            continue
+        prose = sum(ch.isalpha() or ch.isspace() for ch in line)
+        if len(line) > 20 and prose < 0.7 * len(line):
+            continue  # code, markup, data: context for a reader, not a sentence
+        for part in _SENTENCE_END.split(_MARKUP.sub("", line)):
+            part = " ".join(part.split())
+            key = _norm(part)
+            if len(key) < 3 or key in have or key in seen:
+                continue
+            seen.add(key)
+            out.append(part)
+    text = " ".join(out)
+    if len(text) > MAX_UPDATE_CHARS:
+        text = text[:MAX_UPDATE_CHARS].rsplit(" ", 1)[0] + " [...]"
+    return text
 
 
 @dataclass
@@ -372,11 +415,10 @@ class PlanBuilder:
             else:
                 confidence = op.confidence
         body = fact.body
-        if op.body.strip():
-            paragraph = " ".join(op.body.split())
-            if paragraph not in " ".join(fact.body.split()):
-                session = f", session {self.ctx.session_id[:8]}" if self.ctx.session_id else ""
-                body = f"{fact.body.rstrip()}\n\n**Update {self.ctx.date}{session}:** {op.body.strip()}"
+        addition = new_sentences(fact.body, op.body)
+        if addition:
+            session = f", session {self.ctx.session_id[:8]}" if self.ctx.session_id else ""
+            body = f"{fact.body.rstrip()}\n\n**Update {self.ctx.date}{session}:** {addition}"
         scores = fact.scores
         evidence = fact.evidence_score
         if op.scores is not None:
@@ -386,9 +428,18 @@ class PlanBuilder:
         sessions = fact.sessions
         if self.ctx.session_id and self.ctx.session_id not in sessions:
             sessions = sessions + (self.ctx.session_id,)
+        # The memory keeps its description: an update adds to what it says. A clean new
+        # description (one line, <= 200 chars, no markup) replaces it only when what is
+        # known changed - an incident's status moves on, confidence rises - or the old
+        # one is broken. Raw dumps never do.
+        description = fact.description
+        advanced = (op.status is not None and op.status != fact.status) or confidence != fact.confidence
+        if op.description and clean_description(op.description) and (
+                advanced or not clean_description(fact.description)):
+            description = op.description
         new = replace(
             fact,
-            description=op.description or fact.description,
+            description=description,
             body=body,
             confidence=confidence,
             status=op.status or fact.status,
@@ -469,11 +520,18 @@ class PlanBuilder:
         return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
                               self.ctx.trailers)
 
-    def changeset(self) -> ChangeSet:
-        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do)."""
-        changes = tuple(self.changes()) if self.oplines else ()
-        return ChangeSet(changes, self.message() or "", tuple(self.conflicts),
-                         self.ctx.session_id, self.ctx.date)
+    def changeset(self, only: Callable[[str], bool] | None = None) -> ChangeSet:
+        """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do).
+
+        ``only`` keeps just the files whose path it accepts, with a commit message of
+        just their operations (the person's own preferences go to their own memory).
+        """
+        lines = [o for o in self.oplines if only is None or only(f"{o.target}.md")]
+        changes = tuple(c for c in self.changes() if only is None or only(c[0])) if lines else ()
+        message = commit_message(self.ctx.session_id, self.ctx.backend, lines,
+                                 self.ctx.trailers) if lines else ""
+        conflicts = tuple(c for c in self.conflicts if only is None or only(c[1]))
+        return ChangeSet(changes, message, conflicts, self.ctx.session_id, self.ctx.date)
 
 def _type_of_path(path: str | None) -> str | None:
     if not path:

@@ -8,6 +8,7 @@ strips it and recalled memories are never encoded again as if they were new.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from dualtrace.memfs.index import Doc, Index
@@ -62,15 +63,27 @@ def _cap(settings: Any, name: str, default: int) -> int:
 
 
 def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
-                          mcp_tools: bool = False) -> str:
+                          mcp_tools: bool = False, user_memory: Path | None = None) -> str:
     """Pinned system files, open conflicts, an index of decisions/incidents, how to ask
-    (and, when the host has dualtrace's MCP server, that its tools are there)."""
+    (and, when the host has dualtrace's MCP server, that its tools are there).
+
+    ``user_memory``: the person's own memory directory; its preferences are injected
+    in every project, ahead of the project's own files.
+    """
     cap = _cap(settings, "session_start_chars", 6000)
     with Index.open(store.root) as index:
         bullets = _bullets(index)
         facts = [d for d in index.docs_of_type(("decision", "incident")) if d.kind == "fact"]
     conflicts = _open_conflicts(store)
     sections: list[str] = [f"# dualtrace memory for project {store.project}"]
+    own = _own_preferences(user_memory, store.root)
+    if own:
+        shown = {b for path, (_d, items) in bullets.items() if path.endswith("human.md")
+                 for b in items}
+        items = [b for b in own if b not in shown]
+        if items:
+            sections.append("## Your preferences (from your own memory, every project)\n"
+                            + "\n".join(f"- {b}" for b in items))
     for path, (description, items) in bullets.items():
         title = "Preferences" if path.endswith("human.md") else "Conventions"
         lines = [f"## {title} ({path})"]
@@ -105,6 +118,35 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
     if conflicts and mark_shown:
         _mark_conflicts(store)
     return text
+
+
+def own_preferences_context(user_memory: Path, settings: Any) -> str | None:
+    """SessionStart text for a project with no memory yet: the person's own preferences."""
+    own = _own_preferences(user_memory, Path("/nonexistent-project-memory"))
+    if not own:
+        return None
+    body = ("# dualtrace memory\n\n## Your preferences (from your own memory, every project)\n"
+            + "\n".join(f"- {b}" for b in own)
+            + "\n\nNo memories are stored for this project yet.")
+    return _wrap(body, _cap(settings, "session_start_chars", 6000))
+
+
+def _own_preferences(user_memory: Path | None, project_root: Path) -> list[str]:
+    """The bullets of the person's own system/human.md (one small file, no index)."""
+    if user_memory is None or Path(user_memory).resolve() == Path(project_root).resolve():
+        return []
+    from dualtrace.errors import DualtraceError
+    from dualtrace.memfs import formats
+    from dualtrace.memfs.formats import SystemFile
+
+    path = Path(user_memory) / formats.human_path()
+    try:
+        if path.is_symlink():
+            return []  # never follow a link out of the memory directory
+        memory = formats.parse(path.read_text(encoding="utf-8"), formats.human_path())
+    except (OSError, ValueError, DualtraceError):
+        return []
+    return list(memory.bullets) if isinstance(memory, SystemFile) else []
 
 
 def _bullets(index: Index) -> dict[str, tuple[str, list[str]]]:

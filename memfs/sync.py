@@ -346,16 +346,21 @@ def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
             why = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
             raise SyncError(f"cannot fetch from {remote}: {why}", offline=True)
         _hold("fetched")
-        ours = git.rev("HEAD")
-        theirs = git.rev(tracking)
+        # Both tips in one process (this runs on every sync, most of them no-ops).
+        shas = dict(line.split(" ", 1)[::-1] for line in git.out(
+            "for-each-ref", "--format=%(objectname) %(refname)", f"refs/heads/{branch}",
+            tracking).splitlines() if " " in line)
+        ours = shas.get(f"refs/heads/{branch}")
+        theirs = shas.get(tracking)
         if ours is None:
             raise SyncError(f"the memory repository {root} has no commits yet")
         target = ours
         if theirs is not None and theirs != ours:
-            if git.ok("merge-base", "--is-ancestor", ours, theirs):
+            base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or None
+            if base == ours:
                 target = theirs
-            elif not git.ok("merge-base", "--is-ancestor", theirs, ours):
-                target, merged, conflicts = _merge_commit(store, git, ours, theirs,
+            elif base != theirs:
+                target, merged, conflicts = _merge_commit(store, git, base, ours, theirs,
                                                           f"{remote}/{branch}", today)
                 report.merged += [p for p in merged if p not in report.merged]
                 report.conflicts += conflicts
@@ -400,13 +405,14 @@ def _preflight(git: Git, root: Path) -> None:
 # ------------------------------------------------------------------ merging
 
 
-def _merge_commit(store, git: Git, ours: str, theirs: str, label: str,
+def _merge_commit(store, git: Git, base: str | None, ours: str, theirs: str, label: str,
                   today: str) -> tuple[str, list[str], list[str]]:
-    """Build the merge of ``ours`` and ``theirs`` in a temporary index; returns
-    (commit, merged paths, conflict lines). Nothing the user sees changes."""
+    """Build the merge of ``ours`` and ``theirs`` (common ancestor ``base``; None for
+    unrelated histories) in a temporary index; returns (commit, merged paths, conflict
+    lines). Nothing the user sees changes."""
     from dualtrace.memfs.merge import merge_text
 
-    base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or EMPTY_TREE
+    base = base or EMPTY_TREE
     state = store.state_path
     state.mkdir(exist_ok=True)
     fd, index_file = tempfile.mkstemp(prefix="sync-index.", dir=state)

@@ -69,3 +69,42 @@ def _undo(store: MemoryStore, changes: tuple[Change, ...], existed: dict[str, bo
                 store.write_text(rel, old)
         except (OSError, DualtraceError):
             continue
+
+
+# ------------------------------------------------------------------ the person's own memory
+
+HUMAN_FILE = "system/human.md"
+
+
+def is_personal(rel: str) -> bool:
+    """Files that belong to the person rather than the project: their preferences
+    (system/human.md) and the scenes of preferences."""
+    return rel == HUMAN_FILE or rel.startswith("scenes/preferences/")
+
+
+def rebase_personal(changeset: ChangeSet, user_store: MemoryStore) -> ChangeSet:
+    """The personal part of a session, re-applied to the person's own memory.
+
+    The encoder planned against the project's copy of system/human.md; what the
+    session *added* there (new bullets) is added to the person's file, which keeps
+    every project's bullets. A scene is written as planned.
+    """
+    from dualtrace.memfs import formats
+    from dualtrace.memfs.formats import SystemFile
+
+    rebased: list[Change] = []
+    for rel, old, new in changeset.changes:
+        current = user_store.read_text(rel) if user_store.exists(rel) else None
+        if rel == HUMAN_FILE:
+            earlier = formats.parse(old, rel) if old else None
+            before = earlier.bullets if isinstance(earlier, SystemFile) else ()
+            after = formats.parse(new, rel)
+            human = user_store.human_file()
+            for bullet in after.bullets if isinstance(after, SystemFile) else ():
+                if bullet not in before:
+                    human = human.with_bullet(bullet)
+            new = formats.render_memory(human)
+        if new != current:
+            rebased.append((rel, current, new))
+    return ChangeSet(tuple(rebased), changeset.message if rebased else "", (),
+                     changeset.session_id, changeset.date)

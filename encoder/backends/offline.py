@@ -37,8 +37,9 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
-from dualtrace.encoder.matching import STOPWORDS, distinct_subjects, tokens
+from dualtrace.encoder.matching import STOPWORDS, best_match, distinct_subjects, tokens
 from dualtrace.encoder.plan import (
+    SIMILAR_THRESHOLD,
     MomentDraft,
     PlanBuilder,
     Rejected,
@@ -614,6 +615,38 @@ def subject_of(c: Candidate) -> str:
     return " ".join(_enough(idents, lead_words, 5)[:5]) or c.type
 
 
+def _first_statement(fact: Fact) -> str:
+    """The statement a fact's description was cut from (the body's first paragraph, when
+    the description is a shortened form of it)."""
+    first = fact.body.split("\n\n", 1)[0]
+    first = re.sub(r"^[^:]{0,80}\):\s*", "", first)  # "The user stated (session x, date): "
+    head = fact.description.rstrip(".").split(";")[0][:60]
+    return first[:320] if head and head in first else ""
+
+
+def one_sentence(parts: list[str], limit: int = 200) -> str:
+    """Statements as one clean sentence of at most ``limit`` chars: joined by "; ", cut at
+    a clause or word boundary (never inside a word, no trailing "...")."""
+    out = ""
+    for part in parts:
+        part = " ".join(part.split()).rstrip(" .;")
+        if not part:
+            continue
+        if out and re.match(r"[A-Z][a-z]", part) and not re.match(r"I\b", part):
+            part = part[0].lower() + part[1:]
+        room = limit - 1 - (len(out) + 2 if out else 0)
+        if len(part) > room:
+            if room < 30:
+                break
+            part = work.clean_sentence(part, room).rstrip(".")
+            if out and re.match(r"[A-Z][a-z]", part) and not re.match(r"I\b", part):
+                part = part[0].lower() + part[1:]
+            out = f"{out}; {part}" if out else part
+            break
+        out = f"{out}; {part}" if out else part
+    return f"{out}." if out and out[-1] not in ".!?)`'\"" else out
+
+
 def one_line(text: str, limit: int = 220) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
@@ -772,6 +805,8 @@ class OfflineBackend:
                 "root-cause-confirmed" if CONFIRM.search(cand.text) else "investigating")
         moment = self.moment(cand, subject, facts)
         existing = None if superseded else self.recurrence(cand, builder)
+        if existing is None and superseded is None and cand.body_text is None:
+            existing = self.same_subject(cand, subject, builder)
         if existing is not None:
             body = cand.body_text if cand.body_text is not None else self.body(cand, facts, update=True)
             verb = "recurred" if cand.type == "incident" else "seen again"
@@ -806,6 +841,22 @@ class OfflineBackend:
         )]
 
     @staticmethod
+    def same_subject(cand: Candidate, subject: str, builder: PlanBuilder) -> Fact | None:
+        """The validator's duplicate guard, asked with the statement itself rather than its
+        200-character description (a short description must not split one subject)."""
+        if cand.type not in ("decision", "incident", "pattern", "learning"):
+            return None
+        parts = list(cand.lead[:2])
+        confirm = next((s for s in cand.support if CONFIRM.search(s)), None)
+        if confirm and confirm not in parts:
+            parts.append(confirm)
+        text = f"{subject} {one_line(' '.join(parts), 240)}"
+        live = [(f.path, f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
+                for f in builder.facts() if f.type == cand.type and not f.superseded_by]
+        key = best_match(text, live, SIMILAR_THRESHOLD)
+        return next((f for f in builder.facts() if f.path == key), None) if key else None
+
+    @staticmethod
     def confidence(cand: Candidate) -> str:
         if cand.type == "incident":
             if CONFIRM.search(cand.text) or RESOLVED.search(cand.text):
@@ -821,7 +872,7 @@ class OfflineBackend:
         confirm = next((s for s in cand.support if CONFIRM.search(s)), None)
         if confirm and confirm not in parts:
             parts.append(confirm)
-        return one_line(" ".join(parts), 240)
+        return one_sentence(parts)
 
     @staticmethod
     def body(cand: Candidate, facts: SessionFacts, *, update: bool = False) -> str:
@@ -901,7 +952,9 @@ class OfflineBackend:
                 continue
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
-            theirs = tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
+            # a description is one short sentence; the statement it was cut from counts too
+            stated = _first_statement(fact)[:240] or fact.description
+            theirs = tokens(f"{fact.anchor.replace('-', ' ')} {stated}")
             shared = mine & theirs
             strong = distinctive & theirs
             score = len(shared) / max(min(len(mine), len(theirs)), 1)

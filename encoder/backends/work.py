@@ -125,6 +125,9 @@ def clean_sentence(text: str, limit: int = 200) -> str:
                 break
         else:
             cut = cut.rsplit(" ", 1)[0]
+        # never end on a dangling little word ("... both try to")
+        cut = re.sub(r"(?:\s+(?:a|an|the|to|of|for|with|in|on|at|by|or|and|but|is|are|was|that|which|"
+                     r"from|into|as|so|if|when|then))+\s*$", "", cut, flags=_I)
         text = cut.rstrip(" ,;:-(")
     text = text.rstrip("?!").rstrip()
     if text and text[-1] not in ".)`'\"":

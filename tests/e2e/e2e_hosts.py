@@ -62,11 +62,18 @@ def npm_host(package: str, version: str, binary: str) -> Path:
                         f"after {INSTALL_TIMEOUT}s (registry unreachable?)")
         if proc.returncode != 0 or not (tmp / "node_modules" / ".bin" / binary).exists():
             shutil.rmtree(tmp, ignore_errors=True)
-            tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-            pytest.skip(f"e2e: npm install {package}@{version} failed: {tail}")
+            pytest.skip(f"e2e: npm install {package}@{version} failed (registry "
+                        f"unreachable?): {_npm_reason(proc.stderr)}")
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)
     return exe
+
+
+def _npm_reason(stderr: str) -> str:
+    """npm's own words for a failure, without the pointer to its debug log."""
+    lines = [line.removeprefix("npm error").strip() for line in stderr.splitlines()
+             if line.startswith("npm error") and "complete log of this run" not in line]
+    return "; ".join(line for line in lines[:3] if line) or stderr.strip()[-300:] or "no output"
 
 
 @dataclass

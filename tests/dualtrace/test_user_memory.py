@@ -1,0 +1,92 @@
+"""Preferences follow the person (issue 15.6): real processes in a temp HOME.
+
+A preference learned in one project lands in the person's own memory directory and is
+injected at SessionStart in every project; conventions stay with their project.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from tests.conftest import EXAMPLES
+from tests.hook_helpers import hook_cmd, run_hook
+
+PREFERENCE = EXAMPLES / "pilot-1a-preference.jsonl"  # "I like to keep my functions under 30 lines."
+BULLET = "I like to keep my functions under 30 lines."
+
+
+def encode(memdir, *extra: str, env=None) -> dict:
+    proc = subprocess.run([*hook_cmd(), "encode", str(PREFERENCE), "--memory-dir", str(memdir),
+                           "--backend", "offline", "--json", *extra], capture_output=True,
+                          text=True, env=env or dict(os.environ), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def session_start(cwd, state_dir, env=None) -> str:
+    payload = {"session_id": "s-new", "transcript_path": str(cwd / "t.jsonl"), "cwd": str(cwd),
+               "hook_event_name": "SessionStart", "source": "startup"}
+    proc = run_hook("session-start", payload, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode()
+
+
+def test_a_preference_reaches_your_own_memory_and_every_project(tmp_path, state_dir):
+    project_a = tmp_path / "memory-a"
+    report = encode(project_a)
+    own = state_dir / "user-memory"
+    assert report["user_commit"]
+    assert BULLET in (own / "system" / "human.md").read_text()
+    log = subprocess.run(["git", "-C", str(own), "log", "--format=%s%n%b"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "mem: update system/human" in log and "Dualtrace-Session: 1a000000" in log
+    # Default "both": the project keeps its copy too (nothing changes for a team file).
+    assert BULLET in (project_a / "system" / "human.md").read_text()
+
+    # Another project with no memory at all: the person's preference is still injected.
+    other = tmp_path / "other-project"
+    other.mkdir()
+    out = session_start(other, state_dir)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "Your preferences" in context and BULLET in context
+    assert not (state_dir / "memory").exists() or not any((state_dir / "memory").iterdir())
+
+
+def test_preferences_user_keeps_them_out_of_the_shared_project_memory(tmp_path, state_dir):
+    (state_dir / "config.toml").write_text('preferences = "user"\n')
+    project = tmp_path / "memory"
+    report = encode(project)
+    assert report["user_commit"] and not report["commit"]
+    assert not (project / "system" / "human.md").exists()
+    assert BULLET in (state_dir / "user-memory" / "system" / "human.md").read_text()
+
+
+def test_preferences_project_is_the_old_behaviour(tmp_path, state_dir):
+    (state_dir / "config.toml").write_text('preferences = "project"\n')
+    report = encode(tmp_path / "memory")
+    assert report["commit"] and not report["user_commit"]
+    assert not (state_dir / "user-memory").exists()
+
+
+def test_a_second_project_adds_to_your_file_and_injection_shows_it_once(tmp_path, state_dir):
+    encode(tmp_path / "memory-a")
+    again = encode(tmp_path / "memory-b")
+    assert again["user_commit"] is None  # the same bullet: nothing new for your own memory
+    human = (state_dir / "user-memory" / "system" / "human.md").read_text()
+    assert human.count(BULLET) == 1
+    # In a project that has the bullet itself, it is not injected twice.
+    env = dict(os.environ, DUALTRACE_MEMORY_DIR=str(tmp_path / "memory-b"))
+    context = json.loads(session_start(tmp_path, state_dir, env=env))
+    text = context["hookSpecificOutput"]["additionalContext"]
+    assert text.count(BULLET) == 1
+
+
+def test_a_bad_preferences_setting_is_one_clear_error(tmp_path, state_dir):
+    (state_dir / "config.toml").write_text('preferences = "everyone"\n')
+    proc = subprocess.run([*hook_cmd(), "encode", str(PREFERENCE), "--memory-dir",
+                           str(tmp_path / "m")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("Error: setting preferences must be one of both, user, "
+                                   "project, not 'everyone'")
