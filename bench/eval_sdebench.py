@@ -66,7 +66,8 @@ def op_paths(report) -> set[str]:
     return out
 
 
-def encode_all(memdir: Path, chats_dir: Path, backend: str) -> tuple[dict, list[str]]:
+def encode_all(memdir: Path, chats_dir: Path, backend: str,
+               order: str = "interleaved") -> tuple[dict, list[str]]:
     from dualtrace.config import Settings
     from dualtrace.pipeline import encode_session
 
@@ -74,7 +75,9 @@ def encode_all(memdir: Path, chats_dir: Path, backend: str) -> tuple[dict, list[
     touched: dict[str, list[set[str]]] = {}
     notes: list[str] = []
     settings = Settings()
-    per_task = max(len(decoys) // max(len(tasks), 1), 1)
+    # interleaved: ~4 decoys after each task; tasks-first: every task chat, then the 140
+    # decoys (another valid arrival order: recall must not depend on it)
+    per_task = 0 if order == "tasks-first" else max(len(decoys) // max(len(tasks), 1), 1)
     queue = list(enumerate(decoys))
     for task in tasks:
         tid = task["task_id"]
@@ -155,6 +158,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="offline")
     parser.add_argument("--keep", type=Path, default=None, help="Keep the memory dir here.")
+    parser.add_argument("--order", choices=("interleaved", "tasks-first"), default="interleaved",
+                        help="session arrival order: decoys between tasks, or all task chats first")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     print("abstention:", json.dumps(abstention()))
@@ -168,11 +173,12 @@ def main() -> None:
         chats.mkdir(parents=True, exist_ok=True)
         memdir = base / "memory"
         start = time.perf_counter()
-        data, notes = encode_all(memdir, chats, args.backend)
+        data, notes = encode_all(memdir, chats, args.backend, args.order)
         took = time.perf_counter() - start
         result = evaluate(memdir, data)
         files = sum(1 for _ in memdir.rglob("*.md"))
-        print(f"encoded {len(list(chats.glob('*.jsonl')))} chats with backend={args.backend} "
+        print(f"encoded {len(list(chats.glob('*.jsonl')))} chats with backend={args.backend}, "
+              f"order={args.order} "
               f"in {took:.0f}s -> {files} memory files; tasks with a stored memory: "
               f"{result['encoded_tasks']}/{result['queries']}")
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)

@@ -42,10 +42,26 @@ class HookError(Exception):
 
 # ------------------------------------------------------------------ entry points
 
+HOOK_HELP = """Usage: dualtrace hook EVENT [--host HOST] [NOTIFY_JSON]
+
+  Hook entry for a coding agent: reads the host's JSON payload on stdin, queues the
+  session for the background worker, and for session-start / prompt prints the
+  context to inject. Always exits 0 and never blocks the agent; problems go to the
+  hook log in the state directory (`dualtrace status` shows where).
+
+  EVENT: stop, session-end, pre-compact, session-start, prompt, notify (Codex),
+  or the host's own event name. HOST: claude-code (default), codex, letta.
+  `dualtrace install --agent HOST` writes these hooks into the agent's settings.
+"""
+
+
 def entry() -> None:
     """Console script: ``hook`` never imports click; everything else goes to the CLI."""
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            sys.stdout.write(HOOK_HELP)  # a person asking; hosts never pass --help
+            sys.exit(0)
         sys.exit(run(argv[1:]))
     if argv[:1] == ["merge-file"]:
         # git runs this once per file a merge touches on both sides: no click, no CLI.

@@ -509,7 +509,7 @@ class Index:
         if _meta(self.conn, "vectors_model") == embedder.name and \
                 _meta(self.conn, "vectors_gen") == gen:
             return 0
-        import numpy as np
+        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
         done = 0
         with self.write():
@@ -535,13 +535,28 @@ class Index:
         Cached per process by the index file and its document generation, so a
         long-lived process (the worker, the MCP server) reads the vectors once.
         """
-        import numpy as np
+        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
         key = (str(index_path(self.root)), id(self.conn) if self._memory else 0,
                _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
         hit = _VECTOR_CACHE.get(key[:2] + (chunks,))
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
+        snapshot = None
+        if not self._memory and key[2] and key[3]:
+            # A new process (the CLI) would read ~20k blobs row by row; a snapshot of the
+            # matrix beside the index, named by model and generation, loads in one read.
+            # Derived like the index: a stale or broken one is ignored and rewritten.
+            tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{key[2]}-{key[3]}")
+            snapshot = index_path(self.root).with_name(
+                f"vectors.{'chunks' if chunks else 'memories'}.{tag}.npz")
+            try:
+                with np.load(snapshot) as data:
+                    ids, matrix = [int(i) for i in data["ids"]], data["matrix"]
+                _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
+                return ids, matrix
+            except (OSError, ValueError, KeyError):
+                pass
         op = "=" if chunks else "!="
         rows = self.conn.execute(
             f"SELECT v.doc_id, v.vec FROM vectors v JOIN docs d ON d.id = v.doc_id "
@@ -553,6 +568,8 @@ class Index:
         else:
             matrix = np.zeros((0, 1), dtype=np.float32)
         _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
+        if snapshot is not None:
+            _write_snapshot(snapshot, ids, matrix)
         return ids, matrix
 
     def update_paths(self, paths: Iterable[str]) -> None:
@@ -636,6 +653,26 @@ class Index:
             "ORDER BY s LIMIT ?", (query, limit)).fetchall()
         return [(r[0], -r[1]) for r in rows]
 
+    def docs_matching_about(self, term: str, ids: Iterable[int]) -> tuple[set[int], set[int]]:
+        """(ids containing ``term``, ids with it in their anchor or description): one query.
+
+        bm25 with zero weights on the type and body columns is non-zero exactly when the
+        term is in the anchor or the description.
+        """
+        id_list = list(ids)
+        present: set[int] = set()
+        about: set[int] = set()
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for rowid, score in self.conn.execute(
+                    f"SELECT rowid, bm25(fts, 1.0, 0.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? "
+                    f"AND rowid IN ({marks})", (_term(term), *chunk)):
+                present.add(rowid)
+                if score < 0:
+                    about.add(rowid)
+        return present, about
+
     def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False,
                       chunks: bool = False) -> set[int]:
         """Which of ``ids`` contain ``term`` (``about``: in their anchor or description)."""
@@ -702,6 +739,25 @@ class Index:
 
 
 _VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {}
+
+
+def _write_snapshot(path: Path, ids: list[int], matrix: Any) -> None:
+    """Write the vector snapshot atomically and drop older ones of the same kind."""
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+
+    kind = path.name.split(".")[1]
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, ids=np.asarray(ids, dtype=np.int64), matrix=matrix)
+        os.replace(tmp, path)
+        for old in path.parent.glob(f"vectors.{kind}.*.npz"):
+            if old != path and ".tmp." not in old.name:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    except OSError as exc:  # read-only state: the SQLite rows still answer
+        log.info("vector snapshot %s not written: %s", path, exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def _term(term: str) -> str:

@@ -590,8 +590,11 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.sem = max(unit.sem, sim)
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
-        present = index.docs_matching(term, all_ids, chunks=chunks)
-        about = index.docs_matching(term, all_ids, about=True) if not chunks else set()
+        about: set[int] = set()
+        if chunks:
+            present = index.docs_matching(term, all_ids, chunks=True)
+        else:
+            present, about = index.docs_matching_about(term, all_ids)
         for unit in ranked:
             if any(i in present for i in unit.ids):
                 unit.coverage += idf[term]
@@ -634,7 +637,7 @@ LINE_CACHE_SIZE = 20000
 
 def _embed_cached(embedder: Any, texts: list[str]) -> Any:
     """Embed lines, reusing vectors of lines seen before (records repeat across queries)."""
-    import numpy as np
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
     missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
     if missing:
@@ -654,7 +657,7 @@ def _lines(text: str) -> list[str]:
 def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
                       embedder: Any) -> list[_Unit]:
     """A chunk's meaning is its best line or pair of lines: a whole-turn mean is diluted."""
-    import numpy as np
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
     docs = index.docs(u.ids[0] for u in units if u.ids)
     texts: list[str] = []
@@ -686,7 +689,7 @@ def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
 
 def _semantic_hits(index: Index, qvec: Any, chunks: bool) -> list[tuple[int, float]]:
     """(doc id, cosine) of the nearest documents to the question's vector."""
-    import numpy as np
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
     ids, matrix = index.vector_matrix(chunks)
     if not ids or matrix.shape[1] != qvec.shape[0]:

@@ -246,3 +246,25 @@ def test_the_tier_column_never_says_skip_for_a_stored_bullet(tmp_path):
     row = next(line for line in out.splitlines() if "system/human.md" in line)
     assert row.startswith("BULLET") and "SKIP" not in row
     assert "scores: d/s/r/l = durability/scope/rationale/retrieval" in out
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_hook_help_prints_usage(flag):
+    proc = run("hook", flag)
+    assert proc.stdout.startswith("Usage: dualtrace hook EVENT")
+    assert "session-start" in proc.stdout and "claude-code" in proc.stdout
+
+
+def test_the_quick_start_command_works_twice(tmp_path):
+    # The README's first command (after its pip install), run twice as a new user would.
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith("pip install -e . && "))
+    demo = tmp_path / "demo"
+    import shlex
+
+    steps = [shlex.split(s.replace("/tmp/dualtrace-demo", str(demo))) for s in line.split("&&")[1:]]
+    assert [s[:2] for s in steps] == [["dualtrace", "encode"], ["dualtrace", "recall"]]
+    for _attempt in range(2):
+        for step in steps:
+            out = run(*step[1:], cwd=EXAMPLES.parent).stdout
+        assert "STATE A" in out  # the recall at the end answers, the second time too

@@ -64,3 +64,12 @@ def test_sync_without_a_remote_is_one_clear_error(tmp_path):
     assert run.stderr.strip().splitlines() == [
         f"Error: the memory repository {memdir} has no remote; add one with "
         "`dualtrace remote add URL`"]
+
+
+def test_status_sync_line_without_a_remote(tmp_path, run_cli):
+    memdir = tmp_path / "mem"
+    MemoryStore(memdir)
+    result = run_cli("status", "--memory-dir", str(memdir))
+    line = next(ln for ln in result.output.splitlines() if ln.startswith("sync:"))
+    assert line == ("sync:       off (no remote; share this memory with "
+                    "`dualtrace remote add URL`)")
