@@ -1,6 +1,6 @@
 """``dualtrace hook EVENT``: the fast path that runs at the end of every agent turn.
 
-Contract with the host (see HOSTS.md): read the hook JSON from stdin with a short
+Contract with the host (see docs/HOSTS.md): read the hook JSON from stdin with a short
 timeout, record or refresh the session's job in the durable queue, make sure one
 detached worker is running, exit 0. Never print on stdout for stop/session-end
 (output would keep a Stop turn going), never exit non-zero (exit 2 blocks the

@@ -110,7 +110,7 @@ def test_letta_timeouts_are_milliseconds_and_codex_session_end_within_its_cap(pr
     assert "PostToolUse" in letta["hooks"]
     assert cli("install", "--agent", "codex", "--scope", "project", cwd=project).returncode == 0
     codex = json.loads((project / ".codex" / "hooks.json").read_text())
-    # Codex caps SessionEnd hooks at 3 s (HOSTS.md): ours asks for no more.
+    # Codex caps SessionEnd hooks at 3 s (docs/HOSTS.md): ours asks for no more.
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["command"].endswith(
         "hook session-end --host codex")
