@@ -26,7 +26,8 @@ EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post
           "notify", "subagent-stop")
 # Host event names (Claude Code / Codex / Letta) -> ours, for payload-driven dispatch.
 _EVENT_ALIASES = {
-    "Stop": "stop", "SessionEnd": "session-end", "SessionStart": "session-start",
+    "Stop": "stop", "StopFailure": "stop", "SessionEnd": "session-end",
+    "SessionStart": "session-start",
     "UserPromptSubmit": "prompt", "PreCompact": "pre-compact", "PostToolUse": "post-tool-use",
     "SubagentStop": "subagent-stop",
 }
