@@ -3,7 +3,7 @@
 Each session is a plain chat (role/content turns); sessions are encoded in order
 into one memory directory, so later ones can update or contradict earlier ones.
 ``expect`` lists the events a careful human scorer finds in the session, with the
-tier the rubric of PROTOCOL.md 6-7 gives them and whether the right action is a new
+tier the rubric of docs/PROTOCOL.md §6-7 gives them and whether the right action is a new
 memory ("new"), an update of an earlier session's memory ("update", with the key
 of that session), a supersession ("supersede"), or nothing ("none").
 """

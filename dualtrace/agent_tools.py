@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from dualtrace.errors import DualtraceError
+from dualtrace.memfs.types import MEMORY_TYPES
 
-TYPES = ("decision", "incident", "convention", "preference", "pattern", "learning")
+TYPES = tuple(t.name for t in MEMORY_TYPES)
 MAX_QUESTION = 4000
 MAX_LIMIT = 50
 SHOW_LIMIT = 20000  # characters of fact + moment returned by show

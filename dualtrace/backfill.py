@@ -34,15 +34,13 @@ from typing import Any
 
 from dualtrace import config, cursors
 from dualtrace.config import Settings
-from dualtrace.encoder.backends import BACKENDS, EncodeRequest, Usage
+from dualtrace.encoder.backends import EncodeRequest, Usage
 from dualtrace.encoder.backends.anthropic import AnthropicBackend, build_params
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens
 from dualtrace.errors import BackendError, DualtraceError
 
 CAPTURE = "batch-capture"
 BATCH_RESULT = "anthropic-batch"
-_PREFETCH_KEY = "_batch_prefetched"
-_CAPTURE_KEY = "_batch_capture"
 # Planning figures for --dry-run: a typical run is turn 1, a short turn on tool
 # results, and finish; each later turn re-reads the prefix from the cache.
 EST_TURNS = 3
@@ -106,8 +104,8 @@ class CaptureBackend:
 
     name = CAPTURE
 
-    def __init__(self, settings: Settings) -> None:
-        self.sink: dict[str, Any] = settings.extra.get(_CAPTURE_KEY, {})
+    def __init__(self, settings: Settings, sink: dict[str, Any]) -> None:
+        self.sink = sink
 
     def encode(self, request: EncodeRequest, builder: Any) -> Usage:
         self.sink["params"] = build_params(request, mode=self.sink.get("mode", "tools"))
@@ -120,27 +118,18 @@ class BatchResultBackend(AnthropicBackend):
 
     name = BATCH_RESULT
 
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings, prefetched=settings.extra.get(_PREFETCH_KEY))
-
-
-def _register() -> None:
-    BACKENDS.setdefault(CAPTURE, "dualtrace.backfill:CaptureBackend")
-    BACKENDS.setdefault(BATCH_RESULT, "dualtrace.backfill:BatchResultBackend")
-
-
-def _with_extra(settings: Settings, **extra: Any) -> Settings:
-    return replace(settings, extra={**settings.extra, **extra})
+    def __init__(self, settings: Settings, prefetched: tuple[dict[str, Any], Any]) -> None:
+        super().__init__(settings, prefetched=prefetched)
 
 
 def capture(path: Path, memory_dir: Path, settings: Settings, mode: str = "tools") -> dict[str, Any]:
     """Run the pipeline up to the backend, writing nothing; returns {params?, skipped?}."""
     from dualtrace.pipeline import encode_session
 
-    _register()
     sink: dict[str, Any] = {"mode": mode}
-    report = encode_session(path, memory_dir=memory_dir, backend=CAPTURE,
-                            settings=_with_extra(settings, **{_CAPTURE_KEY: sink}), dry_run=True)
+    # The backend is handed over as an object: nothing is registered, Settings stay values.
+    report = encode_session(path, memory_dir=memory_dir, backend=CaptureBackend(settings, sink),
+                            settings=settings, dry_run=True)
     sink["report"] = report
     return sink
 
@@ -314,7 +303,6 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
               sleep: Callable[[float], None] = time.sleep) -> Summary:
     from dualtrace.pipeline import encode_session
 
-    _register()
     backend = AnthropicBackend(settings, sleep=sleep)
     sfile = state_file(memory_dir)
     state: dict[str, Any] | None = None
@@ -400,8 +388,8 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
 
         prefetched = (it["params"], message_dict(result.message))
         try:
-            report = encode_session(path, memory_dir=memory_dir, backend=BATCH_RESULT,
-                                    settings=_with_extra(settings, **{_PREFETCH_KEY: prefetched}))
+            report = encode_session(path, memory_dir=memory_dir, settings=settings,
+                                    backend=BatchResultBackend(settings, prefetched))
         except DualtraceError as exc:
             it["status"] = "failed"
             summary.items.append(Item(str(path), it.get("session_id"), "failed", note=str(exc)))

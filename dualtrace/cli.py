@@ -16,6 +16,10 @@ import click
 from dualtrace import __version__, config
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
+from dualtrace.memfs.types import MEMORY_TYPES
+
+TYPES = [t.name for t in MEMORY_TYPES]
+FACT_FOLDER_TYPES = [t.name for t in MEMORY_TYPES if t.bullet_file is None]
 
 memory_dir_option = click.option(
     "--memory-dir",
@@ -283,7 +287,7 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
             max_wait=max_wait, as_json=as_json)
 
 
-_TYPES = ["decision", "incident", "pattern", "learning"]
+_TYPES = list(FACT_FOLDER_TYPES)
 
 
 @cli.command("list")
@@ -428,8 +432,7 @@ def show(memory_dir: Path | None, target: str) -> None:
 @click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True,
               help="Most memories to return (aggregation questions return every match).")
 @click.option("--type", "kind", default=None,
-              type=click.Choice(["decision", "incident", "convention", "preference", "pattern",
-                                 "learning"]), help="Only memories of this type.")
+              type=click.Choice(TYPES), help="Only memories of this type.")
 def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, limit: int,
            kind: str | None) -> None:
     """Answer QUESTION from memory: STATE A (fact + moment), B (fact) or C (abstain)."""

@@ -1,6 +1,6 @@
 """``dualtrace hook EVENT``: the fast path that runs at the end of every agent turn.
 
-Contract with the host (see HOSTS.md): read the hook JSON from stdin with a short
+Contract with the host (see docs/HOSTS.md): read the hook JSON from stdin with a short
 timeout, record or refresh the session's job in the durable queue, make sure one
 detached worker is running, exit 0. Never print on stdout for stop/session-end
 (output would keep a Stop turn going), never exit non-zero (exit 2 blocks the
@@ -26,7 +26,8 @@ EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post
           "notify", "subagent-stop")
 # Host event names (Claude Code / Codex / Letta) -> ours, for payload-driven dispatch.
 _EVENT_ALIASES = {
-    "Stop": "stop", "SessionEnd": "session-end", "SessionStart": "session-start",
+    "Stop": "stop", "StopFailure": "stop", "SessionEnd": "session-end",
+    "SessionStart": "session-start",
     "UserPromptSubmit": "prompt", "PreCompact": "pre-compact", "PostToolUse": "post-tool-use",
     "SubagentStop": "subagent-stop",
 }

@@ -20,6 +20,7 @@ from dualtrace.config import Settings
 from dualtrace.errors import BackendError, DualtraceError
 
 if TYPE_CHECKING:
+    from dualtrace.encoder.backends import Backend
     from dualtrace.encoder.digest import Digest
     from dualtrace.encoder.gates import GateVerdict
     from dualtrace.encoder.session import Session
@@ -104,7 +105,7 @@ def encode_session(
     transcript: str | Path,
     *,
     memory_dir: str | Path | None = None,
-    backend: str = "auto",
+    backend: str | Backend = "auto",
     settings: Settings | None = None,
     workspace: config.Workspace | None = None,
     host: str | None = None,
@@ -230,7 +231,8 @@ def encode_session(
         store.close()
         return _done(report, started, timings)
     range_trailer = (f"Dualtrace-Range: {key} {start}-{session.cursor}",)
-    engine = get_backend(backend, settings)
+    # A name from the registry, or a backend object (backfill's batch helpers).
+    engine = get_backend(backend, settings) if isinstance(backend, str) else backend
     day = redacted.date or _date.today().isoformat()
     grounding = Grounding(_grounding_text(redacted, digest), day,
                           LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))

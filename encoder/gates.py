@@ -1,4 +1,4 @@
-"""Cheap gates (no LLM), PROTOCOL.md section 11.
+"""Cheap gates (no LLM), docs/PROTOCOL.md §11.
 
 (1) activity: any edit, command or commit; (2) signal: decision phrases, an
 error -> fix -> passing-test arc, convention phrases, three or more file edits.
@@ -64,7 +64,7 @@ class GateVerdict:
         """No signal and no minimum tier: nothing for a model to encode.
 
         Activity alone (a rename, an import reordering, a removed print) is routine
-        editing that PROTOCOL.md 7 says never to encode; it does not justify a model
+        editing that docs/PROTOCOL.md §7 says never to encode; it does not justify a model
         call. Any signal phrase, a fix arc, 3+ edited files or a commit does.
         """
         return not self.signal and self.min_tier is None

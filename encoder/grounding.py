@@ -2,7 +2,7 @@
 
 ``check_moment`` rejects a proposed moment whose specifics (paths, calls, error names,
 numbers, SHAs, dates) are not in the redacted session text, that names no concrete
-artifact, or that lacks a temporal marker (PROTOCOL.md 8).
+artifact, or that lacks a temporal marker (docs/PROTOCOL.md §5).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The validator that decides what a session's proposed operations become.
 
-``PlanBuilder.add`` applies the rules of PROTOCOL.md 6-8 in code - score ranges,
+``PlanBuilder.add`` applies the rules of docs/PROTOCOL.md §5-8 in code - score ranges,
 tier routing and overrides, the duplicate guard, confidence and Timeline
 monotonicity, system-file bullets, supersession, and grounding of moments in the
 session - and either accepts an operation (possibly rewritten, e.g. a duplicate
@@ -57,6 +57,7 @@ from dualtrace.memfs.formats import (
 from dualtrace.memfs.gitrepo import OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
 from dualtrace.memfs.transaction import ChangeSet
+from dualtrace.memfs.types import BY_NAME
 
 __all__ = [
     "ChangeSet", "Context", "Grounding", "LazyArtifacts", "MomentDraft", "Operation", "Outcome",
@@ -65,7 +66,7 @@ __all__ = [
     "timeline_line",
 ]
 
-# Stakes override (PROTOCOL.md 7): FULL once the score reaches 5.
+# Stakes override (docs/PROTOCOL.md §7): FULL once the score reaches 5.
 _STAKES_INCIDENT = re.compile(
     r"\b(outage|down ?time|data loss|lost data|corrupt\w*|security|breach|leak\w*|"
     r"vulnerab\w*|exploit\w*|production (?:down|incident)|sev ?[01]|p0)\b", re.I)
@@ -221,12 +222,12 @@ class PlanBuilder:
     def _store(self, op: Store) -> Outcome:
         check_anchor(op.anchor)
         anchor = op.anchor
-        for prefix in ("decision-", "incident-", "convention-", "preference-", "pattern-", "learning-"):
+        for prefix in (f"{kind}-" for kind in formats.TYPES):
             if anchor.startswith(prefix) and len(anchor) > len(prefix):
                 anchor = anchor[len(prefix):]
         op = replace(op, anchor=anchor)
         tier = self.route(op)
-        if op.type in ("convention", "preference"):
+        if op.type in formats.BULLET_TYPES:
             return self._bullet(op, tier)
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,
@@ -333,8 +334,8 @@ class PlanBuilder:
     # ---- conventions and preferences
 
     def _bullet(self, op: Store, tier: str) -> Outcome:
-        system = (self._system(formats.human_path(), "human") if op.type == "preference"
-                  else self._system(formats.conventions_path(self.ctx.project), "conventions"))
+        system = self._system(formats.bullet_path(op.type, self.ctx.project),
+                              BY_NAME[op.type].bullet_file or "conventions")
         text = op.bullet or op.description
         updated = system.with_bullet(text)
         changed = updated is not system
@@ -534,6 +535,6 @@ def _type_of_path(path: str | None) -> str | None:
     parts = path.split("/")
     folder = parts[1] if parts[0] == "scenes" and len(parts) > 2 else parts[0]
     if folder == "system":
-        return "preference" if path.endswith("human.md") else "convention"
+        return formats.type_of_system_file(path)
     canonical = formats.canonical_folder(folder)
     return formats.TYPE_OF_CATEGORY.get(canonical) if canonical else None

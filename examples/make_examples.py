@@ -1,7 +1,7 @@
 """Regenerate the example transcripts (Claude Code 2.1 JSONL) for the pilot scenarios.
 
 Run: python examples/make_examples.py. The transcripts are written by this project
-(no real session data) and cover PROTOCOL.md 12: routing (1A, 1B), an incident that
+(no real session data) and cover docs/PROTOCOL.md §12: routing (1A, 1B), an incident that
 recurs (4, two sessions), a Redis -> Postgres decision (5) and a noise-only session.
 """
 

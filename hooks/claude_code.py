@@ -28,6 +28,9 @@ TRANSCRIPT_FORMAT = "claude-code"
 # Claude Code hook event -> (our event, timeout seconds, matcher or None)
 EVENTS: dict[str, tuple[str, int, str | None]] = {
     "Stop": ("stop", 10, None),
+    # A turn that ended in an API error fires StopFailure instead of Stop (Claude Code
+    # 2.1.x): the turn's work is in the transcript all the same.
+    "StopFailure": ("stop", 10, None),
     "SessionEnd": ("session-end", 5, None),
     "SessionStart": ("session-start", 10, "startup|resume|clear|compact"),
     "UserPromptSubmit": ("prompt", 5, None),

@@ -1,4 +1,4 @@
-"""Anchor rules (PROTOCOL.md 3) and path confinement to the memory directory."""
+"""Anchor rules (docs/PROTOCOL.md §3) and path confinement to the memory directory."""
 
 from __future__ import annotations
 

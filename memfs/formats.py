@@ -1,4 +1,4 @@
-"""The memory file formats of PROTOCOL.md 4-5: fact, moment (scene) and system files.
+"""The memory file formats of docs/PROTOCOL.md §4-5: fact, moment (scene) and system files.
 
 Parsing is tolerant: unknown frontmatter keys are kept verbatim (their raw YAML text)
 and written back unchanged; a file that cannot be parsed raises FormatError with its
@@ -14,29 +14,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dualtrace.errors import FormatError
+from dualtrace.memfs.types import BY_NAME, MEMORY_TYPES
 
-TYPES = ("decision", "incident", "convention", "preference", "pattern", "learning")
-CATEGORY = {
-    "decision": "decisions",
-    "incident": "incidents",
-    "convention": "conventions",
-    "preference": "preferences",
-    "pattern": "patterns",
-    "learning": "learning",
-}
-TYPE_OF_CATEGORY = {v: k for k, v in CATEGORY.items()}
-# Types whose fact is a file of its own; conventions/preferences are bullets in system/.
-FACT_FOLDER_TYPES = ("decision", "incident", "pattern", "learning")
-# Singular folder spellings seen in the pilot, accepted when reading.
-FOLDER_ALIASES = {
-    "decision": "decisions",
-    "debug": "incidents",
-    "incident": "incidents",
-    "convention": "conventions",
-    "pattern": "patterns",
-    "preference": "preferences",
-    "learnings": "learning",
-}
+# Derived from the one table of memory types (memfs/types.py).
+TYPES = tuple(t.name for t in MEMORY_TYPES)
+CATEGORY = {t.name: t.folder for t in MEMORY_TYPES}
+TYPE_OF_CATEGORY = {t.folder: t.name for t in MEMORY_TYPES}
+# Types whose fact is a file of its own; the others are bullets in a system/ file.
+FACT_FOLDER_TYPES = tuple(t.name for t in MEMORY_TYPES if t.bullet_file is None)
+BULLET_TYPES = tuple(t.name for t in MEMORY_TYPES if t.bullet_file is not None)
+# Other folder spellings (the pilot's singulars), accepted when reading.
+FOLDER_ALIASES = {alias: t.folder for t in MEMORY_TYPES for alias in t.aliases}
 CONFIDENCE = ("LOW", "MEDIUM", "HIGH")
 SCHEMA = 1
 MOMENT_FOOTER = "(Mnemonic reconstruction only. Not a code specification.)"
@@ -55,7 +43,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 @dataclass(frozen=True)
 class Scores:
-    """The four evidence dimensions of PROTOCOL.md 6, each 0-3."""
+    """The four evidence dimensions of docs/PROTOCOL.md §6, each 0-3."""
 
     durability: int
     scope: int
@@ -222,6 +210,9 @@ def _raw_segments(front: str) -> dict[str, str]:
 _SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*): ?(.*)$")
 _PLAIN = re.compile(r"^[^\[\]{}'\"&*!|>%@`#,?:\s-][^#]*$|^-?\d+$")
 _FLOW_ITEM = re.compile(r"^[A-Za-z0-9_./@+-]+$")
+_NUMERIC_START = frozenset("0123456789+-.")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n"})
 
 
@@ -239,7 +230,8 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
         return True, inner.replace("''", "'")
     if raw[0] == "[" and raw[-1] == "]":
         items = [i.strip() for i in raw[1:-1].split(",")] if raw[1:-1].strip() else []
-        if all(_FLOW_ITEM.match(i) for i in items):
+        if all(_FLOW_ITEM.match(i) and i[0] not in _NUMERIC_START
+               and i.lower() not in _YAML_WORDS for i in items):
             return True, items
         return False, None
     if raw[0] == "{" and raw[-1] == "}":
@@ -247,16 +239,26 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
         for item in raw[1:-1].split(","):
             key, sep, value = item.partition(":")
             key, value = key.strip(), value.strip()
-            if not sep or not _FLOW_ITEM.match(key) or not value.isdigit():
+            if not sep or not _FLOW_ITEM.match(key) or not _INT.match(value) \
+                    or key[0] in _NUMERIC_START or key.lower() in _YAML_WORDS:
                 return False, None
             out[key] = int(value)
         return True, out
     if ": " in raw or raw.endswith(":") or " #" in raw or not _PLAIN.match(raw):
         return False, None
-    if raw.lstrip("-").isdigit():
-        return True, int(raw)
-    if re.fullmatch(r"\d+\.\d*|\.\d+|\d+[eE][+-]?\d+", raw):
-        return False, None  # floats and the like: let YAML decide
+    if raw[0] in _NUMERIC_START:
+        # YAML 1.1 reads many of these as something else (octal 007, 1_000, 1:20 as
+        # base 60, .nan, 1e3, timestamps): only plain integers and dates are ours.
+        if _INT.match(raw):
+            return True, int(raw)
+        if _DATE.match(raw):
+            try:
+                return True, _dt.date(int(raw[:4]), int(raw[5:7]), int(raw[8:10]))
+            except ValueError:
+                return False, None
+        return False, None
+    if not raw.isprintable():
+        return False, None  # YAML has line breaks and characters of its own there
     return True, raw
 
 
@@ -552,6 +554,17 @@ def human_path() -> str:
 
 def conventions_path(project: str) -> str:
     return f"system/{project}/conventions.md"
+
+
+def bullet_path(kind: str, project: str) -> str:
+    """The system file a bullet type's facts live in."""
+    return human_path() if BY_NAME[kind].bullet_file == "human" else conventions_path(project)
+
+
+def type_of_system_file(rel: str) -> str:
+    """The bullet type of a system file: human.md holds preferences, the rest conventions."""
+    which = "human" if rel.endswith("human.md") else "conventions"
+    return next(t.name for t in MEMORY_TYPES if t.bullet_file == which)
 
 
 def canonical_folder(folder: str) -> str | None:

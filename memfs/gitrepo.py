@@ -1,6 +1,6 @@
 """The memory directory's own git repository (GitPython), one commit per session.
 
-Commit messages follow PROTOCOL.md 9. Only the paths an operation touched are
+Commit messages follow docs/PROTOCOL.md §9. Only the paths an operation touched are
 staged; inherited GIT_* variables are stripped so a hook running inside another
 repository's git process can never redirect our commits there.
 """

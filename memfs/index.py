@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualtrace.memfs.types import MEMORY_TYPES
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "4"
@@ -38,11 +40,10 @@ INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
 # bm25 column weights: anchor, type, description, body. The anchor and the
-# description are written to be searchable (PROTOCOL.md 4), so they count more.
+# description are written to be searchable (docs/PROTOCOL.md §4), so they count more.
 BM25_WEIGHTS = (3.0, 0.5, 2.0, 1.0)
-_FACT_FOLDERS = {"decisions", "incidents", "patterns", "learning", "decision", "debug",
-                 "incident", "pattern", "learnings", "convention", "conventions",
-                 "preference", "preferences"}
+# Every folder a fact can live in (memfs/types.py; formats is imported lazily here).
+_FACT_FOLDERS = {t.folder for t in MEMORY_TYPES} | {a for t in MEMORY_TYPES for a in t.aliases}
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
@@ -73,7 +74,8 @@ CREATE TABLE vectors(doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 # Session records are indexed by turn window: one "chunk" document per section.
 SESSION_TYPE = "session"
-CURATED_TYPES = ("decision", "incident", "pattern", "learning", "convention", "preference")
+CURATED_TYPES = tuple(t.name for t in MEMORY_TYPES if t.bullet_file is None) + tuple(
+    t.name for t in MEMORY_TYPES if t.bullet_file is not None)
 # A chunk keeps this much of its section's text in the index (the FTS body and the
 # passage recall quotes); records are budgeted to ~12 KB, so this rarely cuts.
 CHUNK_CHARS = 6000
@@ -108,7 +110,7 @@ def _is_memory_top(name: str) -> bool:
 def _memory_dirs(root: Path) -> list[Path]:
     """The memory folders, plus the sub-folders of scenes/ and system/.
 
-    Fact folders are flat (PROTOCOL.md 2), so their listings are not walked here:
+    Fact folders are flat (docs/PROTOCOL.md §2), so their listings are not walked here:
     listing a folder of 10,000 files to look for sub-folders would cost more than
     the whole query.
     """
@@ -249,7 +251,7 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
         cols = (_words(memory.anchor), kind, memory.description, body)
         return [(row, cols)]
     # A system file: every bullet is a small memory of its own (fact only).
-    kind = "preference" if rel.endswith("human.md") else "convention"
+    kind = formats.type_of_system_file(rel)
     out = []
     for i, bullet in enumerate(memory.bullets):
         data = {"path": rel, "description": memory.description, "bullet": bullet, "index": i}

@@ -1,4 +1,4 @@
-"""Recall: the three-state retrieval protocol of PROTOCOL.md 10 over the search index.
+"""Recall: the three-state retrieval protocol of docs/PROTOCOL.md §10 over the search index.
 
 How a question is answered:
 1. Content words are taken from the question (stop words and question words dropped).
@@ -958,7 +958,7 @@ def _moment(formats: Any, data: dict[str, Any]) -> Any:
 
 def _staleness(stored: str, records: list[Any], settings: Any,
                project_root: Path | str | None) -> str | None:
-    """The PROTOCOL.md 10 staleness note, or None.
+    """The docs/PROTOCOL.md §10 staleness note, or None.
 
     Stale when the memory is older than ``settings.stale_days``, or when a project
     file it names was modified after the day it was stored (file mtime: no git

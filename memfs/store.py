@@ -221,7 +221,7 @@ class MemoryStore:
                 candidates.append(memory.linked_scene)
             candidates.append(formats.scene_path(memory.type, memory.anchor))
         elif anchor:
-            for kind in ("convention", "preference"):
+            for kind in formats.BULLET_TYPES:
                 candidates.append(formats.scene_path(kind, anchor))
         for rel in candidates:
             try:
@@ -253,7 +253,7 @@ class MemoryStore:
             found = self.find_fact(kind, anchor)
             if found is not None:
                 return found, self.moment_for(found)
-        for kind in ("convention", "preference"):
+        for kind in formats.BULLET_TYPES:
             rel = formats.scene_path(kind, anchor)
             if self.exists(rel):
                 moment = self.read_moment(rel)

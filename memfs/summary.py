@@ -67,7 +67,7 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 total += 1
                 types["scene"] += 1
             elif isinstance(memory, SystemFile):
-                kind = "preference" if memory.path.endswith("human.md") else "convention"
+                kind = formats.type_of_system_file(memory.path)
                 types[f"{kind} bullets"] += len(memory.bullets)
     else:
         for rel in _files(store):
@@ -78,7 +78,7 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 problems.append(f"{rel}:1: unreadable: {exc}")
                 continue
             if rel.startswith("system/"):
-                kind = "preference" if rel.endswith("human.md") else "convention"
+                kind = formats.type_of_system_file(rel)
                 types[f"{kind} bullets"] += sum(
                     1 for line in text.split("\n") if line.startswith(("- ", "* ")))
                 continue

@@ -36,6 +36,7 @@ from dualtrace.config import Settings, api_key
 from dualtrace.encoder.backends import EncodeRequest, Usage, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
+from dualtrace.memfs.types import MEMORY_TYPES
 
 if TYPE_CHECKING:
     from dualtrace.encoder.plan import PlanBuilder
@@ -89,8 +90,7 @@ TOOLS: list[dict[str, Any]] = [
         "input_schema": {
             "type": "object",
             "properties": {
-                "type": {"type": "string", "enum": ["decision", "incident", "convention",
-                                                    "preference", "pattern", "learning"]},
+                "type": {"type": "string", "enum": [t.name for t in MEMORY_TYPES]},
                 "anchor": {"type": "string", "description": "lowercase-hyphenated, <= 64 chars, no type prefix"},
                 "description": {"type": "string"},
                 "body": {"type": "string"},

@@ -131,8 +131,15 @@ def test_live_backfill_resumable_with_per_transcript_failure(api, tmp_path, tran
 
 
 def test_dry_run_estimates_without_sending_or_writing(api, tmp_path, transcripts):
+    from dualtrace.encoder.backends import BACKENDS
+
     mem = tmp_path / "mem"
-    summary = run_dry(discover(transcripts), mem, settings_for(api))
+    registered = dict(BACKENDS)
+    settings = settings_for(api)
+    summary = run_dry(discover(transcripts), mem, settings)
+    # The capture backend is handed to the pipeline: no global registry entry, and
+    # nothing smuggled through Settings.extra.
+    assert BACKENDS == registered and settings.extra == {}
     estimated = [i for i in summary.items if i.status == "estimated"]
     assert len(estimated) == 3 and all(i.prompt_tokens > 1000 for i in estimated)
     assert all(0 < i.cost_usd < 0.5 for i in estimated)

@@ -1,4 +1,4 @@
-"""Acceptance tests for the encoder (PROTOCOL.md 12), through the real CLI."""
+"""Acceptance tests for the encoder (docs/PROTOCOL.md §12), through the real CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cheap gates (PROTOCOL.md 11) on sessions written for the test."""
+"""Cheap gates (docs/PROTOCOL.md §11) on sessions written for the test."""
 
 from __future__ import annotations
 

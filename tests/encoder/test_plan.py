@@ -1,4 +1,4 @@
-"""The validator: the rules of PROTOCOL.md 6-8 enforced in code."""
+"""The validator: the rules of docs/PROTOCOL.md §6-8 enforced in code."""
 
 from __future__ import annotations
 

@@ -75,8 +75,8 @@ def test_install_into_missing_file_and_uninstall_deletes_it(project):
     proc = cli("install", "--scope", "local", cwd=project)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(settings.read_text())
-    assert set(data["hooks"]) == {"Stop", "SessionEnd", "SessionStart", "UserPromptSubmit",
-                                  "PreCompact"}
+    assert set(data["hooks"]) == {"Stop", "StopFailure", "SessionEnd", "SessionStart",
+                                  "UserPromptSubmit", "PreCompact"}
     proc = cli("uninstall", "--scope", "local", cwd=project)
     assert proc.returncode == 0
     assert not settings.exists()
@@ -110,7 +110,7 @@ def test_letta_timeouts_are_milliseconds_and_codex_session_end_within_its_cap(pr
     assert "PostToolUse" in letta["hooks"]
     assert cli("install", "--agent", "codex", "--scope", "project", cwd=project).returncode == 0
     codex = json.loads((project / ".codex" / "hooks.json").read_text())
-    # Codex caps SessionEnd hooks at 3 s (HOSTS.md): ours asks for no more.
+    # Codex caps SessionEnd hooks at 3 s (docs/HOSTS.md): ours asks for no more.
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["command"].endswith(
         "hook session-end --host codex")

@@ -1,4 +1,4 @@
-"""Recall: three states with the exact PROTOCOL.md 10 labels, ranking, aggregation, staleness."""
+"""Recall: three states with the exact docs/PROTOCOL.md §10 labels, ranking, aggregation, staleness."""
 
 from __future__ import annotations
 
