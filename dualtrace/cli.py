@@ -667,14 +667,26 @@ _scope_option = click.option("--scope", default="user", show_default=True,
 @click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
               help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
                    "supports MCP (Claude Code, Codex).")
-def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool) -> None:
+@click.option("--allow-recall", is_flag=True,
+              help="Claude Code: let the agent run `dualtrace recall` without a permission "
+                   "prompt (adds a Bash permission rule).")
+def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool,
+            allow_recall: bool) -> None:
     """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
     register its MCP server."""
+    import os
+
     from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
-    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp):
+    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp, allow_recall=allow_recall):
         click.echo(line)
+    host = registry.get(agent)
+    finder = getattr(host, "enabled_plugin_files", None)
+    for path in finder(config.project_root(), Path(os.path.expanduser("~"))) if finder else []:
+        click.echo(f"warning: {path} also enables the dualtrace plugin: its hooks and these "
+                   "would both run. Keep one: `claude plugin uninstall dualtrace@dualtrace`, "
+                   f"or `dualtrace uninstall --agent {agent} --scope {scope}`.")
     if agent == "codex":
         click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
                    "and review dualtrace's hooks in /hooks.")
@@ -685,6 +697,16 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
     click.echo(disclosure(chosen, settings) + "." + (
         "" if chosen not in ("auto", "offline")
         else " (A model encoder: dualtrace install --backend anthropic|claude.)"))
+    if dry_run:
+        return
+    after = getattr(host, "AFTER_INSTALL", "")
+    if after:
+        click.echo(after)
+    click.echo(f"Memory for this project: {config.resolve_memory_dir(None, settings=settings)} "
+               "(`dualtrace status` shows it and what the hooks did).")
+    click.echo("Past sessions: `dualtrace backfill` encodes them. Turn it off: "
+               f"DUALTRACE_DISABLE=1, `enabled = false` in dualtrace.toml, or "
+               f"`dualtrace uninstall --agent {agent} --scope {scope}`.")
 
 
 @cli.command()

@@ -185,6 +185,11 @@ class PlanBuilder:
     # ---- entry point
 
     def add(self, op: Operation) -> Outcome:
+        from dualtrace.encoder.redact import redact_fields
+
+        # Whatever a backend proposes (a model may echo or invent a credential) passes
+        # the session's redactor before anything is validated, written or committed.
+        op = redact_fields(op)
         kind: str | None
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)

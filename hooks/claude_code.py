@@ -129,6 +129,32 @@ def settings_path(scope: str, root: Path, home: Path) -> Path:
             "local": root / ".claude" / "settings.local.json"}[scope]
 
 
+AFTER_INSTALL = ("Next: restart Claude Code (or review the hooks with /hooks) so it loads "
+                 "them.")
+
+
+def recall_permission(command: str) -> str:
+    """The permission rule that lets the agent run ``<command> recall ...`` unprompted."""
+    return f"Bash({command} recall:*)"
+
+
+def enabled_plugin_files(root: Path, home: Path) -> list[Path]:
+    """Settings files that enable a dualtrace plugin (``enabledPlugins`` has a
+    ``dualtrace@<marketplace>`` key set to true): its hooks run beside settings hooks."""
+    found = []
+    for scope in SCOPES:
+        path = settings_path(scope, root, home)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        plugins = data.get("enabledPlugins") if isinstance(data, dict) else None
+        if isinstance(plugins, dict) and any(
+                str(k).split("@", 1)[0] == "dualtrace" and v for k, v in plugins.items()):
+            found.append(path)
+    return found
+
+
 def projects_dir(root: Path) -> Path:
     """``~/.claude/projects/<root with every non-alphanumeric as '-'>``."""
     base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()

@@ -63,12 +63,14 @@ def _cap(settings: Any, name: str, default: int) -> int:
 
 
 def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
-                          mcp_tools: bool = False, user_memory: Path | None = None) -> str:
+                          mcp_tools: bool = False, user_memory: Path | None = None,
+                          command: str = "dualtrace") -> str:
     """Pinned system files, open conflicts, an index of decisions/incidents, how to ask
     (and, when the host has dualtrace's MCP server, that its tools are there).
 
     ``user_memory``: the person's own memory directory; its preferences are injected
-    in every project, ahead of the project's own files.
+    in every project, ahead of the project's own files. ``command``: how the agent runs
+    dualtrace (the hooks' own absolute path: a bare name may not be on its PATH).
     """
     cap = _cap(settings, "session_start_chars", 6000)
     with Index.open(store.root) as index:
@@ -113,7 +115,8 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         sections.append("\n".join(lines))
     elif not bullets and not recent:
         sections.append("No memories are stored for this project yet.")
-    note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK
+    note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK.replace(
+        "`dualtrace recall", f"`{command} recall")
     opening, closing = markers()
     room = cap - len(opening) - len(closing) - 4 - len(note)
     body = "\n\n".join(sections)
