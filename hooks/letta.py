@@ -121,8 +121,11 @@ def memfs_dir(agent: str | None) -> str | None:
 
 
 def detect(payload: dict) -> bool:
+    # Letta Code's hook input names the event ``event_type`` and the cwd
+    # ``working_directory`` (Claude Code: hook_event_name / cwd).
     return bool(os.environ.get("LETTA_HOOK_EVENT")) or "working_directory" in payload \
-        or "conversation_id" in payload
+        or "conversation_id" in payload or ("event_type" in payload
+                                            and "hook_event_name" not in payload)
 
 
 def normalize(payload: dict, event: str, state: str) -> dict:

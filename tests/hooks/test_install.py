@@ -75,8 +75,8 @@ def test_install_into_missing_file_and_uninstall_deletes_it(project):
     proc = cli("install", "--scope", "local", cwd=project)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(settings.read_text())
-    assert set(data["hooks"]) == {"Stop", "SessionEnd", "SessionStart", "UserPromptSubmit",
-                                  "PreCompact"}
+    assert set(data["hooks"]) == {"Stop", "StopFailure", "SessionEnd", "SessionStart",
+                                  "UserPromptSubmit", "PreCompact"}
     proc = cli("uninstall", "--scope", "local", cwd=project)
     assert proc.returncode == 0
     assert not settings.exists()

@@ -189,3 +189,4 @@ def test_the_plugin_brings_the_mcp_server():
 
     manifest = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
     assert manifest["mcpServers"] == {"dualtrace": {"command": "dualtrace", "args": ["mcp"]}}
+
