@@ -101,6 +101,11 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         for item in conflicts:
             lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
+    recent = _recent_sessions(store)
+    if recent:
+        sections.append("\n".join(
+            ["## Recent sessions in this project (`dualtrace show <session>` prints one)",
+             *recent]))
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:
         lines = ["## Stored decisions and incidents (most useful first; "
@@ -108,7 +113,7 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         for doc in ranked[:INDEX_LINES]:
             lines.append(_index_line(doc))
         sections.append("\n".join(lines))
-    elif not bullets:
+    elif not bullets and not recent:
         sections.append("No memories are stored for this project yet.")
     note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK.replace(
         "`dualtrace recall", f"`{command} recall")
@@ -121,6 +126,31 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
     if conflicts and mark_shown:
         _mark_conflicts(store)
     return text
+
+
+RECENT_SESSIONS = 3
+
+
+def _recent_sessions(store: Any) -> list[str]:
+    """One line per recent session record: date, id, what, outcome, first open end."""
+    try:
+        from dualtrace.memfs.sessions import list_records
+
+        infos = list_records(store.root, limit=RECENT_SESSIONS, project=store.project)
+    except Exception as exc:  # noqa: BLE001 - a notice, never a failure of the hook
+        log.warning("cannot list session records: %s", exc)
+        return []
+    lines = []
+    for info in infos:
+        what = info.description or "(no request recorded)"
+        if len(what) > 140:
+            what = what[:137] + "..."
+        line = f"- {info.date or 'undated'} {info.session[:8]}: {what} -> {info.outcome}"
+        if info.open_end:
+            end = " ".join(info.open_end.split())
+            line += f"; open end: {end[:160] + '...' if len(end) > 160 else end}"
+        lines.append(line)
+    return lines
 
 
 def own_preferences_context(user_memory: Path, settings: Any) -> str | None:
