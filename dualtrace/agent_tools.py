@@ -73,7 +73,11 @@ class AgentMemory:
             return f"{ABSTAIN}\n{LABEL_C}\n{OFFER}\n"
         result = do_recall(self.root, question, limit=limit, type=kind, settings=self.settings,
                            project_root=self.project_root)
-        return result.render()
+        from dualtrace.encoder.redact import redact_text
+
+        # Memory files may have been edited by hand: what the agent reads back passes
+        # the same redactor as everything dualtrace wrote.
+        return redact_text(result.render())
 
     def search(self, query: str, limit: int = 10, type: str | None = None) -> str:  # noqa: A002
         """Ranked memories matching any of the query's words: one line each."""
@@ -133,7 +137,9 @@ class AgentMemory:
                 parts += ["", f"==> {moment.path}", store.read_text(moment.path).rstrip("\n")]
         finally:
             store.close()
-        text = "\n".join(parts) + "\n"
+        from dualtrace.encoder.redact import redact_text
+
+        text = redact_text("\n".join(parts) + "\n")
         return text if len(text) <= SHOW_LIMIT else text[:SHOW_LIMIT] + "\n[...]\n"
 
     def recent_sessions(self, limit: int = 10) -> str:

@@ -406,6 +406,38 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
     return summary
 
 
+def run_records(paths: list[Path], memory_dir: Path, settings: Settings,
+                progress: Progress = _quiet) -> Summary:
+    """Session records for past transcripts: no model call, no new fact, cursors untouched."""
+    from dualtrace.pipeline import record_past_session
+
+    summary = Summary(mode="records")
+    facts: list[Any] | None = None
+    for path in paths:
+        progress(path.name)
+        if facts is None and Path(memory_dir).is_dir():
+            from dualtrace.memfs.store import MemoryStore
+
+            store = MemoryStore(Path(memory_dir), create=False)
+            try:
+                facts = store.scan().facts()  # once: which facts name which session
+            finally:
+                store.close()
+        try:
+            report = record_past_session(path, memory_dir=memory_dir, settings=settings,
+                                         facts=facts)
+        except DualtraceError as exc:
+            summary.items.append(Item(str(path), status="failed", note=str(exc)))
+            continue
+        item = Item(str(path), report.session_id)
+        if report.record and (report.commit or settings.session_records == "local"):
+            item.status, item.note = "encoded", report.record
+        else:
+            item.status, item.note = "skipped", report.skipped or ""
+        summary.items.append(item)
+    return summary
+
+
 def summary_dict(summary: Summary) -> dict[str, Any]:
     return {"mode": summary.mode, "batch_id": summary.batch_id, "cost_usd": summary.cost_usd,
             "items": [asdict(i) for i in summary.items]}
@@ -416,7 +448,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 
 def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | None, batch: bool,
             dry_run: bool, model: str | None, cheap: bool, limit: int | None,
-            poll_interval: float, max_wait: float, as_json: bool) -> None:
+            poll_interval: float, max_wait: float, as_json: bool,
+            records_only: bool = False) -> None:
     import sys
 
     import click
@@ -451,7 +484,9 @@ def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | No
             else:
                 bar.update(0, label)
 
-        if dry_run:
+        if records_only:
+            summary = run_records(found, target, settings, progress=progress)
+        elif dry_run:
             summary = run_dry(found, target, settings, batch=batch, progress=progress)
         elif batch:
             summary = run_batch(found, target, settings, poll_interval=poll_interval,

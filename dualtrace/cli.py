@@ -243,7 +243,8 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         return
     click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
     if report.skipped and not report.operations:
-        click.echo(f"SKIP  {report.skipped}")
+        click.echo(f"SKIP  {report.skipped}" + ("; kept in the session record" if report.commit
+                                                 and report.record else ""))
         if report.skipped.startswith(("nothing new", "already committed")):
             click.echo("To encode it again: "
                        + hint_command("encode", str(transcript), "--force", memory_dir=memory_dir))
@@ -275,16 +276,19 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 @click.option("--max-wait", type=float, default=3600.0, show_default=True,
               help="Stop polling after this many seconds (re-run to resume the batch).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--records", "records_only", is_flag=True,
+              help="Only write session records for past sessions (no model call, no new "
+                   "memories; sessions that already have one are skipped).")
 def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | None, batch: bool,
              dry_run: bool, model: str | None, cheap: bool, limit: int | None,
-             poll_interval: float, max_wait: float, as_json: bool) -> None:
+             poll_interval: float, max_wait: float, as_json: bool, records_only: bool) -> None:
     """Encode past transcripts (default: this project's Claude Code and Codex sessions),
     oldest first; resumable through the cursors."""
     from dualtrace.backfill import cli_run
 
     cli_run(memory_dir=memory_dir, paths=paths, backend=backend, batch=batch, dry_run=dry_run,
             model=model, cheap=cheap, limit=limit, poll_interval=poll_interval,
-            max_wait=max_wait, as_json=as_json)
+            max_wait=max_wait, as_json=as_json, records_only=records_only)
 
 
 _TYPES = list(FACT_FOLDER_TYPES)
@@ -413,16 +417,74 @@ def log_cmd(memory_dir: Path | None, limit: int) -> None:
 
 @cli.command()
 @memory_dir_option
+@click.option("--limit", "-n", type=click.IntRange(1, None), default=None,
+              help="At most N sessions (newest first).")
+@click.option("--json", "as_json", is_flag=True, help="Print the records' frontmatter as JSON.")
+def sessions(memory_dir: Path | None, limit: int | None, as_json: bool) -> None:
+    """List session records, newest first: date, host, what it was about, memories stored."""
+    import json
+
+    from dualtrace.memfs.sessions import list_records
+
+    settings = config.load_settings(config.project_root())
+    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
+    _require_memory_dir(memdir, "(nothing stored yet)")
+    infos = list_records(memdir, limit=limit)
+    if as_json:
+        click.echo(json.dumps([i.to_dict() for i in infos], indent=2, ensure_ascii=False))
+        return
+    if not infos:
+        click.echo("No session records yet (they are written by `dualtrace encode`; "
+                   "`dualtrace backfill --records` adds them for past sessions).")
+        return
+    for i in infos:
+        stored = sum(1 for _p, a in i.memories if a == "stored")
+        updated = len(i.memories) - stored
+        mem = f"{stored} stored, {updated} updated" if i.memories else "no memories"
+        when = f"{i.date} {i.started[11:16]}" if i.date and i.started and len(i.started) >= 16 \
+            else (i.date or "undated")
+        local = " (local)" if i.local else ""
+        click.echo(f"{when:<16}  {i.session[:8]}  {i.host:<11}  {mem:<22}  "
+                   f"{i.description or '-'}{local}")
+
+
+@cli.command()
+@memory_dir_option
 @click.argument("target")
 def show(memory_dir: Path | None, target: str) -> None:
-    """Show a memory by ANCHOR or PATH: the fact, then its moment."""
+    """Show a memory by ANCHOR or PATH (the fact, then its moment), or a SESSION record
+    by session id, id prefix or sessions/... path."""
+    from dualtrace.memfs import sessions as records
+
     store = read_store(memory_dir)
+    if records.is_record_path(target) or _looks_like_session(target) and not _is_memory_ref(
+            store, target):
+        record = records.read_record(store.root, target)
+        click.echo(f"==> {record.path}")
+        path = store.root / record.path
+        click.echo(path.read_text(encoding="utf-8"), nl=False)
+        return
     fact, moment = store.lookup(target)
     click.echo(f"==> {fact.path}")
     click.echo(store.read_text(fact.path), nl=False)
     if moment is not None:
         click.echo(f"\n==> {moment.path}")
         click.echo(store.read_text(moment.path), nl=False)
+
+
+def _looks_like_session(target: str) -> bool:
+    """A session id or prefix: hex/uuid-ish, or the name of a plain transcript's record."""
+    import re
+
+    return bool(re.fullmatch(r"[0-9a-fA-F][0-9a-fA-F-]{3,}", target))
+
+
+def _is_memory_ref(store, target: str) -> bool:
+    try:
+        store.lookup(target)
+        return True
+    except DualtraceError:
+        return False
 
 
 @cli.command()
@@ -605,14 +667,26 @@ _scope_option = click.option("--scope", default="user", show_default=True,
 @click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
               help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
                    "supports MCP (Claude Code, Codex).")
-def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool) -> None:
+@click.option("--allow-recall", is_flag=True,
+              help="Claude Code: let the agent run `dualtrace recall` without a permission "
+                   "prompt (adds a Bash permission rule).")
+def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool,
+            allow_recall: bool) -> None:
     """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
     register its MCP server."""
+    import os
+
     from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
-    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp):
+    for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp, allow_recall=allow_recall):
         click.echo(line)
+    host = registry.get(agent)
+    finder = getattr(host, "enabled_plugin_files", None)
+    for path in finder(config.project_root(), Path(os.path.expanduser("~"))) if finder else []:
+        click.echo(f"warning: {path} also enables the dualtrace plugin: its hooks and these "
+                   "would both run. Keep one: `claude plugin uninstall dualtrace@dualtrace`, "
+                   f"or `dualtrace uninstall --agent {agent} --scope {scope}`.")
     if agent == "codex":
         click.echo("Codex runs a new or changed hook only once you trust it: start `codex` "
                    "and review dualtrace's hooks in /hooks.")
@@ -623,6 +697,16 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
     click.echo(disclosure(chosen, settings) + "." + (
         "" if chosen not in ("auto", "offline")
         else " (A model encoder: dualtrace install --backend anthropic|claude.)"))
+    if dry_run:
+        return
+    after = getattr(host, "AFTER_INSTALL", "")
+    if after:
+        click.echo(after)
+    click.echo(f"Memory for this project: {config.resolve_memory_dir(None, settings=settings)} "
+               "(`dualtrace status` shows it and what the hooks did).")
+    click.echo("Past sessions: `dualtrace backfill` encodes them. Turn it off: "
+               f"DUALTRACE_DISABLE=1, `enabled = false` in dualtrace.toml, or "
+               f"`dualtrace uninstall --agent {agent} --scope {scope}`.")
 
 
 @cli.command()

@@ -27,6 +27,7 @@ else:  # pragma: no cover
 
 PROJECT_FILE = "dualtrace.toml"
 USER_CONFIG = "config.toml"
+SESSION_RECORD_MODES = ("commit", "local", "off")
 
 
 def state_dir() -> Path:
@@ -126,6 +127,11 @@ class Settings:
     session_start_chars: int = 6000
     prompt_chars: int = 2000
     claude_cli: str = "claude"
+    # Session records (issue 11): "commit" keeps one per session in sessions/ and commits
+    # it with the session's facts; "local" keeps it in the gitignored state (indexed,
+    # never pushed); "off" writes none. The budget is the record file's size in bytes.
+    session_records: str = "commit"
+    session_record_budget: int = 12000
     # The Anthropic backend's HTTP policy and its turn-1 prompt ceiling (estimated
     # tokens of tools + system + index + digest; the digest is rebuilt smaller to fit).
     api_retries: int = 4
@@ -184,6 +190,12 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Setti
         if key not in known:
             extra[key] = value
             continue
+        if key == "session_records" and value not in SESSION_RECORD_MODES:
+            raise DualtraceError(
+                f"session_records must be one of {', '.join(SESSION_RECORD_MODES)}, not {value!r}")
+        if key == "session_record_budget" and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1000):
+            raise DualtraceError(f"session_record_budget must be a number of bytes >= 1000, not {value!r}")
         kind = _NUMBER_FIELDS.get(key)
         if kind is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (

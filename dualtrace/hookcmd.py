@@ -223,6 +223,17 @@ def _project_disabled(cwd: str | None) -> bool:
     return config.is_disabled(settings)
 
 
+def _own_command() -> str:
+    """How this hook was run (the absolute script path the host's settings name), for the
+    text that tells the agent how to ask: a bare ``dualtrace`` may not be on its PATH."""
+    import shlex
+
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(script) in ("dualtrace", "dualtrace.exe") and os.path.isfile(script):
+        return shlex.quote(script)
+    return "dualtrace"
+
+
 def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
     """The stdout of a session-start or prompt hook: recalled context in the JSON the
     host expects (hooks/), or None. Errors propagate: ``run`` logs them, exits 0."""
@@ -246,7 +257,7 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
         store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
         text: str | None = inject.session_start_context(
             store, ws.settings, mcp_tools=available(host, ws.root),
-            user_memory=config.user_memory_dir(ws.settings))
+            user_memory=config.user_memory_dir(ws.settings), command=_own_command())
     else:
         # Recalled State A/B memories for the prompt. Recall needs only the directory,
         # not the store (whose imports cost ~30 ms before every prompt).

@@ -47,6 +47,7 @@ class EncodeReport:
     diff: str | None = None
     message: str | None = None
     notes: list[str] = field(default_factory=list)
+    record: str | None = None  # the session record this encode wrote or updated
 
     @property
     def stored(self) -> int:
@@ -195,6 +196,15 @@ def encode_session(
     t = lap("gates", t)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+        if not dry_run and settings.session_records != "off" and (
+                _worth_recording(redacted) or _has_record(memory_dir, settings,
+                                                          session.session_id)):
+            # No memory in it, but the user asked for something (or it is a later part
+            # of a recorded session): its turns are kept in the session's record, so
+            # nothing said is lost.
+            _record_alone(path, memory_dir, settings, redacted, report,
+                          project=workspace.project, range_start=cursor.offset or 0,
+                          range_end=session.cursor)
         advance()
         return _done(report, started, timings)
 
@@ -267,6 +277,9 @@ def encode_session(
                 report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
                 engine = get_backend("offline", settings)
                 builder, usage = run(engine)
+            if settings.session_records != "off":
+                _attach_record(builder, redacted, store, settings, report,
+                               whole=lambda: _whole_session(path, host, settings))
             report.backend = engine.name
             report.usage = usage.to_dict()
             report.operations = [o.to_dict() for o in builder.outcomes]
@@ -276,6 +289,11 @@ def encode_session(
                 report.diff = builder.diff()
             else:
                 report.commit, report.user_commit = _commit(store, builder, settings)
+                local = builder.local_record()
+                if local is not None:  # kept in the gitignored state: indexed, never pushed
+                    from dualtrace.memfs.sessions import write_local_record
+
+                    write_local_record(store.root, *local)
             lap("apply", t)
     finally:
         store.close()
@@ -285,6 +303,55 @@ def encode_session(
         report.skipped = "nothing worth storing"
     advance()
     return _done(report, started, timings)
+
+
+def _worth_recording(session) -> bool:
+    """The record gate: a real request from the user (not a greeting or a bare /clear)."""
+    from dualtrace.encoder.records import has_request
+
+    return has_request(session)
+
+
+def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) -> bool:
+    if settings.session_records == "off" or not session_id or not memory_dir.is_dir():
+        return False
+    from dualtrace.memfs.sessions import find_record
+
+    return find_record(memory_dir, session_id) is not None
+
+
+def _whole_session(path: Path, host: str | None, settings: Settings):
+    """The whole transcript, redacted: for a record first written at a later part."""
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    session = read_transcript(path, cursor=0, fmt=host)
+    if not session.session_id:
+        session = replace(session, session_id=path.stem)
+    return redact_session(session, Redactor(settings.redact_patterns))[0]
+
+
+def _attach_record(builder, session, store, settings: Settings, report: EncodeReport,
+                   whole=None) -> None:
+    """The session record rides in the plan: same commit as the facts (or local state)."""
+    from dualtrace.encoder.records import record_for
+    from dualtrace.encoder.redact import Redactor
+    from dualtrace.memfs.sessions import find_record
+
+    redactor = Redactor(settings.redact_patterns)
+    local = settings.session_records == "local"
+    if whole is not None and report.cursor[0] > 0 and session.session_id and \
+            find_record(store.root, session.session_id) is None:
+        # Earlier parts fell below the noise gate: the record starts from the beginning.
+        session = whole()
+    record, text = record_for(
+        session, store.root, project=store.project, memories=builder.memories_touched(),
+        local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
+        redact=redactor.redact)
+    turns = len(record.turns)
+    builder.attach_record(record.path, text, commit=not local,
+                          detail=f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
+    report.record = record.path
 
 
 def _commit(store, builder, settings: Settings) -> tuple[str | None, str | None]:
@@ -342,3 +409,104 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 
 __all__ = ["EncodeReport", "encode_session", "DualtraceError"]
+
+
+def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
+                  report: EncodeReport, *, project: str, range_start: int | None = None,
+                  range_end: int | None = None, facts: list | None = None,
+                  backfill: bool = False) -> None:
+    """Write (or update) a session record with no memory operation: its own commit.
+
+    Used for a later part of a recorded session that falls below the noise gate, and by
+    ``backfill --records``. In commit mode, facts naming the session (``facts``, for a
+    backfill) are listed in the record and link to it in the same commit.
+    """
+    from dualtrace.encoder.records import record_for
+    from dualtrace.encoder.redact import Redactor
+    from dualtrace.memfs import sessions as records
+    from dualtrace.memfs.formats import render_fact
+    from dualtrace.memfs.gitrepo import RANGE_TRAILER, RECORD_TRAILER, SESSION_TRAILER, OpLine
+    from dualtrace.memfs.store import MemoryStore
+
+    redactor = Redactor(settings.redact_patterns)
+    store = MemoryStore(memory_dir, author=(settings.author_name, settings.author_email),
+                        project=project)
+    local = settings.session_records == "local"
+    sid = session.session_id or path.stem
+    trailers = [f"{SESSION_TRAILER}: {sid}"]
+    if range_start is not None and range_end is not None:
+        key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
+        trailers.append(f"{RANGE_TRAILER}: {key} {range_start}-{range_end}")
+    try:
+        with store.lock():
+            existing = records.find_record(store.root, sid)
+            if backfill and existing is not None:
+                report.skipped = "the session already has a record"
+                return
+            if range_start is not None and store.git.committed_range(
+                    trailers[-1].split()[1], range_start) is not None:
+                return  # this part was committed by a run that died before its cursor
+            mine = [f for f in facts or () if sid in f.sessions]
+            memories = [(f.path, "stored" if f.sessions[0] == sid else "updated") for f in mine]
+            record, text = record_for(session, store.root, project=store.project,
+                                      memories=memories, local=local,
+                                      budget=settings.session_record_budget,
+                                      redact=redactor.redact, fresh=not range_start)
+            report.record = record.path
+            if local:
+                records.write_local_record(store.root, record.path, text)
+                return
+            paths = [store.write_text(record.path, text)]
+            for fact in mine:
+                if record.path not in fact.records:
+                    linked = replace(fact, records=(*fact.records, record.path))
+                    paths.append(store.write_text(fact.path, render_fact(linked)))
+            turns = len(record.turns)
+            detail = (f"backfill, {turns} turn{'s' if turns != 1 else ''}" if backfill else
+                      f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
+            line = OpLine("record", record.path.removesuffix(".md"), detail)
+            message = "\n\n".join([line.line(), "\n".join(
+                [*trailers, f"{RECORD_TRAILER}: {record.path}"])]) + "\n"
+            # A later part amends the session's own unpushed commit, like any encode.
+            report.commit = store.commit(paths, message, None if backfill else sid)
+            report.message = message
+    finally:
+        store.close()
+
+
+def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
+                        settings: Settings, facts: list | None = None) -> EncodeReport:
+    """Write the session record of an already-encoded (or never-encoded) transcript.
+
+    For ``backfill --records``: the whole transcript is read (cursors are neither read
+    nor moved, no backend runs, no fact is created). A session that fails the noise gate,
+    or already has a record, is skipped.
+    """
+    from dualtrace.encoder import gates as gates_mod
+    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.hooks.transcripts import read_transcript
+
+    started = time.perf_counter()
+    path = Path(transcript).expanduser().resolve()
+    memory_dir = Path(memory_dir).expanduser().resolve()
+    report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), backend="records")
+    if settings.session_records == "off":
+        report.skipped = 'session_records = "off"'
+        return _done(report, started, {})
+    session = read_transcript(path, cursor=0)
+    if not session.session_id:
+        session = replace(session, session_id=path.stem)
+    report.session_id, report.host = session.session_id, session.host
+    if not session.events:
+        report.skipped = "empty transcript"
+        return _done(report, started, {})
+    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    report.redactions = dict(counts)
+    verdict = gates_mod.evaluate(redacted)
+    if verdict.skip_backend and not _worth_recording(redacted):
+        report.skipped = "no request from the user in the session"
+        return _done(report, started, {})
+    project = config.workspace(memory_dir=memory_dir, settings=settings).project
+    _record_alone(path, memory_dir, settings, redacted, report, project=project, facts=facts,
+                  backfill=True)
+    return _done(report, started, {})

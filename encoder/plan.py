@@ -18,6 +18,7 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from dualtrace.encoder.grounding import (
     Grounding,
@@ -43,7 +44,7 @@ from dualtrace.encoder.operations import (
     parse_update,
 )
 from dualtrace.errors import DualtraceError, PathError
-from dualtrace.memfs import formats
+from dualtrace.memfs import formats, sessions
 from dualtrace.memfs.anchors import check_anchor
 from dualtrace.memfs.formats import (
     CONFIDENCE,
@@ -54,7 +55,7 @@ from dualtrace.memfs.formats import (
     SystemFile,
     tier_for,
 )
-from dualtrace.memfs.gitrepo import OpLine, commit_message
+from dualtrace.memfs.gitrepo import RECORD_TRAILER, OpLine, commit_message
 from dualtrace.memfs.store import MemoryStore
 from dualtrace.memfs.transaction import ChangeSet
 from dualtrace.memfs.types import BY_NAME
@@ -142,6 +143,8 @@ class PlanBuilder:
     outcomes: list[Outcome] = field(default_factory=list)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
     _facts_cache: list[Fact] | None = None
+    # The session record (issue 11): (path, text, committed?, commit line when alone).
+    record: tuple[str, str, bool, OpLine] | None = None
 
     # ---- state
 
@@ -182,6 +185,11 @@ class PlanBuilder:
     # ---- entry point
 
     def add(self, op: Operation) -> Outcome:
+        from dualtrace.encoder.redact import redact_fields
+
+        # Whatever a backend proposes (a model may echo or invent a credential) passes
+        # the session's redactor before anything is validated, written or committed.
+        op = redact_fields(op)
         kind: str | None
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
@@ -486,11 +494,51 @@ class PlanBuilder:
             OpLine(verb, target, detail, evidence),
         )
 
+    # ---- the session record
+
+    def memories_touched(self) -> list[tuple[str, str]]:
+        """(path, stored | updated) for every memory this session's operations wrote."""
+        out: dict[str, str] = {}
+        for o in self.outcomes:
+            if o.path and o.action != "skip":
+                out.setdefault(o.path, "stored" if o.action in ("store", "bullet") else "updated")
+        return list(out.items())
+
+    def attach_record(self, rel: str, text: str, *, commit: bool, detail: str) -> None:
+        """Write the session record with this plan; committed ones are linked from the
+        facts and moments the plan writes (``records:``) and ride in the same commit."""
+        if commit:
+            for path, memory in list(self.pending.items()):
+                if isinstance(memory, (Fact, Moment)) and rel not in memory.records:
+                    self.pending[path] = replace(memory, records=(*memory.records, rel))
+        self.record = (rel, text, commit, OpLine("record", rel.removesuffix(".md"), detail))
+
+    def _record_file(self) -> Path:
+        assert self.record is not None
+        rel, _text, commit, _line = self.record
+        if commit:
+            return self.store.path(rel)
+        return sessions.local_record_file(self.store.root, rel)
+
+    def _record_change(self) -> tuple[str, str | None, str] | None:
+        if self.record is None:
+            return None
+        rel, text, _commit, _line = self.record
+        try:
+            old: str | None = self._record_file().read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            old = None
+        return None if old == text else (rel, old, text)
+
     # ---- output
 
     def changes(self) -> list[tuple[str, str | None, str]]:
         """(path, old text or None, new text) for every file that would change."""
         out = []
+        if self.record is not None and self.record[2]:
+            change = self._record_change()
+            if change is not None:
+                out.append(change)
         for rel, memory in sorted(self.pending.items()):
             new = formats.render_memory(memory)
             try:
@@ -511,23 +559,41 @@ class PlanBuilder:
         return "".join(chunks)
 
     def message(self) -> str | None:
-        if not self.oplines:
+        committed_record = self.record is not None and self.record[2]
+        if not self.oplines and not committed_record:
             return None
-        return commit_message(self.ctx.session_id, self.ctx.backend, self.oplines,
-                              self.ctx.trailers)
+        return self._message(self.oplines, committed_record)
+
+    def _message(self, lines: list[OpLine], with_record: bool) -> str:
+        trailers = self.ctx.trailers
+        if with_record and self.record is not None:
+            trailers = (*trailers, f"{RECORD_TRAILER}: {self.record[0]}")
+        ops = lines if lines or not with_record or self.record is None else [self.record[3]]
+        return commit_message(self.ctx.session_id, self.ctx.backend, ops, trailers)
 
     def changeset(self, only: Callable[[str], bool] | None = None) -> ChangeSet:
         """The accepted result, for ``memfs.transaction.commit`` (empty: nothing to do).
 
         ``only`` keeps just the files whose path it accepts, with a commit message of
         just their operations (the person's own preferences go to their own memory).
+        The committed session record goes wherever ``only`` accepts its path.
         """
         lines = [o for o in self.oplines if only is None or only(f"{o.target}.md")]
-        changes = tuple(c for c in self.changes() if only is None or only(c[0])) if lines else ()
-        message = commit_message(self.ctx.session_id, self.ctx.backend, lines,
-                                 self.ctx.trailers) if lines else ""
+        record = self.record[0] if self.record is not None and self.record[2] else None
+        with_record = record is not None and (only is None or only(record))
+        if not lines and not with_record:
+            return ChangeSet((), "", (), self.ctx.session_id, self.ctx.date)
+        changes = tuple(c for c in self.changes() if only is None or only(c[0]))
         conflicts = tuple(c for c in self.conflicts if only is None or only(c[1]))
-        return ChangeSet(changes, message, conflicts, self.ctx.session_id, self.ctx.date)
+        return ChangeSet(changes, self._message(lines, with_record), conflicts,
+                         self.ctx.session_id, self.ctx.date)
+
+    def local_record(self) -> tuple[str, str] | None:
+        """(path, text) of a local record to write beside the commit (it is never committed)."""
+        if self.record is None or self.record[2]:
+            return None
+        change = self._record_change()
+        return None if change is None else (change[0], change[2])
 
 def _type_of_path(path: str | None) -> str | None:
     if not path:

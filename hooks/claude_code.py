@@ -55,7 +55,6 @@ _NOISE_TAGS = ("command-name", "command-message", "command-args", "local-command
                "user-memory-input")
 _TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*?</\1>", re.S)
 _OPEN_TAG_RE = re.compile(r"<(" + "|".join(_NOISE_TAGS) + r")>.*\Z", re.S)  # unclosed
-_ARGS_RE = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _NAME_RE = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _BASH_RE = re.compile(r"<(bash-input|bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
 _IDE_RE = re.compile(r"<(ide_opened_file|ide_selection|ide_diagnostics)>(.*?)</\1>", re.S)
@@ -130,6 +129,32 @@ def settings_path(scope: str, root: Path, home: Path) -> Path:
             "local": root / ".claude" / "settings.local.json"}[scope]
 
 
+AFTER_INSTALL = ("Next: restart Claude Code (or review the hooks with /hooks) so it loads "
+                 "them.")
+
+
+def recall_permission(command: str) -> str:
+    """The permission rule that lets the agent run ``<command> recall ...`` unprompted."""
+    return f"Bash({command} recall:*)"
+
+
+def enabled_plugin_files(root: Path, home: Path) -> list[Path]:
+    """Settings files that enable a dualtrace plugin (``enabledPlugins`` has a
+    ``dualtrace@<marketplace>`` key set to true): its hooks run beside settings hooks."""
+    found = []
+    for scope in SCOPES:
+        path = settings_path(scope, root, home)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        plugins = data.get("enabledPlugins") if isinstance(data, dict) else None
+        if isinstance(plugins, dict) and any(
+                str(k).split("@", 1)[0] == "dualtrace" and v for k, v in plugins.items()):
+            found.append(path)
+    return found
+
+
 def projects_dir(root: Path) -> Path:
     """``~/.claude/projects/<root with every non-alphanumeric as '-'>``."""
     base = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
@@ -170,19 +195,37 @@ def _str(value: object) -> str | None:
 # ------------------------------------------------------------------ the reader
 
 
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+# Housekeeping commands that ask the agent nothing (a bare "/clear" is not a request).
+_HOUSEKEEPING = frozenset({"/clear", "/exit", "/quit", "/cost", "/help", "/status", "/model",
+                           "/config", "/resume", "/login", "/logout", "/doctor", "/permissions",
+                           "/hooks", "/mcp", "/ide", "/vim", "/terminal-setup", "/release-notes",
+                           "/export", "/context", "/agents", "/usage", "/theme", "/fast"})
+
+
 def clean_user_text(text: str) -> str:
     """Remove host-injected tags; '' when nothing the user typed is left.
 
-    The arguments of a slash command (``<command-args>``) are what the user asked for
-    and are kept; the command's name and the host's echo of it are not.
+    A slash command the user typed is their request: it is kept as ``/name args``
+    (the tags around it are the host's, the name and arguments are the user's).
     """
+    typed = ""
     if "<" in text:
-        args = " ".join(a.strip() for a in _ARGS_RE.findall(text) if a.strip())
+        name = _COMMAND_NAME.search(text)
+        if name:
+            args = _COMMAND_ARGS.search(text)
+            command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
+            typed = f"{command} {args.group(1).strip()}".strip() if args else command
+            if typed in _HOUSEKEEPING:
+                typed = ""
         text = _TAG_RE.sub("", text)
         text = _OPEN_TAG_RE.sub("", text)
-        if args:
-            text = (args + "\n" + text.strip()).strip()
     text = text.strip()
+    if typed:
+        text = f"{typed}\n\n{text}" if text else typed
     if text.startswith(("[Request interrupted by user", "Caveat: The messages",
                         "Read the output file to retrieve the result")):
         return ""

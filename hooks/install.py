@@ -27,7 +27,9 @@ SCOPES = ("user", "project", "local")
 # Our handler, however it was installed: ".../dualtrace hook x", "dualtrace.exe" hook,
 # "python -m dualtrace.cli hook x".
 _OURS = re.compile(r"""(?:^|[\s/\\"'])dualtrace(?:\.exe)?["']?\s+hook\s|-m\s+dualtrace\.cli\s+hook\s""")
-BACKUP_SUFFIX = ".dualtrace.bak"
+BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
+UNINSTALL_BACKUP_SUFFIX = ".dualtrace-uninstall.bak"  # as it was before uninstall
+SHARED_COMMAND = "dualtrace"  # project scope: what each teammate's PATH resolves
 _CREATED_MARK = "installs.json"
 
 
@@ -203,10 +205,22 @@ def _created(path: Path, value: bool | None = None) -> bool:
 
 def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
             cwd: str | os.PathLike[str] | None = None, command: str | None = None,
-            mcp: bool = True) -> list[str]:
+            mcp: bool = True, allow_recall: bool = False) -> list[str]:
     """Merge our hooks into the settings file and, for a host that speaks MCP, register
-    ``dualtrace mcp`` in the same scope; return human lines describing it."""
-    lines = _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command)
+    ``dualtrace mcp`` in the same scope; return human lines describing it.
+
+    Project scope is committed and shared, so its hooks run the bare ``dualtrace`` each
+    teammate has on their PATH instead of this machine's absolute path.
+    """
+    lines: list[str] = []
+    if command is None and scope == "project":
+        command = SHARED_COMMAND
+        lines.append(f"note: project scope is shared with the repository, so the hooks run "
+                     f"`{SHARED_COMMAND}` from each teammate's PATH (not {dualtrace_command()}); "
+                     "everyone needs the CLI installed (e.g. `pipx install dualtrace` or "
+                     "`uv tool install` from a clone)")
+    lines += _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command,
+                            allow_recall=allow_recall)
     if mcp:
         from dualtrace.hooks import mcp_registration
 
@@ -216,10 +230,19 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
 
 
 def _install_hooks(agent: str, scope: str, *, dry_run: bool,
-                   cwd: str | os.PathLike[str] | None, command: str | None) -> list[str]:
+                   cwd: str | os.PathLike[str] | None, command: str | None,
+                   allow_recall: bool = False) -> list[str]:
     path = settings_path(agent, scope, cwd)
     data, old_text = _load(path)
-    new, changes = merge(data, wanted_entries(agent, command or dualtrace_command()))
+    command = command or dualtrace_command()
+    new, changes = merge(data, wanted_entries(agent, command))
+    if allow_recall:
+        rule_of = getattr(registry.get(agent), "recall_permission", None)
+        if rule_of is None:
+            raise DualtraceError(f"{agent} has no permission rules; --allow-recall is for "
+                                 "claude-code")
+        new, added = _allow(new, rule_of(command))
+        changes += added
     if not changes:
         return [f"{path}: dualtrace hooks already installed; nothing changed"]
     lines = [f"{path}:" + (" (dry run, nothing written)" if dry_run else "")]
@@ -251,6 +274,8 @@ def _uninstall_hooks(agent: str, scope: str, *, dry_run: bool,
     path = settings_path(agent, scope, cwd)
     data, old_text = _load(path)
     new, changes = remove(data)
+    new, dropped = _disallow(new)
+    changes += dropped
     if not changes:
         return [f"{path}: no dualtrace hooks found; nothing changed"]
     lines = [f"{path}:" + (" (dry run, nothing written)" if dry_run else "")]
@@ -262,8 +287,53 @@ def _uninstall_hooks(agent: str, scope: str, *, dry_run: bool,
         _created(path, False)
         lines.append("  deleted the file (install had created it)")
         return lines
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
-    shutil.copy2(path, backup)
-    lines.append(f"  backup: {backup}")
-    _write(path, _dump(new, old_text))
+    # The pre-install backup stays as it is (it holds the person's original file); the
+    # state before this uninstall gets its own. When what is left is exactly the
+    # original's content, the original text comes back byte for byte (its formatting).
+    undo = path.with_name(path.name + UNINSTALL_BACKUP_SUFFIX)
+    shutil.copy2(path, undo)
+    lines.append(f"  backup: {undo}")
+    original = _original_text(path.with_name(path.name + BACKUP_SUFFIX), new)
+    if original is not None:
+        lines.append("  restored the file's original text (from its pre-install backup)")
+    _write(path, original if original is not None else _dump(new, old_text))
     return lines
+
+
+def _original_text(backup: Path, data: dict) -> str | None:
+    """The pre-install backup's text when it holds exactly ``data``, else None."""
+    try:
+        text = backup.read_text(encoding="utf-8")
+        return text if json.loads(text.lstrip("\ufeff") or "{}") == data else None
+    except (OSError, ValueError):
+        return None
+
+
+def _allow(data: dict, rule: str) -> tuple[dict, list[str]]:
+    """``data`` with ``rule`` in permissions.allow (added once)."""
+    found = data.get("permissions")
+    perms: dict = found if isinstance(found, dict) else {}
+    allow = list(perms["allow"]) if isinstance(perms.get("allow"), list) else []
+    if rule in allow:
+        return data, []
+    return {**data, "permissions": {**perms, "allow": allow + [rule]}}, \
+        [f"permissions.allow: + {rule}"]
+
+
+def _disallow(data: dict) -> tuple[dict, list[str]]:
+    """``data`` without the recall permissions install added."""
+    perms = data.get("permissions")
+    if not isinstance(perms, dict) or not isinstance(perms.get("allow"), list):
+        return data, []
+    ours = [r for r in perms["allow"] if isinstance(r, str) and r.startswith("Bash(")
+            and r.endswith(" recall:*)") and "dualtrace" in r]
+    if not ours:
+        return data, []
+    allow = [r for r in perms["allow"] if r not in ours]
+    rest = {k: v for k, v in perms.items() if k != "allow"}
+    if allow:
+        rest["allow"] = allow
+    out = {k: v for k, v in data.items() if k != "permissions"}
+    if rest:
+        out["permissions"] = rest
+    return out, [f"permissions.allow: - {r}" for r in ours]

@@ -33,9 +33,10 @@ SCORE_KEYS = ("durability", "scope", "rationale", "retrieval")
 _FACT_KEYS = (
     "description", "type", "linked_scene", "related", "confidence", "evidence_score",
     "stored", "schema", "scores", "tier", "updated", "status", "sessions", "supersedes",
-    "superseded_by",
+    "superseded_by", "records",
 )
-_MOMENT_KEYS = ("description", "type", "linked_fact", "confidence", "stored", "schema", "updated")
+_MOMENT_KEYS = ("description", "type", "linked_fact", "confidence", "stored", "schema", "updated",
+                "records")
 _SYSTEM_KEYS = ("description",)
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -98,6 +99,7 @@ class Fact:
     sessions: tuple[str, ...] = ()
     supersedes: str | None = None
     superseded_by: str | None = None
+    records: tuple[str, ...] = ()  # session records (sessions/...) of the sessions above
     extra_raw: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -123,6 +125,7 @@ class Moment:
     stored: str = ""
     schema: int | None = SCHEMA
     updated: str | None = None
+    records: tuple[str, ...] = ()  # session records the moment was drawn from
     extra_raw: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -374,6 +377,7 @@ def parse_fact(text: str, path: str) -> Fact:
         sessions=_as_tuple(data.get("sessions")),
         supersedes=_as_opt(data.get("supersedes")),
         superseded_by=_as_opt(data.get("superseded_by")),
+        records=_as_tuple(data.get("records")),
         extra_raw=_extra(front, data, _FACT_KEYS),
     )
 
@@ -433,6 +437,7 @@ def parse_moment(text: str, path: str) -> Moment:
         stored=_as_str(data.get("stored")),
         schema=_int_or_none(data.get("schema"), path, "schema"),
         updated=_as_opt(data.get("updated")),
+        records=_as_tuple(data.get("records")),
         extra_raw=_extra(front, data, _MOMENT_KEYS),
     )
 
@@ -491,6 +496,7 @@ def render_fact(fact: Fact) -> str:
         sessions=list(fact.sessions),
         supersedes=fact.supersedes,
         superseded_by=fact.superseded_by,
+        records=list(fact.records),
         extra_raw=list(fact.extra_raw),
         body=fact.body.strip("\n"),
     )
@@ -507,6 +513,7 @@ def render_moment(moment: Moment) -> str:
         stored=_check_date(moment.stored, "stored"),
         schema=moment.schema,
         updated=_check_date(moment.updated or "", "updated") or None,
+        records=list(moment.records),
         extra_raw=list(moment.extra_raw),
         anchor=moment.anchor,
         narrative=moment.narrative.strip(),

@@ -16,6 +16,7 @@ from dualtrace.errors import GitError
 SESSION_TRAILER = "Dualtrace-Session"
 BACKEND_TRAILER = "Dualtrace-Backend"
 RANGE_TRAILER = "Dualtrace-Range"  # "<transcript key> <start>-<end>" byte offsets
+RECORD_TRAILER = "Dualtrace-Record"  # the session record committed with the memories
 GITIGNORE = ".dualtrace/\n.*.tmp\n"
 # Variables that only locate helpers or proxies are harmless; everything else
 # (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_AUTHOR_*, ...) is dropped.
@@ -109,14 +110,18 @@ def merge_messages(old: str, new: str) -> str:
     """One message for a session encoded in two steps (a resumed session's new turns
     amended into its commit): every operation in order, every range, one subject."""
     ops = list(parse_message("", "", old).operations) + list(parse_message("", "", new).operations)
-    if len(ops) == 1:
-        subject, body = ops[0], []
+    # The session record is one file rewritten by each step: its latest line stands for it
+    # and it is not a memory (not counted as "updated").
+    record_ops = [op for op in ops if op.startswith("mem: record ")]
+    ops = [op for op in ops if not op.startswith("mem: record ")]
+    if len(ops) + min(len(record_ops), 1) == 1:
+        subject, body = (ops or record_ops[-1:])[0], []
     else:
         stored = sum(1 for op in ops if op.startswith("mem: store "))
         session = parse_message("", "", new).session or parse_message("", "", old).session
         subject = (f"mem: encode session {(session or 'manual')[:8]} "
                    f"({stored} stored, {len(ops) - stored} updated)")
-        body = ops
+        body = ops + record_ops[-1:]
     trailers: list[str] = []
     backends: list[str] = []
     for line in _trailers(old) + _trailers(new):

@@ -63,12 +63,14 @@ def _cap(settings: Any, name: str, default: int) -> int:
 
 
 def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
-                          mcp_tools: bool = False, user_memory: Path | None = None) -> str:
+                          mcp_tools: bool = False, user_memory: Path | None = None,
+                          command: str = "dualtrace") -> str:
     """Pinned system files, open conflicts, an index of decisions/incidents, how to ask
     (and, when the host has dualtrace's MCP server, that its tools are there).
 
     ``user_memory``: the person's own memory directory; its preferences are injected
-    in every project, ahead of the project's own files.
+    in every project, ahead of the project's own files. ``command``: how the agent runs
+    dualtrace (the hooks' own absolute path: a bare name may not be on its PATH).
     """
     cap = _cap(settings, "session_start_chars", 6000)
     with Index.open(store.root) as index:
@@ -99,6 +101,11 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         for item in conflicts:
             lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
+    recent = _recent_sessions(store)
+    if recent:
+        sections.append("\n".join(
+            ["## Recent sessions in this project (`dualtrace show <session>` prints one)",
+             *recent]))
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:
         lines = ["## Stored decisions and incidents (most useful first; "
@@ -106,9 +113,10 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         for doc in ranked[:INDEX_LINES]:
             lines.append(_index_line(doc))
         sections.append("\n".join(lines))
-    elif not bullets:
+    elif not bullets and not recent:
         sections.append("No memories are stored for this project yet.")
-    note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK
+    note = "## Asking\n" + (MCP_TOOLS + "\n" if mcp_tools else "") + HOW_TO_ASK.replace(
+        "`dualtrace recall", f"`{command} recall")
     opening, closing = markers()
     room = cap - len(opening) - len(closing) - 4 - len(note)
     body = "\n\n".join(sections)
@@ -118,6 +126,31 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
     if conflicts and mark_shown:
         _mark_conflicts(store)
     return text
+
+
+RECENT_SESSIONS = 3
+
+
+def _recent_sessions(store: Any) -> list[str]:
+    """One line per recent session record: date, id, what, outcome, first open end."""
+    try:
+        from dualtrace.memfs.sessions import list_records
+
+        infos = list_records(store.root, limit=RECENT_SESSIONS, project=store.project)
+    except Exception as exc:  # noqa: BLE001 - a notice, never a failure of the hook
+        log.warning("cannot list session records: %s", exc)
+        return []
+    lines = []
+    for info in infos:
+        what = info.description or "(no request recorded)"
+        if len(what) > 140:
+            what = what[:137] + "..."
+        line = f"- {info.date or 'undated'} {info.session[:8]}: {what} -> {info.outcome}"
+        if info.open_end:
+            end = " ".join(info.open_end.split())
+            line += f"; open end: {end[:160] + '...' if len(end) > 160 else end}"
+        lines.append(line)
+    return lines
 
 
 def own_preferences_context(user_memory: Path, settings: Any) -> str | None:

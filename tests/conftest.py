@@ -38,6 +38,9 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     # No global git identity: dualtrace must commit without one.
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # kingfisher compiles its rules once (~2.5 s) and caches the database; share that
+    # cache across the run (subprocesses inherit it) instead of one per temp home.
+    monkeypatch.setenv("KF_RULE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kingfisher-rules"))
     yield state
     from dualtrace import config
 

@@ -181,10 +181,13 @@ def _gates_text(gates: Any) -> str:
 
 
 def user_text(request: EncodeRequest) -> str:
+    from dualtrace.encoder.redact import redact_text
     from dualtrace.prompts import render
 
     session = request.session
-    return render(
+    # The digest is redacted already; the memories shown beside it come from files a
+    # person may have edited: the whole turn passes the redactor once more.
+    return redact_text(render(
         "encoder_user.j2",
         session_id=request.ctx.session_id or getattr(session, "session_id", None) or "unknown",
         host=getattr(session, "host", None) or "session",
@@ -193,7 +196,7 @@ def user_text(request: EncodeRequest) -> str:
         gates=_gates_text(request.gates),
         memories=list(request.memories[:MAX_INDEX]),
         digest=_text_of(request.digest).strip(),
-    )
+    ))
 
 
 def _params(request: EncodeRequest, mode: str) -> dict[str, Any]:
@@ -265,11 +268,15 @@ class MemoryTools:
             self.rejected += 1
             return (f"unknown tool {name!r}; available: search_memory, read_memory, "
                     "store_memory, update_memory, skip, finish (nothing can be deleted)"), True
+        from dualtrace.encoder.redact import redact_text
+
+        # Everything read back to the model passes the redactor that cleaned the
+        # session: a memory file a person edited by hand may hold a credential.
         try:
-            return handler(data), False
+            return redact_text(handler(data)), False
         except DualtraceError as exc:  # Rejected, PathError, ...: the model can act on it
             self.rejected += 1
-            return f"rejected: {exc}", True
+            return redact_text(f"rejected: {exc}"), True
 
     # -- read-only
 
@@ -339,9 +346,11 @@ class MemoryTools:
         return self._outcome(self.builder.add(parse_skip(data)))
 
     def _t_finish(self, data: dict[str, Any]) -> str:
+        from dualtrace.encoder.redact import redact_text
+
         self.finished = True
         summary = data.get("summary")
-        self.summary = summary.strip()[:500] if isinstance(summary, str) else ""
+        self.summary = redact_text(summary.strip()[:500]) if isinstance(summary, str) else ""
         return "done"
 
 
@@ -367,16 +376,31 @@ def add_usage(usage: Usage, message: dict[str, Any]) -> None:
 
 
 def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What we send back as the assistant turn (only text and tool_use; inputs as objects)."""
-    out = []
+    """What we send back as the assistant turn (only text and tool_use; inputs as objects).
+
+    Redacted like everything else in a request: a credential the model wrote (echoed or
+    made up) does not travel back in the conversation either.
+    """
+    from dualtrace.encoder.redact import redact_text
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_text(value)
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    out: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            out.append({"type": "text", "text": block["text"]})
+            out.append({"type": "text", "text": redact_text(block["text"])})
         elif kind == "tool_use":
             value = block.get("input")
             out.append({"type": "tool_use", "id": block.get("id"), "name": block.get("name"),
-                        "input": value if isinstance(value, dict) else {}})
+                        "input": clean(value) if isinstance(value, dict) else {}})
     return out
 
 

@@ -680,7 +680,7 @@ class SessionFacts:
         for e in session.events:
             if e.kind == "edit" and e.path and not e.is_error:
                 # Project-relative paths read better; both forms are in the session text.
-                if prefix != "/" and e.path.startswith("/") and not e.path.startswith(prefix):
+                if prefix != "/" and e.path.startswith(("/", "~")) and not e.path.startswith(prefix):
                     continue  # outside the project (an agent's plan file, say)
                 rel = e.path[len(prefix):] if prefix != "/" and e.path.startswith(prefix) else e.path
                 if rel not in files and rel not in gone and e.edit_kind != "delete":

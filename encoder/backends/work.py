@@ -160,7 +160,7 @@ def _outcome(text: str, limit: int = 4) -> list[str]:
 def relative(path: str, cwd: str | None) -> str | None:
     """A project-relative path, or None for a file outside the project."""
     prefix = (cwd or "").rstrip("/") + "/"
-    if prefix != "/" and path.startswith("/"):
+    if prefix != "/" and path.startswith(("/", "~")):  # ~ : a redacted home path
         if not path.startswith(prefix):
             return None
         return path[len(prefix):]

@@ -5,6 +5,7 @@ Each test names the defect it pins down; each failed on the code before the fix.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -268,3 +269,59 @@ def test_the_quick_start_command_works_twice(tmp_path):
         for step in steps:
             out = run(*step[1:], cwd=EXAMPLES.parent).stdout
         assert "STATE A" in out  # the recall at the end answers, the second time too
+
+
+def _claude_settings(tmp_path):
+    home = Path(os.environ["HOME"])
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def test_install_allow_recall_then_uninstall_restores_the_original_bytes(tmp_path):
+    settings = _claude_settings(tmp_path)
+    original = '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(npm test:*)"]}\n}\n'
+    settings.write_text(original)
+    out = run("install", "--agent", "claude-code", "--allow-recall", "--no-mcp", cwd=tmp_path).stdout
+    data = json.loads(settings.read_text())
+    rule = f"Bash({DUALTRACE} recall:*)"
+    assert data["permissions"]["allow"] == ["Bash(npm test:*)", rule]
+    assert "Next: restart Claude Code" in out and "dualtrace backfill" in out
+    assert "Memory for this project:" in out
+    run("uninstall", "--agent", "claude-code", cwd=tmp_path)
+    # Before: the file was re-serialized (its formatting lost) and the pre-install
+    # backup was overwritten with the installed state.
+    assert settings.read_text() == original
+    assert settings.with_name("settings.json.dualtrace.bak").read_text() == original
+
+
+def test_project_scope_writes_a_command_a_teammate_can_run(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    out = run("install", "--scope", "project", "--no-mcp", cwd=project).stdout
+    assert "note: project scope is shared" in out
+    commands = [h["command"] for groups in json.loads(
+        (project / ".claude" / "settings.json").read_text())["hooks"].values()
+        for g in groups for h in g["hooks"]]
+    assert commands and all(c.startswith("dualtrace hook ") for c in commands)
+
+
+def test_install_warns_when_the_plugin_is_also_enabled(tmp_path):
+    settings = _claude_settings(tmp_path)
+    settings.write_text('{"enabledPlugins": {"dualtrace@dualtrace": true}}\n')
+    out = run("install", "--agent", "claude-code", "--no-mcp", cwd=tmp_path).stdout
+    assert "also enables the dualtrace plugin" in out and "both run" in out
+
+
+def test_session_start_text_names_the_command_the_hooks_run(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    payload = json.dumps({"session_id": "s", "cwd": str(tmp_path), "source": "startup",
+                          "hook_event_name": "SessionStart",
+                          "transcript_path": str(tmp_path / "t.jsonl")})
+    proc = subprocess.run([str(DUALTRACE), "hook", "session-start"], input=payload,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "DUALTRACE_MEMORY_DIR": str(memdir)})
+    text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f'`{DUALTRACE} recall "<question>"`' in text

@@ -58,8 +58,14 @@ def test_preferences_user_keeps_them_out_of_the_shared_project_memory(tmp_path, 
     (state_dir / "config.toml").write_text('preferences = "user"\n')
     project = tmp_path / "memory"
     report = encode(project)
-    assert report["user_commit"] and not report["commit"]
+    assert report["user_commit"]
     assert not (project / "system" / "human.md").exists()
+    # the project keeps only the session's record (session_records = "local" keeps even
+    # that off the shared memory)
+    files = subprocess.run(["git", "-C", str(project), "show", "--name-only", "--format=",
+                            report["commit"]], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert files == [report["record"]] and files[0].startswith("sessions/")
     assert BULLET in (state_dir / "user-memory" / "system" / "human.md").read_text()
 
 

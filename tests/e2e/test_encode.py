@@ -113,7 +113,7 @@ class Recording:
         raise AssertionError("backend called on a noise-only session")
 
 
-def test_noise_only_session_skips_backend_and_commits_nothing(memdir, monkeypatch):
+def test_noise_only_session_skips_backend_and_commits_only_its_record(memdir, monkeypatch):
     from dualtrace.encoder import backends
     from dualtrace.pipeline import encode_session
 
@@ -122,8 +122,10 @@ def test_noise_only_session_skips_backend_and_commits_nothing(memdir, monkeypatc
     report = encode_session(EXAMPLES / "noise-only.jsonl", memory_dir=memdir, backend="recording")
     assert report.skipped.startswith("gates:") and not report.operations
     assert Recording.calls == []
-    assert report.commit is None
-    assert not (memdir / ".git").exists() or commits(memdir) == []
+    # the user's requests (a rename) are kept in the session record, and nothing else
+    assert report.record and report.commit
+    assert [list(c.stats.files) for c in commits(memdir)] == [[report.record]]
+    assert dual_trace_files(memdir) == []
 
 
 def test_same_transcript_twice_is_one_commit(memdir):

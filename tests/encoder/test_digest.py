@@ -98,7 +98,7 @@ def test_retries_folded(tmp_path: Path):
 def test_artifacts_from_redacted_session():
     got = prepare(str(DATA / "claude_session.jsonl"))
     arts = got.digest.artifacts
-    for expected in ("/home/dev/proj/src/auth/refresh.py", "src/auth/refresh.py", "9f3c2ab",
+    for expected in ("~/proj/src/auth/refresh.py", "src/auth/refresh.py", "9f3c2ab",
                      "pytest tests/test_auth.py -q", "refresh_token", "2026-03-02", "401",
                      "test_concurrent_refresh", "feature/auth"):
         assert expected in arts, expected

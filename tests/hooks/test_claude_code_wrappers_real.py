@@ -63,15 +63,16 @@ def test_a_rejection_reason_reaches_the_digest_as_a_user_statement(tmp_path):
 def test_slash_command_arguments_are_the_request_and_sidechains_are_not_the_main_thread():
     s = read_transcript(corpus_path(*CCV, "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"))
     said = [e.text for e in main_users(s)]
-    # /orchestrator's arguments are what the user asked; its expanded template (isMeta)
-    # and the 405 inline sidechain records are not the user speaking
-    assert said == ["create TODO app by Next.js", "Thanks! Please update CLAUDE.md for current changes"]
+    # "/orchestrator <arguments>" is what the user typed and asked; its expanded template
+    # (isMeta) and the 405 inline sidechain records are not the user speaking
+    assert said == ["/orchestrator create TODO app by Next.js",
+                    "Thanks! Please update CLAUDE.md for current changes"]
     side = [e for e in s.events if e.agent == "sidechain"]
     assert len(side) > 100
     assert any(e.kind == "user" for e in side)  # the prompts the agent wrote to its sub-agents
     assert any(e.kind == "edit" for e in side)  # their edits are still the session's work
     s2 = read_transcript(corpus_path(*CCV, "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"))
-    assert main_users(s2)[0].text == "@CLAUDE.md を最新の状態にアップデートしてください"
+    assert main_users(s2)[0].text == "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください"
 
 
 def test_shell_wrappers_are_a_command_never_user_text():
@@ -118,9 +119,17 @@ def test_real_sessions_never_quote_wrappers_in_memories(tmp_path, monkeypatch):
     for name in ("cbc0f75b-b36d-4efd-a7da-ac800ea30eb6.jsonl", "71c9afe9-d9cc-4583-86b3-e62ba682b83a.jsonl"):
         encode_session(corpus_path(*CCL, name), memory_dir=memdir, backend="offline")
     texts = [p.read_text(encoding="utf-8") for p in Path(memdir).rglob("*.md")
-             if ".dualtrace" not in p.parts]
+             if ".dualtrace" not in p.parts and "sessions" not in p.relative_to(memdir).parts]
     assert texts
     for text in texts:
         for marker in ("<bash", "bash-stdout", "local-command", "command-name", "test session starts",
                        "diff --git", "@@ -"):
+            assert marker not in text
+    # The session records quote the user verbatim (a patch the user pasted stays), but
+    # never the host's wrappers.
+    records = list((Path(memdir) / "sessions").rglob("*.md"))
+    assert len(records) == 2
+    for path in records:
+        text = path.read_text(encoding="utf-8")
+        for marker in ("<bash", "bash-stdout", "local-command", "command-name"):
             assert marker not in text

@@ -1,0 +1,553 @@
+"""Build a session record from a (redacted) session: the session's own words, in turns.
+
+Nothing here paraphrases: user requests and agent statements are copied verbatim from
+the redacted events; failures, fixes, checks and open ends are stated mechanically from
+what the tools reported. The format (and the file) belong to ``dualtrace.memfs.sessions``;
+this module only decides what goes in and, under the size budget, what stays out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.session import Event, Session
+from dualtrace.errors import DualtraceError
+from dualtrace.memfs.sessions import (
+    DEFAULT_BUDGET,
+    DESCRIPTION_CHARS,
+    LOCAL_RECORDS_DIR,
+    Check,
+    Commit,
+    SessionRecord,
+    Turn,
+    find_record,
+    free_path,
+    one_line,
+    parse_record,
+    render_body,
+    render_record,
+)
+
+# Commands whose outcome a person asks about later: tests, linters, type checkers, builds.
+CHECK_COMMAND = re.compile(
+    TEST_COMMAND.pattern
+    + r"|\b(?:ruff|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|tsc|"
+    r"prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check)|"
+    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$|"
+    r"lint-imports|pre-commit\s+run)\b"
+)
+# Agent sentences that state a decision, a cause or a conclusion (kept verbatim as notes).
+_NOTE = re.compile(
+    r"(?i)\b(?:decided|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with)|"
+    r"going with|instead of|because|the reason|root cause|the (?:problem|issue|bug|cause) (?:is|was)|"
+    r"turns out|it seems|the fix|fixed|trade-?off|rather than|prefer|conclusion|in summary)\b"
+)
+# Sentences that leave something open.
+_OPEN = re.compile(
+    r"(?i)\b(?:todo|still (?:need|needs|have to|has to|fails?|failing|broken)|remaining|next steps?|"
+    r"not yet|left to do|follow[- ]up|haven'?t|couldn'?t|unable to|blocked|you(?:'ll| will) need to|"
+    r"should (?:also|still)|once you|later)\b"
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
+_GREETING = re.compile(r"(?i)^\W*(?:hi|hello|hey|thanks?|thank you|ok(?:ay)?|yes|no|continue|go on|"
+                       r"go ahead|proceed|sure|great|perfect)\W*$")
+_BASH_OUTPUT = re.compile(r"<(bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
+_SHELL_CHARS = 600
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+_MARK = "[... {n} chars omitted ...]"
+_NOTE_CHARS = 600  # one note sentence at most this long
+_FLOOR = 160  # texts are cut no shorter than this (less on sessions of many turns)
+# Frontmatter lists stay bounded on very long sessions.
+MAX_CHECKS = 20
+MAX_FAILED_OPEN = 5
+MAX_COMMITS = 40
+MAX_FILES = 80
+
+
+def is_check(command: str) -> bool:
+    return bool(CHECK_COMMAND.search(command))
+
+
+def _hhmm(ts: str | None) -> str | None:
+    return ts[11:16] if ts and len(ts) >= 16 and ts[10] in "T " else None
+
+
+def _day(ts: str | None) -> str | None:
+    return ts[:10] if ts and len(ts) >= 10 and ts[4] == "-" else None
+
+
+def _cut(text: str, limit: int) -> tuple[str, int]:
+    """Head and tail of ``text`` within ``limit`` chars; returns (text, chars removed)."""
+    if len(text) <= limit:
+        return text, 0
+    removed = len(text) - limit
+    marker = _MARK.format(n=removed)
+    keep = max(limit - len(marker) - 2, 0)
+    head = keep * 2 // 3
+    tail = keep - head
+    return text[:head].rstrip() + "\n" + marker + "\n" + (text[-tail:].lstrip() if tail else ""), removed
+
+
+class _Rel:
+    def __init__(self, cwd: str | None) -> None:
+        self.prefix = cwd.rstrip("/") + "/" if cwd else None
+
+    def __call__(self, text: str) -> str:
+        return text.replace(self.prefix, "") if self.prefix and self.prefix in text else text
+
+
+def _cmd(e: Event, rel: _Rel) -> str:
+    return one_line(rel(e.command or e.text or ""))[:160]
+
+
+def _failed(e: Event) -> bool:
+    return e.is_error or (e.exit_code not in (None, 0))
+
+
+def _first_error_line(result: str | None) -> str:
+    if not result:
+        return ""
+    lines = [ln.strip() for ln in result.splitlines() if ln.strip()]
+    for ln in lines[:5] + lines[-5:]:  # the error is at the top (tools) or the bottom (logs)
+        if re.search(r"(?i)error|exception|failed|fatal|assert|traceback|denied|not found|rejected", ln):
+            return ln[:200]
+    return lines[0][:200] if lines else ""
+
+
+def _sentences(text: str, pattern: re.Pattern[str]) -> list[str]:
+    out = []
+    for s in _SENTENCE.split(text):
+        s = s.strip()
+        if len(s) >= 12 and pattern.search(s):
+            out.append(s[:_NOTE_CHARS])
+    return out
+
+
+@dataclass
+class _Draft:
+    user: list[str]
+    agent_texts: list[str]
+    events: list[Event]
+    ts: str | None
+
+
+def _turn_drafts(session: Session) -> list[_Draft]:
+    """Split the main thread into turns: a new turn at each user message after other activity."""
+    drafts: list[_Draft] = []
+    current: _Draft | None = None
+    for e in session.events:
+        if e.agent is not None:  # inside a subagent: folded into the parent's activity
+            if current is not None and e.kind in ("command", "edit", "commit"):
+                current.events.append(e)
+            continue
+        if e.kind == "user":
+            if current is None or current.agent_texts or current.events:
+                current = _Draft([], [], [], e.ts)
+                drafts.append(current)
+            if e.text.strip():
+                current.user.append(e.text.strip())
+            continue
+        if current is None:
+            current = _Draft([], [], [], e.ts)
+            drafts.append(current)
+        if current.ts is None:
+            current.ts = e.ts
+        if e.kind == "assistant" and e.detail != "thinking":
+            if e.text.strip():
+                current.agent_texts.append(e.text.strip())
+        elif e.kind == "compaction":
+            continue  # a model-written summary of earlier context: not the session's words
+        else:
+            current.events.append(e)
+    return [d for d in drafts if d.user or d.agent_texts or d.events]
+
+
+@dataclass
+class Built:
+    """A record's parts before the budget: turns, checks, open ends and session fields."""
+
+    turns: list[Turn]
+    commits: list[Commit]
+    files: list[str]
+    checks: list[Check]
+    open_ends: list[str]
+    description: str
+
+
+def _check_key(command: str) -> str:
+    return command[:120]
+
+
+def build(session: Session, *, first_turn: int = 1) -> Built:
+    rel = _Rel(session.cwd)
+    drafts = _turn_drafts(session)
+    turns: list[Turn] = []
+    commits: list[Commit] = []
+    files: dict[str, None] = {}
+    checks: dict[str, list[int]] = {}  # key -> [runs, failed, last_ok]
+    check_last_ts: dict[str, str | None] = {}
+    failing: dict[str, tuple[str | None, list[str]]] = {}  # check key -> (hh:mm, edits since)
+    last_commit_at = -1
+    edit_order: list[tuple[int, str]] = []
+    seq = 0
+    for n, d in enumerate(drafts):
+        failures: list[str] = []
+        n_cmd = n_edit = n_sub = 0
+        turn_files: dict[str, None] = {}
+        turn_commits: list[str] = []
+        repeat: dict[str, int] = {}
+        for e in d.events:
+            seq += 1
+            when = _hhmm(e.ts) or "--:--"
+            if e.kind == "command":
+                n_cmd += 1
+                cmd = _cmd(e, rel)
+                check = is_check(cmd)
+                if check:
+                    stat = checks.setdefault(_check_key(cmd), [0, 0, 1])
+                    stat[0] += 1
+                    check_last_ts[_check_key(cmd)] = e.ts
+                if _failed(e):
+                    if check:
+                        stat[1] += 1
+                        stat[2] = 0
+                        failing.setdefault(_check_key(cmd), (when, []))
+                    key = f"cmd:{cmd}"
+                    if key in repeat:
+                        repeat[key] += 1
+                        continue
+                    repeat[key] = 1
+                    code = f"exited {e.exit_code}" if e.exit_code not in (None, 0) else "failed"
+                    err = _first_error_line(rel(e.result or ""))
+                    failures.append(f"{when} `{cmd}` {code}" + (f": {err}" if err else ""))
+                elif check:
+                    stat[2] = 1
+                    before = failing.pop(_check_key(cmd), None)
+                    if before is not None:
+                        after = f" after editing {', '.join(before[1][-4:])}" if before[1] else ""
+                        failures.append(f"fixed {when}: `{cmd}` passed (failed at {before[0]}){after}")
+            elif e.kind == "edit":
+                path = rel(e.path or "?")
+                if e.is_error:
+                    result = e.result or ""
+                    what = ("rejected by the user" if "doesn't want to proceed" in result
+                            else "failed: " + _first_error_line(result))
+                    key = f"edit:{path}:{what}"
+                    if key in repeat:
+                        continue
+                    repeat[key] = 1
+                    failures.append(f"{when} edit of {path} {what}".rstrip(": "))
+                    continue
+                n_edit += 1
+                files[path] = None
+                turn_files[path] = None
+                edit_order.append((seq, path))
+                for _k, (_t, edited) in failing.items():
+                    if path not in edited:
+                        edited.append(path)
+            elif e.kind == "commit":
+                sha = e.detail if e.detail and re.fullmatch(r"[0-9a-f]{7,40}", e.detail) else None
+                message = e.text or ""
+                if not sha and e.detail:
+                    message = f"{message} {e.detail}".strip()
+                commits.append(Commit(sha[:12] if sha else None, message))
+                turn_commits.append(f"{sha[:7]} \"{message}\"" if sha else f"\"{message}\"")
+                last_commit_at = seq
+            elif e.kind == "error":
+                line = one_line(rel(e.text))[:240]
+                key = f"err:{line}"
+                if key not in repeat:
+                    repeat[key] = 1
+                    failures.append(f"{when} error: {line}")
+            elif e.kind == "tool" and e.is_error:
+                err = _first_error_line(rel(e.result or ""))
+                name = e.tool or "tool"
+                key = f"tool:{name}:{err}"
+                if key not in repeat:
+                    repeat[key] = 1
+                    failures.append(f"{when} {name} failed" + (f": {err}" if err else ""))
+            elif e.kind == "subagent":
+                n_sub += 1
+        for i, f in enumerate(failures):
+            m = re.match(r"(\S+ `(.*)`)", f)
+            if m and repeat.get(f"cmd:{m.group(2)}", 1) > 1:
+                failures[i] = f + f" (x{repeat[f'cmd:{m.group(2)}']})"
+        activity = []
+        if n_cmd:
+            activity.append(f"{n_cmd} command{'s' if n_cmd != 1 else ''}")
+        if n_edit:
+            names = list(turn_files)
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            activity.append(f"{n_edit} edit{'s' if n_edit != 1 else ''} ({shown})")
+        if n_sub:
+            activity.append(f"{n_sub} subagent{'s' if n_sub != 1 else ''}")
+        if turn_commits:
+            activity.append("commit " + ", ".join(turn_commits))
+        agent = d.agent_texts[-1] if d.agent_texts else None
+        notes: list[str] = []
+        for text in d.agent_texts[:-1]:
+            for s in _sentences(text, _NOTE):
+                if s not in notes:
+                    notes.append(s)
+        user = "\n\n".join(d.user) if d.user else None
+        turns.append(Turn(
+            number=first_turn + n, date=_day(d.ts) or session.date, time=_hhmm(d.ts),
+            user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:8]),
+            activity=", ".join(activity) or None,
+        ))
+    # Most recently run checks last; a long session keeps the latest MAX_CHECKS.
+    order = sorted(checks, key=lambda k: check_last_ts.get(k) or "")
+    check_list = [Check(k, checks[k][0], checks[k][1], "passed" if checks[k][2] else "failed")
+                  for k in order][-MAX_CHECKS:]
+    open_ends: list[str] = []
+    failed_checks = [c for c in check_list if c.outcome == "failed"]
+    for c in failed_checks[-MAX_FAILED_OPEN:]:
+        open_ends.append(f"`{c.command}` failed on its last run"
+                         + (f" ({_hhmm(check_last_ts.get(c.command))})"
+                            if _hhmm(check_last_ts.get(c.command)) else ""))
+    if len(failed_checks) > MAX_FAILED_OPEN:
+        open_ends.append(f"{len(failed_checks) - MAX_FAILED_OPEN} more checks failed on their last run")
+    if commits:
+        late = list(dict.fromkeys(p for at, p in edit_order if at > last_commit_at))
+        if late:
+            open_ends.append("edited after the session's last commit: " + ", ".join(late[:8])
+                             + (f" and {len(late) - 8} more" if len(late) > 8 else ""))
+    if turns:
+        last = turns[-1]
+        if last.user and not last.agent:
+            open_ends.append("the last request has no answer in the transcript")
+        if last.agent:
+            for s in _sentences(last.agent, _OPEN)[:3]:
+                open_ends.append(f"agent: \"{one_line(s)[:300]}\"")
+    return Built(turns, commits[-MAX_COMMITS:], list(files)[:MAX_FILES], check_list, open_ends,
+                 describe(drafts))
+
+
+def has_request(session: Session) -> bool:
+    """Whether the session holds a real request from the user (the record gate)."""
+    return bool(describe(_turn_drafts(session)))
+
+
+def describe(drafts: Iterable[_Draft]) -> str:
+    """The first real request's first line: the user's words, cut, never rephrased."""
+    for d in drafts:
+        for text in ["\n".join(d.user)] if d.user else []:
+            # Claude Code's "!" shell mode: the output is not a request, the command is.
+            text = _BASH_OUTPUT.sub("", text)
+            text = _BASH_INPUT.sub(lambda m: "!" + m.group(1).strip(), text)
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            line = next((ln for ln in lines if not ln.startswith("!")), lines[0] if lines else "")
+            if not line or _GREETING.match(line) or (line.startswith("/") and " " not in line):
+                continue
+            m = re.search(r"(?<=[.!?])\s", line)
+            if m and m.start() >= 20:
+                line = line[:m.start()]
+            if len(line) > DESCRIPTION_CHARS:
+                line = line[:DESCRIPTION_CHARS - 3].rstrip() + "..."
+            return line
+    return ""
+
+
+# ------------------------------------------------------------------ merge and budget
+
+
+def merge(old: SessionRecord | None, new: SessionRecord) -> SessionRecord:
+    """Part N of a session: append its turns to the existing record, merge the fields."""
+    if old is None:
+        return new
+    checks: dict[str, Check] = {c.command: c for c in old.checks}
+    for c in new.checks:
+        prev = checks.get(c.command)
+        checks[c.command] = (Check(c.command, prev.runs + c.runs, prev.failed + c.failed, c.outcome)
+                             if prev else c)
+    memories = dict(old.memories)
+    for path, action in new.memories:
+        memories.setdefault(path, action)
+    starts = [t for t in (old.started, new.started) if t]
+    ends = [t for t in (old.ended, new.ended) if t]
+    seen_commits = {(c.sha, c.message) for c in old.commits}
+    return replace(
+        old,
+        host=new.host or old.host, branch=new.branch or old.branch,
+        project=old.project or new.project,
+        started=min(starts) if starts else None, ended=max(ends) if ends else None,
+        description=old.description or new.description,
+        commits=(old.commits + tuple(c for c in new.commits
+                                     if (c.sha, c.message) not in seen_commits))[-MAX_COMMITS:],
+        files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed))[:MAX_FILES],
+        checks=tuple(checks.values())[-MAX_CHECKS:], memories=tuple(memories.items()),
+        turns=old.turns + new.turns, open_ends=new.open_ends, parts=old.parts + 1,
+        omitted=old.omitted + new.omitted, summary=new.summary or old.summary,
+        summary_by=new.summary_by or old.summary_by,
+    )
+
+
+def _size(record: SessionRecord) -> int:
+    return len(render_body(record).encode("utf-8"))
+
+
+def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
+    """Drop or cut, lowest priority first, until the body fits ``budget`` bytes.
+
+    Order: activity lines (tool noise), then notes, then failures (oldest first), then
+    the middle of the longest agent texts, then the longest user texts. Open ends and
+    the turns' skeleton stay. ``omitted`` counts every dropped or cut item.
+    """
+    size = _size(record)
+    if size <= budget:
+        return record
+    turns = list(record.turns)
+    omitted = record.omitted
+
+    def over() -> int:
+        return _size(replace(record, turns=tuple(turns))) - budget
+
+    # 0. shell output pasted by Claude Code's "!" mode is a tool's words, not the user's:
+    # cut to head and tail before anything the user typed.
+    for i, t in enumerate(turns):
+        if t.user and "<bash-std" in t.user:
+            cut_count = 0
+
+            def shrink(m: re.Match[str]) -> str:
+                nonlocal cut_count
+                inner, removed = _cut(m.group(2), _SHELL_CHARS)
+                cut_count += bool(removed)
+                return f"<{m.group(1)}>{inner}</{m.group(1)}>"
+
+            user = _BASH_OUTPUT.sub(shrink, t.user)
+            if cut_count:
+                turns[i] = replace(t, user=user)
+                omitted += cut_count
+
+    # 1. activity, oldest first; 2. notes; 3. failures.
+    for attr in ("activity", "notes", "failures"):
+        excess = over()
+        if excess <= 0:
+            break
+        for i, t in enumerate(turns):
+            value = getattr(t, attr)
+            if not value:
+                continue
+            cost = len(("\n".join(value) if isinstance(value, tuple) else value).encode("utf-8"))
+            turns[i] = _without(t, attr)
+            omitted += len(value) if isinstance(value, tuple) else 1
+            excess -= cost
+            if excess <= 0 and over() <= 0:
+                break
+    # 4./5. cut the longest texts: agent first, then user, water-filling to a cap.
+    for attr in ("agent", "user"):
+        excess = over()
+        if excess <= 0:
+            break
+        originals = [getattr(t, attr) or "" for t in turns]
+        lengths = [len(text) for text in originals]
+        total = sum(lengths)
+        if not total:
+            continue
+        target = max(total - excess, 0)
+        floor = max(48, min(_FLOOR, budget // (3 * max(len(turns), 1))))
+        for _attempt in range(6):  # the markers cost a little: tighten until it fits
+            cap = max(_water_level(lengths, target), floor)
+            cut_now = 0
+            for i, t in enumerate(turns):
+                text = originals[i]
+                if text and len(text) > cap:
+                    cut, _removed = _cut(text, cap)
+                    turns[i] = _with_text(t, attr, cut)
+                    cut_now += 1
+                elif text:
+                    turns[i] = _with_text(t, attr, text)
+            excess = over()
+            if excess <= 0 or cap == floor:
+                break
+            target = max(target - excess - 8, 0)
+        omitted += cut_now
+        if attr == "agent" and over() > 0:
+            # 6. still too big (hundreds of turns): the middle turns' agent text goes, the
+            # first and last three keep theirs; the user's words always stay.
+            excess = over()
+            for i in range(3, len(turns) - 3):
+                agent = turns[i].agent
+                if agent:
+                    excess -= len(agent.encode("utf-8")) + 14
+                    turns[i] = replace(turns[i], agent=None)
+                    omitted += 1
+                    if excess <= 0:
+                        excess = over()  # estimates only; re-measure before stopping
+                        if excess <= 0:
+                            break
+    return replace(record, turns=tuple(turns), omitted=omitted)
+
+
+def _without(turn: Turn, attr: str) -> Turn:
+    if attr == "activity":
+        return replace(turn, activity=None)
+    if attr == "notes":
+        return replace(turn, notes=())
+    return replace(turn, failures=())
+
+
+def _with_text(turn: Turn, attr: str, text: str) -> Turn:
+    return replace(turn, agent=text) if attr == "agent" else replace(turn, user=text)
+
+
+def _water_level(lengths: list[int], target: int) -> int:
+    """The largest cap C with sum(min(len, C)) <= target."""
+    if sum(lengths) <= target:
+        return max(lengths, default=0)
+    lo, hi = 0, max(lengths)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def record_for(session: Session, root: Path, *, project: str | None,
+               memories: Iterable[tuple[str, str]], local: bool = False,
+               budget: int = DEFAULT_BUDGET, redact: Callable[[str], str] | None = None,
+               fresh: bool = False) -> tuple[SessionRecord, str]:
+    """The record of ``session`` after this encode, and its rendered text.
+
+    ``session`` is the (redacted) part being encoded now; when the session already has
+    a record (an earlier part), the new turns are appended to it in place. ``fresh``
+    (the part starts at the transcript's beginning: ``encode --force``, a re-created
+    memory directory) rewrites the record from this session instead, at the same path.
+    """
+    sid = session.session_id or "unknown"
+    existing_rel = find_record(root, sid)
+    old: SessionRecord | None = None
+    if existing_rel is not None and existing_rel.startswith(LOCAL_RECORDS_DIR + "/") != local:
+        existing_rel = None  # the mode changed: start a record where the mode puts it
+    if existing_rel is not None and not fresh:
+        try:
+            old = parse_record((root / existing_rel).read_text(encoding="utf-8"), existing_rel)
+        except (OSError, UnicodeDecodeError, DualtraceError):
+            old = None  # unreadable: rewritten from this part (git keeps the old text)
+    built = build(session, first_turn=(len(old.turns) + 1) if old else 1)
+    rel = existing_rel or free_path(root, sid, session.started, local=local)
+    new = SessionRecord(
+        path=rel, session=sid, host=session.host, project=project, branch=session.git_branch,
+        started=session.started, ended=session.ended, description=built.description,
+        commits=tuple(built.commits), files_changed=tuple(built.files), checks=tuple(built.checks),
+        memories=tuple(memories), turns=tuple(built.turns), open_ends=tuple(built.open_ends),
+    )
+    merged = merge(old, new)
+    # The budget is for the whole file: what the frontmatter takes, the body cannot.
+    front = len(render_record(merged).encode("utf-8")) - len(render_body(merged).encode("utf-8"))
+    record = fit(merged, max(budget - front, budget // 4))
+    text = render_record(record)
+    if redact is not None:
+        # Everything above came from redacted events; one more pass over the rendered file
+        # catches a secret split across two events and joined by the layout.
+        text = redact(text)
+    return record, text
+
+
+__all__ = ["Built", "CHECK_COMMAND", "build", "describe", "fit", "is_check", "merge", "record_for"]
