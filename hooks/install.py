@@ -217,8 +217,8 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
         command = SHARED_COMMAND
         lines.append(f"note: project scope is shared with the repository, so the hooks run "
                      f"`{SHARED_COMMAND}` from each teammate's PATH (not {dualtrace_command()}); "
-                     "everyone needs the CLI installed (e.g. `pipx install dualtrace` or "
-                     "`uv tool install` from a clone)")
+                     "everyone needs the CLI installed (`pipx install .` or `uv tool install .` "
+                     "in a clone of dualtrace)")
     lines += _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command,
                             allow_recall=allow_recall)
     if mcp:

@@ -280,7 +280,13 @@ class MemoryStore:
                 return rel
         except (FileNotFoundError, UnicodeDecodeError):
             pass
-        atomic_write_text(path, text)
+        try:
+            atomic_write_text(path, text)
+        except PermissionError as exc:
+            # Read-only or immutable (chattr +i stops even root): the usual one line,
+            # not an internal error; the transaction puts back what it already wrote.
+            raise PathError(f"memory directory {self.root} is not writable "
+                            f"({exc.strerror}: {rel})") from None
         return rel
 
     def commit(self, paths: list[str], message: str,

@@ -325,3 +325,18 @@ def test_session_start_text_names_the_command_the_hooks_run(tmp_path):
                           env={**os.environ, "DUALTRACE_MEMORY_DIR": str(memdir)})
     text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f'`{DUALTRACE} recall "<question>"`' in text
+
+
+def test_an_immutable_memory_dir_gives_the_usual_not_writable_error(tmp_path):
+    memdir = tmp_path / "demo"
+    run("encode", str(EXAMPLES / "pilot-1a-preference.jsonl"), "--memory-dir", str(memdir))
+    if subprocess.run(["chattr", "+i", str(memdir)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        proc = run("encode", str(PILOT), "--memory-dir", str(memdir), ok=False)
+    finally:
+        subprocess.run(["chattr", "-i", str(memdir)], check=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"Error: memory directory {memdir.resolve()} is not writable")
+    assert "internal error" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (memdir / "decisions").exists()
