@@ -53,8 +53,9 @@ def test_install_merges_next_to_other_hooks_and_uninstall_restores(project):
     stop = data["hooks"]["Stop"]
     assert stop[0] == OTHERS["hooks"]["Stop"][0]  # theirs first, untouched
     ours = stop[1]["hooks"][0]
-    script = Path(sys.executable).parent / "dualtrace"
-    assert ours["command"] == f"{script.as_posix()} hook stop" and ours["timeout"] == 10
+    # Project scope is shared with teammates: the bare command on their PATH (issue 15).
+    assert ours["command"] == "dualtrace hook stop" and ours["timeout"] == 10
+    assert "note: project scope is shared" in proc.stdout
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert settings.read_text().splitlines()[1].startswith("    \"")  # indent kept
     assert (settings.parent / ("settings.json" + inst.BACKUP_SUFFIX)).read_text() == original
