@@ -983,7 +983,7 @@ class OfflineBackend:
                 continue
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
-            if cand.role == "stack" and not (set(cand.subject.split()) & set(fact.anchor.split("-"))):
+            if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
                 continue  # one technology of a stack statement is not another
             # a description is one short sentence; the statement it was cut from counts too
             stated = _first_statement(fact)[:240] or fact.description
