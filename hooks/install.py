@@ -142,8 +142,9 @@ def remove(data: dict) -> tuple[dict, list[str]]:
 
 # ------------------------------------------------------------------ file handling
 
-def _load(path: Path) -> tuple[dict, str | None]:
-    """The parsed file and its raw text (None when missing)."""
+def read_json_object(path: Path) -> tuple[dict, str | None]:
+    """A JSON settings file parsed (it must hold an object) and its raw text (None when
+    missing); one clear error for an unreadable or broken file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -233,7 +234,7 @@ def _install_hooks(agent: str, scope: str, *, dry_run: bool,
                    cwd: str | os.PathLike[str] | None, command: str | None,
                    allow_recall: bool = False) -> list[str]:
     path = settings_path(agent, scope, cwd)
-    data, old_text = _load(path)
+    data, old_text = read_json_object(path)
     command = command or dualtrace_command()
     new, changes = merge(data, wanted_entries(agent, command))
     if allow_recall:
@@ -272,7 +273,7 @@ def uninstall(agent: str = "claude-code", scope: str = "user", *, dry_run: bool 
 def _uninstall_hooks(agent: str, scope: str, *, dry_run: bool,
                      cwd: str | os.PathLike[str] | None) -> list[str]:
     path = settings_path(agent, scope, cwd)
-    data, old_text = _load(path)
+    data, old_text = read_json_object(path)
     new, changes = remove(data)
     new, dropped = _disallow(new)
     changes += dropped

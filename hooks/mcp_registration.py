@@ -31,6 +31,7 @@ from typing import Any
 
 from dualtrace import config
 from dualtrace.errors import DualtraceError
+from dualtrace.hooks.install import read_json_object
 
 NAME = "dualtrace"
 BACKUP_SUFFIX = ".dualtrace.bak"
@@ -64,24 +65,6 @@ def _claude_target(scope: str, root: Path) -> tuple[Path, list[str]]:
     return claude_json_path(), ["mcpServers"]
 
 
-def _load_json(path: Path) -> tuple[dict[str, Any], str | None]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, None
-    except OSError as exc:
-        raise DualtraceError(f"cannot read {path}: {exc}") from exc
-    if not text.strip():
-        return {}, text
-    try:
-        data = json.loads(text.lstrip("\ufeff"))
-    except ValueError as exc:
-        raise DualtraceError(f"{path} is not valid JSON ({exc}); fix it or move it away") from exc
-    if not isinstance(data, dict):
-        raise DualtraceError(f"{path} does not hold a JSON object; not touching it")
-    return data, text
-
-
 def _table(data: dict[str, Any], keys: list[str], create: bool) -> dict[str, Any] | None:
     node = data
     for key in keys:
@@ -103,7 +86,7 @@ def claude_entry(scope: str) -> dict[str, Any]:
 
 def register_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[str]:
     path, keys = _claude_target(scope, root)
-    data, old = _load_json(path)
+    data, old = read_json_object(path)
     servers = _table(data, keys, create=True)
     assert servers is not None
     want = claude_entry(scope)
@@ -121,7 +104,7 @@ def register_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[st
 
 def unregister_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[str]:
     path, keys = _claude_target(scope, root)
-    data, old = _load_json(path)
+    data, old = read_json_object(path)
     servers = _table(data, keys, create=False)
     if not servers or NAME not in servers:
         return [f"{path}: no {NAME} MCP server registered; nothing changed"]
