@@ -196,7 +196,7 @@ def _split(text: str, path: str) -> tuple[str, str, int]:
         pos = close + 1
 
 
-def _raw_segments(front: str) -> dict[str, str]:
+def raw_segments(front: str) -> dict[str, str]:
     """Top-level key -> its raw text (key line plus indented continuation lines)."""
     segments: dict[str, str] = {}
     current: str | None = None
@@ -333,7 +333,7 @@ def _as_tuple(value: Any) -> tuple[str, ...]:
 
 
 def _extra(front: str, data: dict[str, Any], known: tuple[str, ...]) -> tuple[str, ...]:
-    raw = _raw_segments(front)
+    raw = raw_segments(front)
     return tuple(raw[k] for k in raw if k not in known and k in data)
 
 

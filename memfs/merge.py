@@ -468,27 +468,11 @@ def _raw_fallback(ours: str, theirs: str, path: str, date: str,
 
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
-_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)\s*:")
-
-
-def _front_segments(front: str) -> dict[str, str]:
-    segments: dict[str, str] = {}
-    current: str | None = None
-    for line in front.split("\n"):
-        match = _KEY.match(line)
-        if match and not line[:1].isspace():
-            current = match.group(1)
-            segments[current] = line
-        elif current is not None:
-            segments[current] += "\n" + line
-    return {k: v.rstrip("\n") for k, v in segments.items()}
-
-
 def _split_doc(text: str) -> tuple[dict[str, str], str] | None:
     match = _FRONT.match(text)
     if not match:
         return None
-    return _front_segments(match.group(1) or ""), text[match.end():]
+    return formats.raw_segments(match.group(1) or ""), text[match.end():]
 
 
 def _flow_list(raw: str | None) -> list[str] | None:
