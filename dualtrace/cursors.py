@@ -90,6 +90,19 @@ def _history_matches(cursor: Cursor, memory_dir: Path) -> bool:
     return True  # a cursor from before `head` existed, on a directory that exists
 
 
+def saved() -> list[Cursor]:
+    """Every saved cursor (unreadable files skipped), e.g. to find a session's transcript."""
+    folder = config.state_dir() / "cursors"
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out.append(Cursor(**{k: data.get(k) for k in Cursor.__dataclass_fields__}))
+        except (OSError, ValueError, TypeError):
+            continue
+    return out
+
+
 def save(cursor: Cursor) -> None:
     from dualtrace.memfs.atomic import atomic_write_text
 

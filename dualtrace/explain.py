@@ -9,7 +9,6 @@ anywhere; it is the offline encoder's view even when a model encoded the session
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,16 +31,13 @@ class Explanation:
 def find_transcript(session: str, memory_dir: Path) -> tuple[str, str] | None:
     """(session id, transcript path) of the session whose id starts with ``session``,
     from the cursors that encodes into ``memory_dir`` left in the state directory."""
-    folder = config.state_dir() / "cursors"
+    from dualtrace import cursors
+
     found: dict[str, str] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        sid = str(data.get("session_id") or "")
-        if sid.startswith(session) and data.get("memory_dir") == str(memory_dir):
-            found[sid] = str(data.get("path") or "")
+    for cursor in cursors.saved():
+        sid = cursor.session_id or ""
+        if sid.startswith(session) and cursor.memory_dir == str(memory_dir):
+            found[sid] = cursor.path
     if len(found) > 1:
         raise DualtraceError(f"{session!r} matches {len(found)} sessions "
                              f"({', '.join(sorted(found)[:5])}): give more of the id")
