@@ -55,7 +55,8 @@ _I = re.I
 LEAD = {
     "preference": re.compile(
         r"(?:^|[.!?]\s+)(?:(?:also|and|oh|btw|ps)\W+)?(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
-        r"|i don'?t like\b|my preference\b|i'?d rather\b|please (?:always|never|don'?t)\b)", _I),
+        r"|i don'?t like\b|my preference\b|i'?d rather\b|i'?d (?:actually |really |much )?(?:love|prefer)\b"
+        r"|please (?:always|never|don'?t)\b)", _I),
     "convention": re.compile(
         r"\b(?:from now on|going forward|the rule is|our convention|by convention|as a rule"
         r"|we always|we never|always use|never use|must always|should always|must never"
@@ -304,20 +305,28 @@ def agreement(session, index: int, event) -> Candidate | None:
 def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidate]:
     """A failing test -> an edit -> the same test passing becomes a resolved incident.
 
-    Only test runs count: a failed `git add` or `ls` followed by a green test run is
-    not an incident worth remembering.
+    The fallback for a failure :func:`work.fix_arcs` found no signature for: when it
+    found arcs they were judged already (an arc of the agent's own new test is no
+    incident). Only test runs count (a failed `git add` followed by a green test run is
+    not an incident worth remembering), never a test file the session created, and the
+    subject comes from the failure's own line, never from the command.
     """
-    if any(c.type == "incident" for c in covered):
+    if any(c.type == "incident" for c in covered) or work.fix_arcs(session, limit=1):
         return []
+    created = {work.relative(e.path, session.cwd) for e in session.events
+               if e.kind == "edit" and e.path and e.edit_kind == "create"}
     events = session.events
     for i, event in enumerate(events):
         failed = event.is_error or event.exit_code not in (None, 0)
         if (event.kind != "command" or event.agent is not None or not failed
                 or not TEST_CMD.search(event.command or "")):
             continue
+        if any(c and c in (event.command or "") for c in created):
+            continue  # the agent's own new test, failing while it was written
         key = " ".join((event.command or "").split()[:3])
         error_line = error_line_of(event.result or event.text or "")
-        if not error_line:
+        subject = " ".join(_clean_words(re.sub(r"[^\w\s.-]", " ", error_line))[:5])
+        if not error_line or len(subject.split()) < 2:
             continue
         later = events[i + 1:]
         passed_at = next((j for j, e in enumerate(later) if e.kind == "command"
@@ -327,7 +336,7 @@ def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidat
             continue
         passed = later[passed_at]
         cand = Candidate("incident", [f"`{one_line(event.command or '', 80)}` failed: {error_line}"],
-                         event_index=i, ts=event.ts, role="tool")
+                         event_index=i, ts=event.ts, role="tool", subject=subject)
         cand.support.append(f"Fixed; `{one_line(passed.command or '', 80)}` then passed")
         return [cand]
     return []

@@ -179,3 +179,14 @@ def test_a_stack_statement_is_one_decision_per_subject_and_a_goal_is_a_project_f
     assert not (memdir / "system" / "human.md").exists()  # the goal is not a personal preference
     redis = MemoryStore(memdir).read_fact("decisions/redis-caching.md")
     assert redis.body.startswith("The user stated") and "Redis for caching" in redis.description
+
+
+def test_the_agents_own_new_test_failing_is_no_incident_and_a_stated_preference_is_kept(encode):
+    # 37f83ec9: the agent writes test_combined_transcript_link.py, runs it red while it
+    # is being written, then green; the user asks for that test to be kept.
+    report = encode(*CCL, "37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl")
+    paths = [op["path"] for op in report.operations if op.get("path")]
+    assert not facts(encode.memdir, "incident"), paths
+    assert not any("uv-run" in p or "pytest" in p.rsplit("/", 1)[-1] for p in paths), paths
+    human = (encode.memdir / "system" / "human.md").read_text()
+    assert "permanent unit test" in human
