@@ -37,7 +37,13 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
-from dualtrace.encoder.matching import STOPWORDS, best_match, distinct_subjects, tokens
+from dualtrace.encoder.matching import (
+    STOPWORDS,
+    best_match,
+    distinct_failures,
+    distinct_subjects,
+    tokens,
+)
 from dualtrace.encoder.plan import (
     SIMILAR_THRESHOLD,
     MomentDraft,
@@ -664,6 +670,14 @@ def _first_statement(fact: Fact) -> str:
     return first[:320] if head and head in first else ""
 
 
+def _failure_text(c: Candidate) -> str:
+    return "\n".join(x for x in (c.description, c.body_text, c.text) if x)
+
+
+def _fact_text(fact: Fact) -> str:
+    return f"{fact.description}\n{fact.body}"
+
+
 def one_sentence(parts: list[str], limit: int = 200) -> str:
     """Statements as one clean sentence of at most ``limit`` chars: joined by "; ", cut at
     a clause or word boundary (never inside a word, no trailing "...")."""
@@ -892,7 +906,8 @@ class OfflineBackend:
             parts.append(confirm)
         text = f"{subject} {one_line(' '.join(parts), 240)}"
         live = [(f.path, f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
-                for f in builder.facts() if f.type == cand.type and not f.superseded_by]
+                for f in builder.facts() if f.type == cand.type and not f.superseded_by
+                and not (cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(f)))]
         key = best_match(text, live, SIMILAR_THRESHOLD)
         return next((f for f in builder.facts() if f.path == key), None) if key else None
 
@@ -992,6 +1007,8 @@ class OfflineBackend:
                 continue
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
+            if cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(fact)):
+                continue  # another test, error or rule failed: a new incident, not a recurrence
             if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
                 continue  # one technology of a stack statement is not another
             # a description is one short sentence; the statement it was cut from counts too
