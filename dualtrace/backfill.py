@@ -527,21 +527,19 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 # ------------------------------------------------------------------ command line
 
 
-def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | None, batch: bool,
-            dry_run: bool, model: str | None, cheap: bool, limit: int | None,
+def cli_run(*, workspace: config.Workspace, paths: Iterable[Path], backend: str | None,
+            batch: bool, dry_run: bool, model: str | None, cheap: bool, limit: int | None,
             poll_interval: float, max_wait: float, as_json: bool,
             records_only: bool = False) -> None:
     import sys
 
     import click
 
-    root = config.project_root()
-    settings = config.load_settings(root)
+    root, settings, target = workspace.root, workspace.settings, workspace.memory_dir
     if cheap:
         settings = replace(settings, model=settings.cheap_model)
     if model:
         settings = replace(settings, model=model)
-    target = config.resolve_memory_dir(memory_dir, settings=settings)
     found = discover(tuple(paths), root)
     if limit:
         found = found[:limit]
