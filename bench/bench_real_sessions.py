@@ -44,6 +44,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
@@ -70,6 +72,14 @@ def split_frontmatter(text: str) -> tuple[dict[str, str], str]:
     end = text.find("\n---", 4)
     if end < 0:
         return meta, text
+    try:
+        parsed = yaml.safe_load(text[4:end])
+    except yaml.YAMLError:
+        parsed = None
+    if isinstance(parsed, dict):
+        # YAML quoting undone ('didn''t' is "didn't"); lists and dates as their text
+        return ({str(k): v if isinstance(v, str) else "" if v is None else str(v)
+                 for k, v in parsed.items()}, text[end + 4:].lstrip("\n"))
     for line in text[4:end].splitlines():
         if ":" in line and not line.startswith(" "):
             key, _, value = line.partition(":")

@@ -924,6 +924,11 @@ class OfflineBackend:
     @staticmethod
     def describe(cand: Candidate) -> str:
         parts = list(cand.lead[:2])
+        if cand.role in ("user", "stack") and parts:
+            plain = work.unpolite(parts[0])
+            if plain and plain != parts[0]:
+                # a request stripped of "can you please": a statement, not a question
+                parts[0] = plain[:-1].rstrip() + "." if plain.endswith("?") else plain
         confirm = next((s for s in cand.support if CONFIRM.search(s)), None)
         if confirm and confirm not in parts:
             parts.append(confirm)

@@ -77,6 +77,42 @@ _POLITE = re.compile(
     r"^(?:(?:hey|hi|hello|ok(?:ay)?|so|alright|now|great|thanks!?|thank you!?)[, !.]+(?:claude[, !.]+)?)*"
     r"(?:claude[, ]+)?(?:(?:can|could|would) you (?:please )?|please |i'?d like (?:your help with |you to )?"
     r"|i want you to |would you mind |let'?s )?", _I)
+# Fillers around a request that a description never needs: a slash command's name, an
+# opening "oh," / "hmm,", "help me to", "and continue until all are done", an aside that
+# only carries a link.
+_SLASH_CMD = re.compile(r"^/[\w:.-]+\s+(?=\S)")
+_INTERJECTION = re.compile(r"^(?:(?:oh(?: no| well)?|hmm+|ah|well|actually|ok(?:ay)?|so|hey|hi|hello|alright"
+                           r"|now|great|cool|nice|thanks!?|thank you!?|claude)\s*[,!.:]+\s*)+", _I)
+# "<why>, can you please <request>": the why leads, the request follows it
+_ASK_AFTER = re.compile(r"^(?P<why>[^?]{12,200}?)[,;.]\s+(?:so\s+)?(?:(?:can|could|would) you (?:please )?"
+                        r"|please )(?P<ask>.{8,})$", _I)
+_HELP = re.compile(r"^(?:help(?: me)?(?: to)?|i need (?:your )?help (?:to|with)|(?:can|could|should|shall) we)\s+",
+                   _I)
+_UNTIL_DONE = re.compile(r",?\s+and (?:continue|keep going)(?: until (?:all (?:are|is)|everything is|it'?s"
+                         r"|they'?re|they are|you'?re) (?:done|finished))?(?=[\s:.,;]|$)", _I)
+_URL_ASIDE = re.compile(r"\s*\([^()]*https?://[^()]*\)(\s+(?=[A-Z]))?")
+_EMOTICON = re.compile(r"\s*(?::-?[()DPp/]|;-?\))(?=\s|$)")
+
+
+def unpolite(text: str) -> str:
+    """A request or statement without its politeness and fillers, same words otherwise:
+    "oh, I didn't find those links helpful, can you please replace them with ..." ->
+    "I didn't find those links helpful: replace them with ..."."""
+    t = " ".join(text.split())
+    t = _SLASH_CMD.sub("", t)
+    t = _INTERJECTION.sub("", t)
+    m = _ASK_AFTER.match(t)
+    if m:
+        t = f"{m.group('why').rstrip(' ,;.')}: {m.group('ask')}"
+    else:
+        t = _POLITE.sub("", t, count=1)
+    t = _HELP.sub("", t)
+    t = _UNTIL_DONE.sub("", t)
+    t = _URL_ASIDE.sub(lambda u: ". " if u.group(1) else "", t)
+    t = _EMOTICON.sub("", t).strip()
+    return t[0].upper() + t[1:] if t[:1].islower() else t
+
+
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(@])")
 _CONTENT = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]{2,}")
 _FILLER = frozenset("""the and for with that this from into onto have has had was were are
@@ -111,7 +147,7 @@ def clean_sentence(text: str, limit: int = 200) -> str:
     text = " ".join(text.replace("**", "").replace("__", "").split())
     text = re.sub(r"^[#>*\-\d.)\s]+", "", text)
     text = re.sub(r"[\u2600-\u27bf\U0001f300-\U0001faff]\ufe0f?\s*", "", text).strip()
-    text = _POLITE.sub("", text, count=1).strip()
+    text = unpolite(text)
     if text[:1].islower():
         text = text[0].upper() + text[1:]
     first = sentences(text)[:1]

@@ -190,6 +190,37 @@ def test_the_agents_own_new_test_failing_is_no_incident_and_a_stated_preference_
     assert not any("uv-run" in p or "pytest" in p.rsplit("/", 1)[-1] for p in paths), paths
     human = (encode.memdir / "system" / "human.md").read_text()
     assert "permanent unit test" in human
+    # the request without its politeness ("oh, ... can you please ...?"), same words
+    (decision,) = facts(encode.memdir, "decision")
+    assert decision.description == ("I didn't find those cross-session navigation links helpful: "
+                                    "replace them with a single link to the combined transcript instead.")
+
+
+@pytest.mark.parametrize("said,plain", [
+    # real requests from the corpus (claude-code-log, claude-code-viewer, spotter)
+    ("oh, I didn't find those cross-session navigation links helpful, can you please replace them "
+     "with a single link to the combined transcript instead?",
+     "I didn't find those cross-session navigation links helpful: replace them with a single link "
+     "to the combined transcript instead?"),
+    ("Hey Claude, please have a look at the git diff of claude_code_log/renderer.py",
+     "Have a look at the git diff of claude_code_log/renderer.py"),
+    ("/orchestrator create TODO app by Next.js", "Create TODO app by Next.js"),
+    ("/handgemacht:create-beads websearch to learn how to fastest setup credo, dialyzer, mix_audit "
+     "(basically all supported by https://github.com/bradleygolden/claude-marketplace-elixir) Maybe there "
+     "are igniter installers", "Websearch to learn how to fastest setup credo, dialyzer, mix_audit. Maybe "
+     "there are igniter installers"),
+    ("Work on bead spotter-a0y and continue until all are done", "Work on bead spotter-a0y"),
+    ("Help to use these Pydanctic models in a better way", "Use these Pydanctic models in a better way"),
+    ("Oh no, we lost the session navigation section from the combined transcript somehow :(",
+     "We lost the session navigation section from the combined transcript somehow"),
+    # statements keep their words
+    ("I prefer tabs over spaces.", "I prefer tabs over spaces."),
+    ("So we decided to use Postgres.", "We decided to use Postgres."),
+])
+def test_requests_lose_politeness_and_fillers_not_their_words(said, plain):
+    from dualtrace.encoder.backends.work import unpolite
+
+    assert unpolite(said) == plain
 
 
 def test_another_failure_in_a_later_session_is_a_new_incident_the_same_one_recurs(encode, tmp_path):
