@@ -39,6 +39,7 @@ _USER_SIGNAL = re.compile(
     r"|i don'?t like\b|i'?d rather\b|please (?:always|never|don'?t)\b)"
     r"|\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|exception|crash(?:es|ed|ing)?|regression|outage"
     r"|race condition|deadlock|memory leak|flaky|intermittent(?:ly)?|root cause|is back"
+    r"|(?:does not|doesn'?t|do not|don'?t) work|(?:is|are) not working|stopped working"
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
     r"|we(?:'re| are) (?:moving|migrating|dropping|adopting)|came back|\w+(?:Error|Exception)"

@@ -252,3 +252,12 @@ def test_another_failure_in_a_later_session_is_a_new_incident_the_same_one_recur
     new = next(f for p, f in incidents.items() if p != first.path)
     assert "message order" in new.description and new.status == "resolved"
     assert "message order" not in incidents[first.path].body
+
+
+def test_a_problem_the_user_reports_without_tool_activity_is_an_open_incident(encode):
+    # tool_heavy: "scrolling back in xterm.js still does not work (maybe because ...)?"
+    # - no edit, no failing command: the user's words are the only signal
+    report = encode(*SP, "tool_heavy.jsonl")
+    assert any("does not work" in r for r in report.gates["reasons"]), report.gates
+    (inc,) = facts(encode.memdir, "incident")
+    assert inc.status == "investigating" and "xterm.js" in inc.description
