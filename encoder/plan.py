@@ -103,6 +103,21 @@ def clean_description(text: str) -> bool:
     return bool(text) and len(text) <= 200 and "\n" not in text and not _MARKUP.search(text)
 
 
+def readable_description(text: str, limit: int = 200) -> str:
+    """What any backend's description becomes when it is not clean: its first line of
+    prose (markup, log, diff and code lines dropped) as one sentence of at most
+    ``limit`` chars, cut at a clause or word boundary; "" when no prose is left."""
+    from dualtrace.encoder.backends.work import clean_sentence
+
+    for line in _MARKUP.sub(" ", text).splitlines():
+        line = " ".join(line.split())
+        prose = sum(ch.isalpha() or ch.isspace() for ch in line)
+        if len(line) < 3 or _RAW_LINE.match(line) or prose < 0.7 * len(line):
+            continue
+        return clean_sentence(line, limit)
+    return ""
+
+
 def _norm(text: str) -> str:
     return " ".join(re.sub(r"[`*_\"']", "", text).lower().split())
 
@@ -194,8 +209,21 @@ class PlanBuilder:
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
         if isinstance(op, Store):
+            cleaned = ""
+            if not clean_description(op.description):
+                # a model's description is held to the offline encoder's rule: one clean
+                # sentence <= 200 chars (the detail stays in the body)
+                readable = readable_description(op.description)
+                if not readable:
+                    raise Rejected("description must be one sentence of prose (<= 200 chars, no markup, "
+                                   "no pasted output)")
+                cleaned = f"description cut to one clean sentence (was {len(op.description)} chars)"
+                op = replace(op, description=readable)
             outcome = self._store(op)
             kind = op.type
+            if cleaned:
+                outcome = replace(outcome, note="; ".join(x for x in (outcome.note, cleaned) if x))
+                self.outcomes[-1] = outcome
         elif isinstance(op, Update):
             outcome = self._update(op)
             kind = _type_of_path(outcome.path)

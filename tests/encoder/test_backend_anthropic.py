@@ -519,3 +519,29 @@ def test_turn1_prompt_fits_the_prompt_budget_on_a_large_real_session(tmp_path):
     small = build_params(EncodeRequest(session, digest, None, (),
                                        Settings(prompt_budget=6000), builder.ctx))
     assert estimate_request_tokens(small) <= 6000
+
+
+def test_a_model_description_is_held_to_one_clean_sentence(api, tmp_path):
+    """Issue 12 item 5 for every backend: a model's multi-line, over-long description with
+    pasted markup becomes one clean sentence <= 200 chars; markup-only is refused."""
+    from tests.encoder.test_update_real_content import real_html
+
+    long_desc = ("The combined transcript lost its session navigation section after the template "
+                 "started to check combined_transcript_link first, so sessions with a cache never "
+                 "rendered the navigation block at all, which users noticed right away\n"
+                 + real_html()[:200])  # the SDK tool schema caps a description at 500 chars
+    lost = {"type": "incident", "anchor": "combined-transcript-navigation-lost", "description": long_desc,
+            "body": "The template checked combined_transcript_link before session_nav.",
+            "scores": {"durability": 2, "scope": 2, "rationale": 1, "retrieval": 2}, "confidence": "MEDIUM"}
+    junk = {**lost, "anchor": "template-dump", "description": real_html()[:400]}
+    usage, builder, store = run(api, tmp_path, [message(tool_use("store_memory", lost),
+                                                        tool_use("store_memory", junk)),
+                                                message(tool_use("finish", {}))])
+    commit(builder.store, builder.changeset())
+    results = tool_results(api.message_requests()[1])
+    assert not results[0].get("is_error") and "one clean sentence" in results[0]["content"]
+    assert results[1].get("is_error") and "one sentence of prose" in results[1]["content"]
+    fact = store.read_fact("incidents/combined-transcript-navigation-lost.md")
+    assert len(fact.description) <= 200 and "\n" not in fact.description and "<" not in fact.description
+    assert fact.description.startswith("The combined transcript lost its session navigation section")
+    assert not (store.root / "incidents" / "template-dump.md").exists()
