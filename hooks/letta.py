@@ -16,6 +16,13 @@ Older Letta Code versions write no transcript, and their Stop payloads carry no
 transcript path: then each Stop (user + assistant message) and PostToolUse payload is
 appended to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
 (``{"role", "content"}`` per line). The reader below reads both.
+
+That payload log is in the state dir, where no secret may land, so nothing is written by
+the hook itself: ``normalize`` turns a payload into ``lines``, and dualtrace.hookcmd hands
+them to a detached child that redacts them and then, in the order the hooks arrived,
+calls ``keep`` (the redactor costs ~0.3 s to load, far over a hook's budget). When Letta
+wrote the transcript, ``normalize`` says so (``kept: False``) and the hook queues the
+session directly, as for the other hosts.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ if TYPE_CHECKING:
     from dualtrace.encoder.session import Session
 
 HOST = NAME = "letta"
-TRANSCRIPT_FORMAT = "letta"  # Letta Code's transcript.jsonl, or the plain lines append() writes
+TRANSCRIPT_FORMAT = "letta"  # Letta Code's transcript.jsonl, or the plain lines keep() writes
 # Letta hook event -> (our event, timeout seconds, matcher or None); PostToolUse feeds
 # the transcript dualtrace keeps.
 EVENTS: dict[str, tuple[str, int, str | None]] = {
@@ -178,7 +185,7 @@ def resolve_transcript(state: str, payload: dict) -> tuple[str, str | None]:
 
 
 def records(payload: dict, event: str) -> list[dict]:
-    """Plain-chat lines for one payload."""
+    """Plain-chat lines for one payload (raw text: redacted before ``keep`` writes it)."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out: list[dict] = []
     if event == "stop":
@@ -197,10 +204,10 @@ def records(payload: dict, event: str) -> list[dict]:
     return out
 
 
-def append(state: str, payload: dict, event: str) -> str:
-    """Append this payload's lines to the conversation transcript; return its path."""
-    path, _ = resolve_transcript(state, payload)
-    lines = records(payload, event)
+def keep(state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
+    """Append already-redacted ``lines`` to the conversation's transcript; returns its
+    path and the session id of the agent-keyed file it adopted (else None)."""
+    path, adopted = resolve_transcript(state, payload)
     if lines:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
@@ -209,7 +216,7 @@ def append(state: str, payload: dict, event: str) -> str:
             os.write(fd, data)
         finally:
             os.close(fd)
-    return path
+    return path, adopted
 
 
 def memfs_dir(agent: str | None) -> str | None:
@@ -229,34 +236,30 @@ def detect(payload: dict) -> bool:
 
 
 def normalize(payload: dict, event: str, state: str) -> dict:
-    """Letta's own transcript when it has one for this conversation; else dualtrace keeps
-    one: Stop and PostToolUse lines are appended to it, and other events find it
-    (adopting the agent-keyed file, whose job this one ``replaces``)."""
+    """Letta's own transcript when it has one for this conversation (``kept: False``: the
+    hook queues it directly). Else this writes nothing: Stop and PostToolUse text comes
+    back as ``lines`` (raw), and every event that touches the transcript is finished by
+    ``keep`` in the hook's detached child (which also adopts the agent-keyed file; see
+    ``resolve_transcript``)."""
     out = {
         "session_id": conversation_key(payload),
-        "transcript": None,
+        "transcript": transcript_path(state, conversation_key(payload)),
         "cwd": payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR")
         or payload.get("cwd"),
         "agent_id": agent_id(payload),
-        "last_assistant_message": None,
         "ignore": None,
-        "replaces": None,
+        "lines": records(payload, event) if event in ("stop", "post-tool-use") else [],
     }
     native = native_for(payload, event)
     if native:
-        out["session_id"] = session_of(native)
-        out["transcript"] = native
+        out.update(session_id=session_of(native), transcript=native, lines=[], kept=False)
     elif event == "session-start":
         # A new conversation has no transcript yet; naming where it will be lets the
-        # session-start sweep look at this agent's other conversations.
+        # session-start sweep look at this agent's other conversations (none: no sweep).
         agent = out["agent_id"]
-        if agent and os.path.isdir(agent_root(agent)):
-            names = _conversations(payload)
-            out["transcript"] = native_path(agent, names[0] if names else "_")
-    elif event in ("stop", "post-tool-use"):
-        out["transcript"] = append(state, payload, event)
-    else:
-        out["transcript"], out["replaces"] = resolve_transcript(state, payload)
+        names = _conversations(payload)
+        out["transcript"] = native_path(agent, names[0] if names else "_") if agent and \
+            os.path.isdir(agent_root(agent)) else None
     return out
 
 

@@ -18,7 +18,7 @@ from dualtrace import queue
 from dualtrace.hooks import letta
 from dualtrace.hooks.transcripts import detect_format, read_transcript
 from tests import hook_helpers
-from tests.hook_helpers import run_hook, runs, wait_drained
+from tests.hook_helpers import hook_children_done, run_hook, runs, wait_drained, wait_until
 
 hook_env = hook_helpers.hook_env
 
@@ -143,7 +143,7 @@ def test_hooks_use_lettas_transcript_instead_of_logging_payloads(hook_env, state
     for event, payload in (("post-tool-use", tool_payload), ("stop", stop)):
         proc = run_hook(event, payload, env=env)  # detected as Letta by event_type
         assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
-    jobs = queue.list_jobs(str(state_dir))
+    jobs = queue.list_jobs(str(state_dir))  # queued by the hook itself: no detached child
     assert [(j["host"], j["session_id"], j["transcript"]) for j in jobs] == [
         ("letta", "conv-42", str(path))]
     assert not (state_dir / letta.DIR).exists()  # no payload log kept
@@ -195,6 +195,9 @@ def test_without_lettas_transcript_the_payload_log_is_kept(hook_env, state_dir, 
     if conversation:
         stop["conversation_id"] = conversation
     assert run_hook("stop", stop, env=env).returncode == 0
+    # the hook's detached child redacts and writes the lines, then queues the session
+    wait_until(lambda: hook_children_done(state_dir) and queue.list_jobs(str(state_dir)), 60,
+               what="the payload lines kept and the session queued")
     [job] = queue.list_jobs(str(state_dir))
     key = conversation or "agent-7"
     assert job["transcript"] == str(state_dir / letta.DIR / f"{key}.jsonl")
