@@ -256,7 +256,7 @@ def normalize(payload: dict, event: str, state: str) -> dict:
     elif event == "session-start":
         # A new conversation has no transcript yet; naming where it will be lets the
         # session-start sweep look at this agent's other conversations (none: no sweep).
-        agent = out["agent_id"]
+        agent = agent_id(payload)
         names = _conversations(payload)
         out["transcript"] = native_path(agent, names[0] if names else "_") if agent and \
             os.path.isdir(agent_root(agent)) else None
