@@ -55,6 +55,14 @@ def _stat(path: str) -> list[int] | None:
     return [st.st_mtime_ns, st.st_size]
 
 
+def _git_mark(path: str) -> str | list[int] | None:
+    """A ``.git`` as the project root sees it: a folder (its mtime moves with every git
+    command, so only that it is one), a worktree's ``.git`` file (its stat), or None."""
+    if os.path.isdir(path):
+        return "dir"
+    return _stat(path)
+
+
 def _tree(root: str | None) -> list[int] | None:
     """[files, total size, newest mtime of a file or folder, a checksum of the names]
     under ``root`` (names too: a rename within one clock tick keeps every mtime)."""
@@ -110,7 +118,7 @@ def signature(cwd: str, memory_dir: str, user_memory: str | None,
     memory, own = _tree(memory_dir), _tree(user_memory)
     if memory is None or (user_memory and own is None and os.path.isdir(user_memory)):
         return None
-    levels = [[_stat(os.path.join(p, "dualtrace.toml")), _stat(os.path.join(p, ".git"))]
+    levels = [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
               for p in _ancestors(cwd)]
     return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files], levels]
 

@@ -123,3 +123,11 @@ def test_signature_sees_renames_deletes_and_new_files(tmp_path):
     (root / ".dualtrace").mkdir()  # the index and caches are not what the text is from
     (root / ".dualtrace" / "index.sqlite").write_text("x")
     assert startctx.signature(cwd, str(root), None, [])[1] == added[1]
+    # The project's own git activity (git status rewrites .git/index) is not a change;
+    # becoming a repository is (the project root may move).
+    plain = startctx.signature(cwd, str(root), None, [])
+    (tmp_path / ".git").mkdir()
+    repo = startctx.signature(cwd, str(root), None, [])
+    assert repo != plain
+    (tmp_path / ".git" / "index").write_text("i")
+    assert startctx.signature(cwd, str(root), None, []) == repo
