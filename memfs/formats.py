@@ -218,7 +218,9 @@ _FLOW_ITEM = re.compile(r"^[A-Za-z0-9_./@+-]+$")
 _NUMERIC_START = frozenset("0123456789+-.")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-_YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n"})
+# Plain words YAML 1.1 gives a meaning of its own ("=" and "<<" are its value and merge keys).
+_YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n",
+                         "=", "<<"})
 
 
 def _fast_value(raw: str) -> tuple[bool, Any]:

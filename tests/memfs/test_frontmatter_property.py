@@ -49,6 +49,8 @@ def _norm(value):
 @example([("type", "\xa0")])  # YAML's white space is space and tab, not U+00A0
 @example([("scores", "{a: 2\xa0}")])
 @example([("type", "x\u2003")])
+@example([("type", "=")])  # YAML 1.1's value key: safe_load refuses it
+@example([("type", "<<")])
 def test_fast_frontmatter_means_what_yaml_means(lines):
     front = "\n".join(f"{key}: {value}" for key, value in lines)
     fast = _fast_front(front)
