@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 from dualtrace import queue
 from dualtrace.hooks import registry
@@ -32,6 +33,11 @@ _EVENT_ALIASES = {
     "SubagentStop": "subagent-stop",
 }
 IMMEDIATE_EVENTS = frozenset({"session-end", "pre-compact"})
+# Events whose payloads a KEEPS_OWN_TRANSCRIPT host (Letta) turns into transcript lines
+# or queues the session for: handled in order by a detached child (order_ticket).
+KEPT_EVENTS = frozenset({"stop", "post-tool-use", "session-end", "pre-compact"})
+ORDER_DIR = "hook-order"
+ORDER_WAIT = 60.0  # a child waits at most this long for the hooks before it
 STDIN_TIMEOUT = 1.5
 STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
 LOG_CAP = 1024 * 1024
@@ -145,9 +151,40 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
     except KeyError:
         raise HookError(f"unknown host {host!r}") from None
     info = adapter.normalize(payload, event, state)
-    if info.get("replaces"):  # e.g. Letta: that job's lines now live in this session's file
-        queue.remove(state, queue.job_id(host, info["replaces"]))
+    lines = info.pop("lines", None) or []
+    if adapter.KEEPS_OWN_TRANSCRIPT and event in KEPT_EVENTS:
+        # dualtrace writes this host's transcript from the payloads, in the state dir,
+        # so their text is redacted first, and the redactor is too slow for a hook: a
+        # detached child redacts, then writes and queues in the order the hooks came.
+        ticket = order_ticket(state)
+        detach(state, event, lambda: _keep_in_order(state, ticket, event, host, info,
+                                                    payload, lines))
+        return None
     return _queue(state, event, host, info, payload)
+
+
+def _keep_in_order(state: str, ticket: str, event: str, host: str, info: dict,
+                   payload: dict, lines: list[dict]) -> None:
+    """The detached child of a KEEPS_OWN_TRANSCRIPT hook: redact, wait for the hooks
+    that came before it, append to the transcript, queue the session."""
+    try:
+        _claim(ticket)
+        if lines:
+            from dualtrace.encoder.redact import Redactor  # ~0.3 s: never in the hook
+
+            redactor = Redactor()  # one per payload: a value found once goes everywhere
+            lines = [dict(r, content=redactor.redact(str(r.get("content") or "")))
+                     for r in lines]
+        _wait_turn(state, ticket)
+        info["transcript"], replaces = registry.get(host).keep(state, payload, lines)
+        if replaces:  # Letta: that job's lines now live in this session's file
+            queue.remove(state, queue.job_id(host, replaces))
+        _queue(state, event, host, info, payload)
+    finally:
+        try:
+            os.unlink(ticket)
+        except OSError:
+            pass
 
 
 def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str | None:
@@ -185,7 +222,6 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     queue.touch(state, host=host, session_id=session_id, event=event,
                 immediate=event in IMMEDIATE_EVENTS, transcript=transcript,
                 cwd=info.get("cwd"), agent_id=info.get("agent_id"),
-                last_assistant_message=info.get("last_assistant_message"),
                 memory_dir=_env_memory_dir())
     ensure_worker(state)
     return None
@@ -279,7 +315,8 @@ def read_payload(timeout: float = STDIN_TIMEOUT, cap: int = STDIN_CAP) -> dict:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise HookError(f"payload is not JSON ({exc}); first bytes: {text[:60]!r}") from exc
+        # Only the size: the log is in the state dir, and payload text may hold secrets.
+        raise HookError(f"payload is not JSON ({exc}); {len(raw)} bytes") from exc
     if not isinstance(data, dict):
         raise HookError(f"payload is a JSON {type(data).__name__}, not an object")
     return data
@@ -323,6 +360,72 @@ def read_stdin(timeout: float, cap: int) -> bytes:
     return b"".join(chunks)
 
 
+# ------------------------------------------------------------------ ordered children
+
+def order_ticket(state: str) -> str:
+    """A ticket for a detached child, named by arrival time: children do their writes
+    in ticket order, whatever order their (slow) redaction finishes in. Holds no text."""
+    folder = os.path.join(state, ORDER_DIR)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{time.time_ns():020d}-{os.getpid()}.ticket")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return path
+
+
+def _claim(ticket: str) -> None:
+    """The child writes its pid into its ticket, so a dead child's ticket is skipped."""
+    fd = os.open(ticket, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, str(os.getpid()).encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def _ticket_alive(path: str, now: float) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            pid = int(fh.read().strip() or 0)
+        if not pid:  # not claimed yet: its child is starting, unless it never will
+            return now - os.path.getmtime(path) < 10.0
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a pid we may not signal exists
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_turn(state: str, ticket: str) -> None:
+    """Until every earlier ticket is gone (done, or its child dead); at most ORDER_WAIT."""
+    folder = os.path.join(state, ORDER_DIR)
+    mine = os.path.basename(ticket)
+    deadline = time.monotonic() + ORDER_WAIT
+    while True:
+        try:
+            earlier = sorted(n for n in os.listdir(folder) if n.endswith(".ticket") and n < mine)
+        except FileNotFoundError:
+            return
+        now = time.time()
+        waiting = False
+        for name in earlier:
+            path = os.path.join(folder, name)
+            if _ticket_alive(path, now):
+                waiting = True
+                break
+            try:
+                os.unlink(path)  # a dead child's ticket: nobody else will remove it
+            except OSError:
+                pass
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            log(state, f"gave up waiting for {name} after {ORDER_WAIT:.0f}s")
+            return
+        time.sleep(0.01)
+
+
 # ------------------------------------------------------------------ worker + log
 
 def ensure_worker(state: str) -> bool:
@@ -333,6 +436,35 @@ def ensure_worker(state: str) -> bool:
     lock.release()
     spawn_worker(state)
     return True
+
+
+def detach(state: str, event: str, work: Callable[[], object]) -> None:
+    """Run ``work`` in a detached grandchild (double fork + setsid) and return at once;
+    its errors go to the hook log. Without fork (Windows), it runs inline."""
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+        work()
+        return
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                # Like the worker: never hold the host's pipes (it waits for their EOF).
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                try:
+                    work()
+                except BaseException as exc:  # noqa: BLE001 - logged, never raised
+                    log(state, f"{event}: {type(exc).__name__}: {exc}")
+                    os._exit(1)
+                os._exit(0)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.waitpid(pid, 0)
 
 
 def spawn_worker(state: str) -> None:

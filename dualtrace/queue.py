@@ -27,7 +27,6 @@ SEEN = "seen"
 RUNS = "runs.jsonl"
 LOGS = "logs"
 LOCK_NAME = ".lock"
-MAX_MESSAGE_CHARS = 20_000
 BACKOFF_CAP_SECONDS = 3600.0
 
 PENDING = "pending"
@@ -173,15 +172,14 @@ def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
         "transcript": None, "cwd": None, "agent_id": None, "memory_dir": None,
         "status": PENDING, "immediate": False, "dirty_at": now, "not_before": 0.0,
         "rev": 0, "attempts": 0, "last_error": None, "events": {},
-        "last_assistant_message": None, "created_at": now, "updated_at": now,
+        "created_at": now, "updated_at": now,
         "worker_pid": None, "started_at": None,
     }
 
 
 def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
           kind: str = "session", transcript: str | None = None, cwd: str | None = None,
-          agent_id: str | None = None, last_assistant_message: str | None = None,
-          memory_dir: str | None = None, now: float | None = None) -> dict:
+          agent_id: str | None = None, memory_dir: str | None = None, now: float | None = None) -> dict:
     """Create or refresh the job for one session (the hook's only write)."""
     now = time.time() if now is None else now
     ensure_dirs(state)
@@ -200,8 +198,6 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
             job["agent_id"] = agent_id
         if memory_dir:
             job["memory_dir"] = memory_dir
-        if last_assistant_message:
-            job["last_assistant_message"] = last_assistant_message[:MAX_MESSAGE_CHARS]
         job["immediate"] = bool(job.get("immediate")) or immediate
         job["dirty_at"] = now
         job["updated_at"] = now

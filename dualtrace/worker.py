@@ -304,7 +304,6 @@ class Worker:
         ws = config.workspace(cwd, memory_dir=memdir, settings=settings)
         report = encode_session(
             Path(transcript), workspace=ws, backend=settings.backend, host=job.get("host"),
-            last_assistant_message=job.get("last_assistant_message"),
             # Hooks never lose a session to a model outage: offline unless the config
             # asks for retries instead (fallback = "none").
             fallback=settings.fallback or "offline",
