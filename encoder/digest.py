@@ -20,16 +20,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from dualtrace.encoder.backends.pricing import CHARS_PER_TOKEN, estimate_tokens
 from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session, truncate_middle
 
-CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET = 8000
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate used everywhere in dualtrace: ceil(len(text) / 4)."""
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 # Tools whose calls only look things up: dropped as noise (still counted).
