@@ -150,7 +150,7 @@ TOOLS: list[dict[str, Any]] = [
 def system_text(mode: str = "tools") -> str:
     from dualtrace.prompts import render
 
-    return render("encoder_system.j2", mode=mode)
+    return render("encoder_system.j2", mode=mode, types=MEMORY_TYPES)
 
 
 def _text_of(obj: Any) -> str:
