@@ -428,18 +428,15 @@ def _root_of(store: Any) -> Path:
 
 
 def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None,  # noqa: A002
-           settings: Any = None, project_root: Path | str | None = None,
+           stale_days: int = 180, project_root: Path | str | None = None,
            index: Index | None = None, embedder: Any = _AUTO, records: bool = True,
            record_gate: Gate | None = None) -> RecallResult:
     """Answer ``question`` from the memory store (a MemoryStore or its root path).
 
+    ``stale_days``: older memories carry the staleness note (the ``stale_days`` setting).
     ``embedder``: the semantic model (default: the installed one, if any; None = lexical
     only). ``records``: broaden to session records before abstaining.
     """
-    if settings is None:
-        from dualtrace.config import Settings
-
-        settings = Settings()
     if embedder is _AUTO:
         from dualtrace.memfs.embed import get_embedder  # None without the extra
 
@@ -459,7 +456,7 @@ def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None
 
                 logging.getLogger(__name__).warning("semantic recall off for this query: %s", exc)
                 qvec = None
-        args = {"limit": max(limit, 1), "only": type, "settings": settings,
+        args = {"limit": max(limit, 1), "only": type, "stale_days": stale_days,
                 "project_root": project_root, "qvec": qvec, "embedder": embedder,
                 "records": records, "record_gate": record_gate or RECORD_GATE}
         result = _recall(index, question, **args)
@@ -491,13 +488,14 @@ def temporal_order(question: str) -> str | None:
     return None
 
 
-def _recall(index: Index, question: str, *, limit: int, only: str | None, settings: Any,
+def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
             record_gate: Gate) -> RecallResult:
     semantic = qvec is not None
     agg = aggregation_types(question)
     if agg is not None and only != SESSION_TYPE:
-        return _aggregate(index, question, agg if not only else (only,), settings, project_root)
+        return _aggregate(index, question, agg if not only else (only,), stale_days,
+                          project_root)
     terms = content_terms(question)
     order = temporal_order(question)
     if order is not None:
@@ -509,7 +507,7 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
         passing = [u for u in units if MEMORY_GATE.passes(u, semantic)]
         _complete(index, passing[:limit])
-        memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
+        memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
@@ -907,7 +905,7 @@ def _successors_first(units: list[_Unit]) -> list[_Unit]:
     return out
 
 
-def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: Any,
+def _aggregate(index: Index, question: str, types: tuple[str, ...], stale_days: int,
                project_root: Path | str | None) -> RecallResult:
     topic = content_terms(question, keep_type_words=False)
     topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")]
@@ -923,7 +921,7 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
         return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
     if topic:
         _complete(index, units)
-    memories = [_materialise(index, u, settings, project_root) for u in units]
+    memories = [_materialise(index, u, stale_days, project_root) for u in units]
     memories.sort(key=_timeline_key)
     state = "A" if any(m.state == "A" for m in memories) else "B"
     return RecallResult(question, state, tuple(memories), aggregation=True, terms=tuple(topic))
@@ -949,7 +947,7 @@ def _timeline_key(memory: RecalledMemory) -> tuple[str, str]:
 # ------------------------------------------------------------------ materialise
 
 
-def _materialise(index: Index, unit: _Unit, settings: Any,
+def _materialise(index: Index, unit: _Unit, stale_days: int,
                  project_root: Path | str | None) -> RecalledMemory:
     from dualtrace.memfs import formats
 
@@ -975,7 +973,7 @@ def _materialise(index: Index, unit: _Unit, settings: Any,
             fact = formats.SystemFile(path=linked, description="")
         path, kind, conf = moment.path, moment_doc.type, moment.confidence
         stored = moment.updated or moment.stored
-    stale = _staleness(stored, [fact, moment], settings, project_root)
+    stale = _staleness(stored, [fact, moment], stale_days, project_root)
     return RecalledMemory(path=path, type=kind, confidence=conf, stored=stored,
                           score=unit.coverage, fact=fact, moment=moment, bullet=bullet,
                           superseded_by=_superseded_by(unit), stale=stale)
@@ -1003,11 +1001,11 @@ def _moment(formats: Any, data: dict[str, Any]) -> Any:
     )
 
 
-def _staleness(stored: str, records: list[Any], settings: Any,
+def _staleness(stored: str, records: list[Any], stale_days: int,
                project_root: Path | str | None) -> str | None:
     """The docs/PROTOCOL.md §10 staleness note, or None.
 
-    Stale when the memory is older than ``settings.stale_days``, or when a project
+    Stale when the memory is older than ``stale_days``, or when a project
     file it names was modified after the day it was stored (file mtime: no git
     process on the recall path).
     """
@@ -1016,7 +1014,7 @@ def _staleness(stored: str, records: list[Any], settings: Any,
     except ValueError:
         return None
     note = STALE_NOTE.format(date=day.isoformat())
-    if (_dt.date.today() - day).days > int(getattr(settings, "stale_days", 180)):
+    if (_dt.date.today() - day).days > stale_days:
         return note
     if project_root is None:
         return None
