@@ -326,7 +326,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
         ctx = context(engine.name)
         builder = PlanBuilder(store, ctx)
         request = EncodeRequest(redacted, digest, verdict,
-                                relevant_memories(store, digest.text), settings, ctx)
+                                relevant_memories(builder.facts(), digest.text), settings, ctx)
         return engine, builder, engine.encode(request, builder)
 
     try:
