@@ -232,17 +232,18 @@ class Worker:
         chosen = (sweeps or same or ready)[0]
         path = queue.job_path(self.s, chosen["id"])
         with queue.queue_lock(self.s):
-            job = queue.read_json(path)
-            if not job or job.get("_corrupt") or job.get("status") != queue.PENDING or \
-                    self.due(job) > time.time():
+            current = queue.read_json(path)
+            if not current or current.get("_corrupt") or \
+                    current.get("status") != queue.PENDING or self.due(current) > time.time():
                 return None  # changed since the scan; the next scan sees it
-            job.update(status=queue.RUNNING, worker_pid=os.getpid(), started_at=now,
-                       immediate=False)
-            queue.atomic_write_json(path, job)
-        memdir = memdirs.get(job["id"])
-        if job.get("memory_dir") != chosen.get("memory_dir") or job.get("cwd") != chosen.get("cwd"):
+            current.update(status=queue.RUNNING, worker_pid=os.getpid(), started_at=now,
+                           immediate=False)
+            queue.atomic_write_json(path, current)
+        memdir = memdirs.get(current["id"])
+        if (current.get("memory_dir"), current.get("cwd")) != (chosen.get("memory_dir"),
+                                                               chosen.get("cwd")):
             memdir = None  # re-resolved by encode
-        return job, int(job.get("rev") or 0), memdir
+        return current, int(current.get("rev") or 0), memdir
 
     # ---------------------------------------------------------------- running
 
