@@ -84,6 +84,12 @@ class Worker:
                     continue
                 wait = self.idle_wait(jobs, stamp)
                 if wait is None:
+                    # A hook that could not get the queue lock deferred its touch to
+                    # queue/incoming/ and saw this worker alive: stay for it.
+                    if queue.has_incoming(self.s) and self.lock.acquire(blocking=False):
+                        Path(self.s, "worker.pid").write_text(str(os.getpid()),
+                                                              encoding="ascii")
+                        continue
                     released = True  # released under the queue lock in idle_wait
                     break
                 self.nap(wait, stamp)
@@ -110,20 +116,28 @@ class Worker:
         write after the stamp changes the folder's mtime (see ``nap``).
         """
         self.scans += 1
+        if queue.has_incoming(self.s):
+            with queue.queue_lock(self.s):
+                queue.fold_incoming(self.s)  # touches hooks deferred while the lock was held
         stamp = self._stamp()
         return queue.list_jobs(self.s), stamp
 
     def _stamp(self) -> tuple[int, int] | None:
+        """The queue folder's and its incoming folder's mtimes (None: no queue)."""
         try:
             st = os.stat(queue.queue_dir(self.s))
         except OSError:
             return None
-        return st.st_mtime_ns, st.st_ino
+        try:
+            incoming = os.stat(queue.incoming_dir(self.s)).st_mtime_ns
+        except OSError:
+            incoming = 0
+        return st.st_mtime_ns, incoming
 
     def nap(self, seconds: float, stamp: tuple[int, int] | None) -> None:
         """Sleep up to ``seconds``; wake early when a job file is written."""
         deadline = time.monotonic() + seconds
-        fresh = stamp is None or time.time_ns() - stamp[0] < FRESH_NS
+        fresh = stamp is None or time.time_ns() - max(stamp) < FRESH_NS
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -305,6 +319,17 @@ class Worker:
             target = record.get("memory_dir") or memdir
             if record.get("commit") and target:
                 self.queue_sync(job, str(target))
+                self.refresh_start_texts(str(target))
+
+    def refresh_start_texts(self, memdir: str) -> None:
+        """The next session's SessionStart hook prints a stored text instead of building
+        it (dualtrace.startctx): rebuild the ones of the memory dir just committed to."""
+        from dualtrace import startctx
+
+        try:
+            startctx.refresh(self.s, memdir)
+        except Exception as exc:  # noqa: BLE001 - a stale text only costs the hook a build
+            self.log(f"session-start text for {memdir}: {type(exc).__name__}: {exc}")
 
     # ---------------------------------------------------------------- team sync
 
