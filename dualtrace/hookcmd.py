@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dualtrace import queue
+from dualtrace import queue, startctx
 from dualtrace.hooks import registry
 
 EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
@@ -38,7 +38,12 @@ IMMEDIATE_EVENTS = frozenset({"session-end", "pre-compact"})
 KEPT_EVENTS = frozenset({"stop", "post-tool-use", "session-end", "pre-compact"})
 ORDER_DIR = "hook-order"
 ORDER_WAIT = 60.0  # a child waits at most this long for the hooks before it
-STDIN_TIMEOUT = 1.5
+# The hook never waits longer than ~0.1 s on stdin or on the queue lock (issue 13.4):
+# a payload is complete when it parses (no need for EOF); a queue lock held past
+# LOCK_WAIT (a stopped worker) sends the touch to queue/incoming/ instead.
+STDIN_TIMEOUT = 0.1  # seconds without a new byte before we take what arrived
+STDIN_LIMIT = 0.5  # seconds in all, however slowly bytes keep trickling in
+LOCK_WAIT = 0.1
 STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
 LOG_CAP = 1024 * 1024
 
@@ -191,11 +196,12 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     if info.get("ignore"):
         return None
     if event == "prompt":
-        return _inject(event, host, info, payload)
+        return _inject(event, host, info, payload, state)
     if event == "post-tool-use":
         return None
-    if _project_disabled(info.get("cwd")):
-        return None
+    ready = _stored_start_text(state, host, info) if event == "session-start" else None
+    if ready is None and _project_disabled(info.get("cwd")):
+        return None  # (a stored text was built with these same, enabled, settings)
     session_id = info.get("session_id")
     if event == "session-start":
         transcript = info.get("transcript")
@@ -205,11 +211,13 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             folder = os.path.dirname(transcript)
             queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
                         kind="sweep", transcript=transcript, cwd=info.get("cwd"),
-                        memory_dir=_env_memory_dir())
+                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
-        return _inject(event, host, info, payload)
+        if ready is not None:
+            return registry.get(host).context_output(event, ready) if ready else None
+        return _inject(event, host, info, payload, state)
     if not session_id:
         raise HookError(f"{event}: payload has no session id")
     if registry.get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
@@ -222,7 +230,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     queue.touch(state, host=host, session_id=session_id, event=event,
                 immediate=event in IMMEDIATE_EVENTS, transcript=transcript,
                 cwd=info.get("cwd"), agent_id=info.get("agent_id"),
-                memory_dir=_env_memory_dir())
+                memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
     ensure_worker(state)
     return None
 
@@ -270,36 +278,39 @@ def _own_command() -> str:
     return "dualtrace"
 
 
-def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
+def _start_key(host: str, info: dict) -> tuple[str, str, str]:
+    cwd = os.path.abspath(info.get("cwd") or os.getcwd())
+    command = _own_command()
+    return startctx.cache_key(cwd, host, command), cwd, command
+
+
+def _stored_start_text(state: str, host: str, info: dict) -> str | None:
+    """The SessionStart text the worker (or an earlier hook) stored, when nothing it
+    was built from changed (dualtrace.startctx); None: build it."""
+    key, cwd, _ = _start_key(host, info)
+    return startctx.read(state, key, cwd)
+
+
+def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str | None:
     """The stdout of a session-start or prompt hook: recalled context in the JSON the
     host expects (hooks/), or None. Errors propagate: ``run`` logs them, exits 0."""
+    if event == "session-start":
+        # Pinned system files, the memory index, open conflicts; stored for the next
+        # session's hook (and rebuilt by the worker after each commit).
+        key, cwd, command = _start_key(host, info)
+        text = startctx.build_and_store(state, key, host, cwd, command)
+        return registry.get(host).context_output(event, text) if text else None
     from dualtrace import config  # lazy: the Stop path never loads it
     from dualtrace.memfs import inject
 
     ws = config.workspace(info.get("cwd") or None)
-    if config.is_disabled(ws.settings):
-        return None
-    if not ws.memory_dir.is_dir():
-        # Nothing stored for this project yet (never create a memory dir from a hook);
-        # the person's own preferences still follow them into it.
-        own = inject.own_preferences_context(config.user_memory_dir(ws.settings),
-                                             ws.settings) if event == "session-start" else None
-        return registry.get(host).context_output(event, own) if own else None
-    if event == "session-start":
-        # Pinned system files, the memory index, open conflicts.
-        from dualtrace.hooks.mcp_registration import available
-        from dualtrace.memfs.store import MemoryStore
-
-        store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
-        text: str | None = inject.session_start_context(
-            store, ws.settings, mcp_tools=available(host, ws.root),
-            user_memory=config.user_memory_dir(ws.settings), command=_own_command())
-    else:
-        # Recalled State A/B memories for the prompt. Recall needs only the directory,
-        # not the store (whose imports cost ~30 ms before every prompt).
-        prompt = payload.get("prompt")
-        text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
-            if isinstance(prompt, str) else None
+    if config.is_disabled(ws.settings) or not ws.memory_dir.is_dir():
+        return None  # never create a memory dir from a hook
+    # Recalled State A/B memories for the prompt. Recall needs only the directory,
+    # not the store (whose imports cost ~30 ms before every prompt).
+    prompt = payload.get("prompt")
+    text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
+        if isinstance(prompt, str) else None
     return registry.get(host).context_output(event, text) if text else None
 
 
@@ -307,57 +318,85 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
 
 def read_payload(timeout: float = STDIN_TIMEOUT, cap: int = STDIN_CAP) -> dict:
     """The hook JSON object from stdin; tolerant of a BOM, strict about the shape."""
-    raw = read_stdin(timeout, cap)
-    # removeprefix, not the utf-8-sig codec: that codec is one more import per call.
-    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").strip()
+    raw, still_open = read_stdin(timeout, cap)
+    text = _decode(raw)
     if not text:
-        raise HookError("empty payload on stdin")
+        raise HookError("empty payload on stdin" + (
+            f" (stdin not closed after {timeout:.1f}s)" if still_open else ""))
     try:
         data = json.loads(text)
     except ValueError as exc:
         # Only the size: the log is in the state dir, and payload text may hold secrets.
-        raise HookError(f"payload is not JSON ({exc}); {len(raw)} bytes") from exc
+        cause = f"stdin not closed after {timeout:.1f}s; " if still_open else ""
+        raise HookError(f"payload is not JSON ({cause}{exc}); {len(raw)} bytes") from exc
     if not isinstance(data, dict):
         raise HookError(f"payload is a JSON {type(data).__name__}, not an object")
     return data
 
 
-def read_stdin(timeout: float, cap: int) -> bytes:
-    """All of stdin until EOF or ``timeout``; a body over ``cap`` is drained and rejected."""
+def _decode(raw: bytes) -> str:
+    # removeprefix, not the utf-8-sig codec: that codec is one more import per call.
+    return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").strip()
+
+
+def _complete(chunks: list[bytes]) -> bool:
+    """The bytes so far are one whole JSON object (then EOF need not be waited for: no
+    prefix of an object parses as one)."""
+    if not chunks or not chunks[-1].rstrip().endswith(b"}"):
+        return False
+    try:
+        json.loads(_decode(b"".join(chunks)))
+    except ValueError:
+        return False
+    return True
+
+
+def read_stdin(timeout: float, cap: int, limit: float = STDIN_LIMIT) -> tuple[bytes, bool]:
+    """Stdin until EOF, until what arrived is a complete JSON object, or until no byte
+    came for ``timeout`` (``limit`` in all); ``(bytes, still_open)``. A body over
+    ``cap`` is drained and rejected. A host that keeps the pipe open costs at most
+    ``timeout`` after its last byte, and its payload is still used."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):
-        return b""
+        return b"", False
     if os.isatty(fd):
-        return b""
+        return b"", False
     if os.name == "nt":  # pragma: no cover - select() does not work on Windows pipes
         data = sys.stdin.buffer.read(cap + 1)
         if len(data) > cap:
             raise HookError(f"payload larger than {cap} bytes")
-        return data
+        return data, False
     import select
 
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
     chunks: list[bytes] = []
     total = 0
+    last = start
     while True:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = min(last + timeout, start + limit) - now
         if left <= 0:
-            raise HookError(f"stdin not closed after {timeout:.1f}s")
+            if total > cap:
+                raise HookError(f"payload of {total}+ bytes is larger than {cap}")
+            return b"".join(chunks), True
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
+        last = time.monotonic()
         total += len(chunk)
         if total <= cap:
             chunks.append(chunk)
+            if _complete(chunks):
+                return b"".join(chunks), False
         else:
             chunks.clear()  # keep draining so the host's write does not fail
     if total > cap:
         raise HookError(f"payload of {total} bytes is larger than {cap}")
-    return b"".join(chunks)
+    return b"".join(chunks), False
 
 
 # ------------------------------------------------------------------ ordered children

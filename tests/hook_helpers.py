@@ -75,8 +75,8 @@ def hook_children_done(state: Path) -> bool:
 
 def wait_drained(state: Path, timeout: float = 90.0) -> None:
     """No hook child at work, no pending/running job and no worker alive."""
-    wait_until(lambda: hook_children_done(state) and not active_jobs(state)
-               and not worker_running(state), timeout,
+    wait_until(lambda: hook_children_done(state) and not queue.has_incoming(str(state))
+               and not active_jobs(state) and not worker_running(state), timeout,
                what="hook children done, queue drained and worker exited")
 
 
