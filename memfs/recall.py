@@ -87,6 +87,9 @@ RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_LEX_SEM_FLOOR = 0.0
 RECORD_RERANK = 8
+# Nearest chunks taken into the fusion (each costs a coverage lookup per question word).
+RECORD_SEM_CANDIDATES = 30
+RECORD_COVERED = 16  # chunk candidates whose word coverage is computed
 RECORDS_SHOWN = 3
 RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
 CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
@@ -531,7 +534,8 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
-        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order)
+        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order,
+                                   max(limit, RECORDS_SHOWN))
     if order is not None and passages:
         # "When did we first / what did we do last time": the episodes answer, by date.
         shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
@@ -618,6 +622,14 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         # nearest documents only (``sem``), as measured on sde-bench.
         for unit in ranked:
             unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
+    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
+        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
+        # lookup per question word and candidate) is computed for the best of a first
+        # fusion of the bm25 and the cosine order, not for every candidate.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
+        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
+        for unit in ranked:
+            unit.fused = 0.0
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         about: set[int] = set()
@@ -645,12 +657,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
     if qvec is not None:
         # Reciprocal-rank fusion of the lexical and the semantic order.
-        lex = sorted((u for u in ranked if u.bm25 > 0), key=lambda u: -u.final)
-        sem = sorted((u for u in ranked if u.sem > 0), key=lambda u: -u.sem)
-        for r, unit in enumerate(lex):
-            unit.fused += 1.0 / (RRF_K + r + 1)
-        for r, unit in enumerate(sem):
-            unit.fused += 1.0 / (RRF_K + r + 1)
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
         for unit in ranked:
             if unit.superseded_by:
                 unit.fused *= SUPERSEDED_FACTOR
@@ -658,6 +665,14 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     else:
         ranked.sort(key=lambda u: -u.final)
     return _successors_first(ranked) if not chunks else ranked
+
+
+def _fuse(units: list[_Unit], lexical: list[_Unit], key: Any) -> None:
+    """Reciprocal-rank fusion into ``fused``: the lexical order (by ``key``) and the cosine."""
+    for r, unit in enumerate(sorted(lexical, key=key)):
+        unit.fused += 1.0 / (RRF_K + r + 1)
+    for r, unit in enumerate(sorted((u for u in units if u.sem > 0), key=lambda u: -u.sem)):
+        unit.fused += 1.0 / (RRF_K + r + 1)
 
 
 WINDOW_LINES = 40
@@ -727,7 +742,7 @@ def _semantic_hits(index: Index, qvec: Any,
     if not ids or matrix.shape[1] != qvec.shape[0]:
         return [], None
     sims = matrix @ qvec.astype(np.float32)
-    n = min(SEM_CANDIDATES * (3 if chunks else 1), len(ids))
+    n = min(RECORD_SEM_CANDIDATES if chunks else SEM_CANDIDATES, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     return [(ids[i], float(sims[i])) for i in top], _CosineLookup(ids, sims)
 
@@ -756,8 +771,8 @@ _WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
 
 
 def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
-                    embedder: Any, order: str | None) -> list[RecalledMemory]:
-    """One result per session: its passing chunks' best lines, as a quoted passage."""
+                    embedder: Any, order: str | None, most: int) -> list[RecalledMemory]:
+    """One result per session (at most ``most``): its passing chunks' best lines, quoted."""
     total = index.chunk_count or 1
     weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))), 0.2)
                for t in terms}
@@ -782,8 +797,7 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
             data = group[0][1].data
             return f"{data.get('date') or ''} {data.get('time') or ''}"
         picked.sort(key=when, reverse=(order == "last"))
-    else:
-        picked = picked[: RECORDS_SHOWN * 2]
+    picked = picked[:most]  # a passage costs a line-by-line pass: only for what is shown
     out = []
     for group in picked:
         unit, doc = group[0]
@@ -825,10 +839,14 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         return ""
     weights = weights or {}
     found_in: list[set[str]] = []
+    matched: dict[str, set[str]] = {}  # words repeat across lines: match each once
     for line in lines:
         found: set[str] = set()
         for word in _WORD.findall(line):
-            found |= _stem_match(word, terms)
+            hit = matched.get(word)
+            if hit is None:
+                hit = matched[word] = _stem_match(word, terms)
+            found |= hit
         found_in.append(found)
     # Within the passage a word found on most lines is its topic ("the TODO app"), not
     # the detail asked for ("persist"): words count less the more lines share them.
