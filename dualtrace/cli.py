@@ -523,7 +523,7 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
     ws = workspace_for(memory_dir)
     _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
     result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
-                       settings=ws.settings, project_root=ws.root)
+                       stale_days=ws.settings.stale_days, project_root=ws.root)
     own = _own_preferences(ws, " ".join(question), limit, kind, result)
     if as_json:
         data = result.to_dict()
@@ -553,7 +553,8 @@ def _own_preferences(ws: config.Workspace, question: str, limit: int, kind: str 
     own_dir = config.user_memory_dir(ws.settings)
     if not (own_dir / ".git").is_dir() or own_dir.resolve() == ws.memory_dir.resolve():
         return []
-    found = do_recall(own_dir, question, limit=limit, type="preference", settings=ws.settings)
+    found = do_recall(own_dir, question, limit=limit, type="preference",
+                      stale_days=ws.settings.stale_days)
     if found.state == "C":
         return []
     seen = {m.bullet for m in project.memories if m.bullet}
