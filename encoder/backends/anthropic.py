@@ -33,7 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings, api_key
-from dualtrace.encoder.backends import EncodeRequest, Usage, spend
+from dualtrace.encoder.backends import EncodeRequest, Usage, api_tokens, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 from dualtrace.memfs.types import MEMORY_TYPES
@@ -160,7 +160,7 @@ TOOLS: list[dict[str, Any]] = [
 def system_text(mode: str = "tools") -> str:
     from dualtrace.prompts import render
 
-    return render("encoder_system.j2", mode=mode)
+    return render("encoder_system.j2", mode=mode, types=MEMORY_TYPES)
 
 
 def _text_of(obj: Any) -> str:
@@ -382,14 +382,6 @@ def message_dict(message: Any) -> dict[str, Any]:
     raise BackendError(f"unexpected response object {type(message).__name__}")
 
 
-def add_usage(usage: Usage, message: dict[str, Any]) -> None:
-    u = message.get("usage") or {}
-    usage.input_tokens += int(u.get("input_tokens") or 0)
-    usage.output_tokens += int(u.get("output_tokens") or 0)
-    usage.cache_read_tokens += int(u.get("cache_read_input_tokens") or 0)
-    usage.cache_write_tokens += int(u.get("cache_creation_input_tokens") or 0)
-
-
 def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What we send back as the assistant turn (only text and tool_use; inputs as objects).
 
@@ -499,11 +491,11 @@ class AnthropicBackend:
                 body = {**params, "messages": _with_breakpoint(messages)}
                 reply = message_dict(self._call(client, body, deadline, usage))
             usage.turns = turn
-            add_usage(usage, reply)
-            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1,
-                                 **_usage_kw(reply))
+            usage.add_tokens(reply.get("usage"))
+            tokens = api_tokens(reply.get("usage"))
+            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1, **tokens)
             usage.cost_usd += turn_cost
-            spend.record(self.name, cost_usd=turn_cost, **_usage_kw(reply))
+            spend.record(self.name, cost_usd=turn_cost, **tokens)
             content = [b for b in reply.get("content") or [] if isinstance(b, dict)]
             calls = [b for b in content if b.get("type") == "tool_use"]
             if reply.get("stop_reason") == "max_tokens":
@@ -575,16 +567,6 @@ class AnthropicBackend:
             return min(retry_after, 300.0) * (1 + random.uniform(0, 0.1))
         ceiling = min(self.retry_cap, self.retry_base * (2 ** attempt))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-def _usage_kw(reply: dict[str, Any]) -> dict[str, Any]:
-    u = reply.get("usage") or {}
-    return {
-        "input_tokens": int(u.get("input_tokens") or 0),
-        "output_tokens": int(u.get("output_tokens") or 0),
-        "cache_read_tokens": int(u.get("cache_read_input_tokens") or 0),
-        "cache_write_tokens": int(u.get("cache_creation_input_tokens") or 0),
-    }
 
 
 def _retry_after(headers: Any) -> float | None:
