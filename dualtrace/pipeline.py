@@ -399,7 +399,7 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
-        redact=redactor.redact)
+        redact=redactor.redact, summary=builder.summary)
     turns = len(record.turns)
     builder.attach_record(record.path, text, commit=not local,
                           detail=f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")

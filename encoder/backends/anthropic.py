@@ -138,8 +138,18 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "finish",
-        "description": "End the encoding run with a one-line summary.",
-        "input_schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+        "description": "End the encoding run with a one-line summary of what you stored, and "
+                       "optionally a session_summary for the session's record.",
+        "input_schema": {"type": "object", "properties": {
+            "summary": {"type": "string"},
+            "session_summary": {
+                "type": "string",
+                "description": "One short plain paragraph (at most 600 characters): what the "
+                               "session set out to do, what it did or concluded, what was "
+                               "left open. Only what the session shows: every path, number, "
+                               "commit or error name must be in it. Shown in the session "
+                               "record, marked as yours."},
+        }},
     },
 ]
 
@@ -348,6 +358,11 @@ class MemoryTools:
     def _t_finish(self, data: dict[str, Any]) -> str:
         from dualtrace.encoder.redact import redact_text
 
+        paragraph = data.get("session_summary")
+        if isinstance(paragraph, str) and paragraph.strip():
+            # Checked before finishing: a refused summary is reported like any refused
+            # call, and the model may call finish again (with a fixed one or none).
+            self.builder.set_summary(redact_text(paragraph))
         self.finished = True
         summary = data.get("summary")
         self.summary = redact_text(summary.strip()[:500]) if isinstance(summary, str) else ""
