@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dualtrace import config, cursors
 from dualtrace.config import Settings
 from dualtrace.errors import BackendError, DualtraceError
+from dualtrace.sanitize import safe_session_id
 
 if TYPE_CHECKING:
     from dualtrace.encoder.backends import Backend
@@ -160,7 +161,7 @@ def encode_session(
         # A part read from a cursor may not carry the id (Codex names it once, at the
         # top): the label saved with the cursor keeps first and later encodes alike.
         # Plain chats and some hosts carry no id at all: the file name is the name.
-        session = replace(session, session_id=cursor.session_id or path.stem)
+        session = replace(session, session_id=safe_session_id(cursor.session_id or path.stem))
     report.session_id = session.session_id
     report.host = session.host
     report.cursor = (cursor.offset or 0, session.cursor)
@@ -327,7 +328,7 @@ def _whole_session(path: Path, host: str | None, settings: Settings):
 
     session = read_transcript(path, cursor=0, fmt=host)
     if not session.session_id:
-        session = replace(session, session_id=path.stem)
+        session = replace(session, session_id=safe_session_id(path.stem))
     return redact_session(session, Redactor(settings.redact_patterns))[0]
 
 
@@ -432,7 +433,7 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
     store = MemoryStore(memory_dir, author=(settings.author_name, settings.author_email),
                         project=project)
     local = settings.session_records == "local"
-    sid = session.session_id or path.stem
+    sid = safe_session_id(session.session_id or path.stem) or path.stem
     trailers = [f"{SESSION_TRAILER}: {sid}"]
     if range_start is not None and range_end is not None:
         key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
@@ -495,7 +496,7 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
         return _done(report, started, {})
     session = read_transcript(path, cursor=0)
     if not session.session_id:
-        session = replace(session, session_id=path.stem)
+        session = replace(session, session_id=safe_session_id(path.stem))
     report.session_id, report.host = session.session_id, session.host
     if not session.events:
         report.skipped = "empty transcript"

@@ -75,6 +75,12 @@ _IRREVERSIBLE = re.compile(
     r"\b(migrat\w*|database|schema|api contract|public api|breaking change|"
     r"framework|switch(?:ing|ed)? (?:from|to)|rewrite|replac\w* \w+ with)\b", re.I)
 SIMILAR_THRESHOLD = 0.5
+MAX_RELATED = 10
+# Per-session bounds on what a backend may do (issue 13): proposals of any kind, memories
+# written, and the size of one memory file (the store refuses files over 256 KB anyway).
+MAX_PROPOSALS = 100
+MAX_WRITES = 30
+MAX_MEMORY_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class PlanBuilder:
     outcomes: list[Outcome] = field(default_factory=list)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
     _facts_cache: list[Fact] | None = None
+    proposals: int = 0  # every operation a backend proposed (accepted or not)
+    writes: int = 0  # operations that stored or updated a memory
     # The session record (issue 11): (path, text, committed?, commit line when alone).
     record: tuple[str, str, bool, OpLine] | None = None
 
@@ -168,6 +176,11 @@ class PlanBuilder:
         return list(merged.values())
 
     def _put(self, memory: Memory) -> None:
+        size = len(formats.render_memory(memory).encode("utf-8"))
+        if size > MAX_MEMORY_BYTES:
+            raise Rejected(f"{memory.path} would be {size / 1024:.0f} KB, over the "
+                           f"{MAX_MEMORY_BYTES // 1024} KB limit for one memory file; "
+                           "keep it short or store a separate memory")
         self.pending[memory.path] = memory
 
     def _record(self, outcome: Outcome, opline: OpLine | None) -> Outcome:
@@ -187,9 +200,32 @@ class PlanBuilder:
     def add(self, op: Operation) -> Outcome:
         from dualtrace.encoder.redact import redact_fields
 
+        # Bounds per session, whatever the backend: a model told (by text in a tool
+        # output, say) to store 300 memories gets a clear refusal, not 300 files.
+        self.proposals += 1
+        if self.proposals > MAX_PROPOSALS:
+            raise Rejected(f"operation cap reached: {MAX_PROPOSALS} proposals in this "
+                           "session; call finish")
+        if not isinstance(op, Skip) and self.writes >= MAX_WRITES:
+            raise Rejected(f"operation cap reached: {MAX_WRITES} memories stored or updated "
+                           "in this session; call finish")
         # Whatever a backend proposes (a model may echo or invent a credential) passes
         # the session's redactor before anything is validated, written or committed.
         op = redact_fields(op)
+        # One operation is all or nothing: a rejection leaves no half of it pending.
+        saved = (dict(self.pending), list(self.oplines), len(self.outcomes),
+                 list(self.conflicts))
+        try:
+            outcome = self._add(op)
+        except DualtraceError:
+            self.pending, self.oplines, self.conflicts = saved[0], saved[1], saved[3]
+            del self.outcomes[saved[2]:]
+            raise
+        if outcome.action != "skip":
+            self.writes += 1
+        return outcome
+
+    def _add(self, op: Operation) -> Outcome:
         kind: str | None
         if isinstance(op, Skip):
             return self._record(Outcome("skip", None, "SKIP", op.scores, None, op.reason), None)
@@ -262,6 +298,7 @@ class PlanBuilder:
             old = self.current(op.supersedes)
             if not isinstance(old, Fact) or old.type != "decision":
                 raise Rejected(f"supersedes {op.supersedes!r} is not a stored decision")
+        related = self._related(op.related)
         moment = None
         note = ""
         if tier == "FULL":
@@ -280,7 +317,7 @@ class PlanBuilder:
             stored=self.ctx.date,
             evidence_score=op.scores.total,
             linked_scene=moment.path if moment else None,
-            related=tuple(op.related),
+            related=related,
             scores=op.scores,
             tier=tier,
             status=op.status,
@@ -301,6 +338,29 @@ class PlanBuilder:
             Outcome("store", rel, tier, op.scores, op.confidence, note),
             OpLine("store", target, op.type, op.scores.total),
         )
+
+    def _related(self, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """``related`` as stored memory paths: each one confined, never through a link,
+        and naming a memory that exists (or that this session writes)."""
+        out: list[str] = []
+        if len(paths) > MAX_RELATED:
+            raise Rejected(f"'related' lists {len(paths)} paths; at most {MAX_RELATED}")
+        for raw in paths:
+            rel = raw.strip()
+            shown = rel if len(rel) <= 80 else rel[:77] + "..."
+            if not rel or len(rel) > 200 or any(c in rel for c in "\r\n\t\x00"):
+                raise Rejected(f"related path {shown!r} is not a memory path")
+            rel = rel if rel.endswith(".md") else f"{rel}.md"
+            try:
+                self.store.path(rel)
+            except PathError as exc:
+                raise Rejected(f"related path {shown!r}: {exc}") from None
+            if rel not in self.pending and not self.store.exists(rel):
+                raise Rejected(f"related path {shown!r} is not a stored memory "
+                               "(search_memory lists them)")
+            if rel not in out:
+                out.append(rel)
+        return tuple(out)
 
     def _existing_for(self, op: Store, rel: str) -> Fact | None:
         found = self.current(rel)
