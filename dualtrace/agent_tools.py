@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ TYPES = tuple(t.name for t in MEMORY_TYPES)
 MAX_QUESTION = 4000
 MAX_LIMIT = 50
 SHOW_LIMIT = 20000  # characters of fact + moment returned by show
+# A session id or its prefix (what recent_sessions prints), as `dualtrace show` takes it.
+_SESSION_REF = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{3,}")
 
 
 class ToolInputError(DualtraceError):
@@ -130,23 +133,68 @@ class AgentMemory:
         self._require()
         if self._empty():
             raise DualtraceError("no memories stored yet")
-        store = self._store()
-        try:
-            fact, moment = store.lookup(target)
-            parts = [f"==> {fact.path}", store.read_text(fact.path).rstrip("\n")]
-            if moment is not None:
-                parts += ["", f"==> {moment.path}", store.read_text(moment.path).rstrip("\n")]
-        finally:
-            store.close()
+        from dualtrace.memfs import sessions as records
+
+        if records.is_record_path(target):
+            parts = self._record(target)
+        else:
+            store = self._store()
+            try:
+                fact, moment = store.lookup(target)
+                parts = [f"==> {fact.path}", store.read_text(fact.path).rstrip("\n")]
+                if moment is not None:
+                    parts += ["", f"==> {moment.path}", store.read_text(moment.path).rstrip("\n")]
+            except DualtraceError as not_memory:
+                # Not a memory: a session id (or prefix) names that session's record.
+                if not _SESSION_REF.fullmatch(target):
+                    raise
+                try:
+                    parts = self._record(target)
+                except DualtraceError:
+                    raise not_memory from None
+            finally:
+                store.close()
         from dualtrace.encoder.redact import redact_text
 
         text = redact_text("\n".join(parts) + "\n")
         return text if len(text) <= SHOW_LIMIT else text[:SHOW_LIMIT] + "\n[...]\n"
 
     def recent_sessions(self, limit: int = 10) -> str:
-        """The latest encoded sessions: date, session, backend, what each stored/updated."""
+        """The latest sessions from their records (memfs/sessions.py), newest first: when,
+        host, what it was about, its outcome, the memories it stored or updated, the first
+        open end and the record's path (``show`` reads it). A memory dir without records
+        (``session_records = "off"``, or encoded before records existed) falls back to the
+        session commits in its git log."""
         limit = _limit(limit, MAX_LIMIT)
         self._require()
+        if self._empty():
+            return "no encoded sessions yet"
+        from dualtrace.memfs.sessions import list_records, one_line
+
+        infos = list_records(self.root, limit=limit)
+        if not infos:
+            return self._sessions_from_log(limit)
+        out = []
+        for info in infos:
+            when = info.date or "undated"
+            if info.date and info.started and len(info.started) >= 16:
+                when = f"{info.date} {info.started[11:16]}"
+            turns = f", {info.turns} turn{'s' if info.turns != 1 else ''}" if info.turns else ""
+            local = ", local record" if info.local else ""
+            out.append(f"{when}  session {info.session}  ({info.host}{turns}{local})")
+            if info.description:
+                out.append(f"    about: {one_line(info.description)}")
+            if info.outcome:
+                out.append(f"    outcome: {one_line(info.outcome)}")
+            out.extend(f"    {action} {path}" for path, action in info.memories)
+            if info.open_end:
+                out.append(f"    open end: {one_line(info.open_end)}")
+            out.append(f"    record: {info.path}")
+        from dualtrace.encoder.redact import redact_text
+
+        return redact_text("\n".join(out) + "\n")
+
+    def _sessions_from_log(self, limit: int) -> str:
         if not (self.root / ".git").exists():
             return "no encoded sessions yet"
         store = self._store()
@@ -156,12 +204,19 @@ class AgentMemory:
             store.close()
         if not entries:
             return "no encoded sessions yet"
-        out = []
+        out = ["(no session records in this memory dir: sessions from its git log)"]
         for entry in entries:
             out.append(f"{entry.date}  session {entry.session or '-'}  "
                        f"({entry.backend or 'unknown backend'})  {entry.sha[:10]}")
             out.extend(f"    {line}" for line in entry.operations)
         return "\n".join(out) + "\n"
+
+    def _record(self, ref: str) -> list[str]:
+        from dualtrace.memfs import sessions as records
+
+        record = records.read_record(self.root, ref)
+        return [f"==> {record.path}",
+                (self.root / record.path).read_text(encoding="utf-8").rstrip("\n")]
 
     # ------------------------------------------------------------ the one write
 

@@ -10,11 +10,14 @@ Batches API at half price:
 1. prepare: each transcript runs through the pipeline in dry-run with a capture
    backend, which records the exact first request (system, tools, digest, index);
    gate-skipped or already-encoded sessions drop out here;
-2. submit: one batch; its id, items and their request bodies are saved in
+2. budget: each session's whole run is estimated (the ``--dry-run`` figures) and only
+   what today's budget left covers is submitted; the rest goes the way ``over_budget``
+   says (offline now, or left for a run after midnight);
+3. submit: one batch; its id, items and their request bodies are saved in
    ``<state>/backfill/`` *before* anything else, so an interrupted run resumes
    polling the same batch instead of paying twice;
-3. poll until the batch has ended (``--max-wait`` bounds a run; re-run to resume);
-4. apply: each succeeded item continues through the normal tool loop from the
+4. poll until the batch has ended (``--max-wait`` bounds a run; re-run to resume);
+5. apply: each succeeded item continues through the normal tool loop from the
    batch reply (validator, is_error corrections at live price) and commits as one
    session; errored/expired/canceled items are reported and left for the next run.
 
@@ -237,6 +240,80 @@ def estimate(params: dict[str, Any], model: str, *, batch: bool = False) -> tupl
     return prompt, round(turn1 + rest, 6)
 
 
+def estimate_tokens(prompt: int) -> int:
+    """Tokens a session's whole run is expected to count against the daily token budget
+    (the ledger counts cache reads and writes too): the planning figures above."""
+    later = EST_TURNS - 1
+    return prompt * EST_TURNS + EST_FRESH_TOKENS_PER_TURN * later + EST_OUTPUT_TOKENS
+
+
+def _fit_budget(items: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], list[Any], str]:
+    """Split the prepared items into those today's budget covers (in discovery order, by
+    each session's estimated whole run) and the rest, with one line saying so.
+
+    The batch is paid when its results come back, so the guard (encoder/backends/spend.py)
+    is applied here, before anything is submitted; the live turns after turn 1 are still
+    checked one by one by the tool loop.
+    """
+    from dualtrace.encoder.backends import spend
+
+    usd, tokens = spend.limits(settings)
+    if usd <= 0 and tokens <= 0:
+        return items, [], ""
+    cost, used = spend.totals()
+    left_usd = usd - cost if usd > 0 else float("inf")
+    left_tokens = tokens - used if tokens > 0 else float("inf")
+    fits: dict[str, Any] = {}
+    over: list[Any] = []
+    planned_usd = 0.0
+    for cid, it in items.items():
+        prompt = estimate_request_tokens(it["params"])
+        est_usd = estimate(it["params"], settings.model, batch=True)[1]
+        est_tokens = estimate_tokens(prompt)
+        if est_usd <= left_usd and est_tokens <= left_tokens:
+            fits[cid] = it
+            left_usd -= est_usd
+            left_tokens -= est_tokens
+            planned_usd += est_usd
+        else:
+            over.append(it)
+    if not over:
+        return fits, over, ""
+    limit = f"${usd:.2f}" if usd > 0 else f"{tokens:,} tokens"
+    line = (f"daily model budget ({limit}; ${cost:.2f} and {used:,} tokens spent today): "
+            f"{len(fits)} of {len(items)} session(s) fit (estimated ${planned_usd:.4f}); "
+            f"{len(over)} over budget")
+    return fits, over, line
+
+
+def _over_budget(over: list[Any], memory_dir: Path, settings: Settings, summary: Summary,
+                 progress: Progress) -> None:
+    """Sessions the budget does not cover: what ``over_budget`` says, as for hooks: encoded
+    offline now ("offline"), or left untouched for a run after midnight ("wait")."""
+    from dualtrace.encoder.backends import spend
+    from dualtrace.pipeline import encode_session
+
+    wait = spend.action(settings) == "wait"
+    for it in over:
+        path = Path(it["path"])
+        if wait:
+            summary.items.append(Item(str(path), it.get("session_id"), "skipped",
+                                      note="over today's model budget: not submitted "
+                                           "(over_budget = wait); run again after midnight"))
+            continue
+        progress(f"offline {path.name}")
+        try:
+            report = encode_session(path, memory_dir=memory_dir, settings=settings,
+                                    backend="offline")
+        except DualtraceError as exc:
+            summary.items.append(Item(str(path), it.get("session_id"), "failed", note=str(exc)))
+            continue
+        item = _item_from_report(path, report)
+        item.note = "over today's model budget: encoded offline" + (
+            f"; {item.note}" if item.note else "")
+        summary.items.append(item)
+
+
 def run_dry(paths: list[Path], memory_dir: Path, settings: Settings, *, batch: bool = False,
             progress: Progress = _quiet) -> Summary:
     summary = Summary(mode="dry-run")
@@ -332,6 +409,10 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
             items[custom_id(path, offset)] = {"path": str(path), "offset": offset,
                                               "session_id": sink.get("session_id"),
                                               "params": sink["params"], "status": "submitted"}
+        items, over, line = _fit_budget(items, settings)
+        if line:
+            echo(line)
+        _over_budget(over, memory_dir, settings, summary, progress)
         if not items:
             return summary
         state = {"memory_dir": str(memory_dir), "model": settings.model, "batch_id": None,
@@ -446,21 +527,19 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 # ------------------------------------------------------------------ command line
 
 
-def cli_run(*, memory_dir: Path | None, paths: Iterable[Path], backend: str | None, batch: bool,
-            dry_run: bool, model: str | None, cheap: bool, limit: int | None,
+def cli_run(*, workspace: config.Workspace, paths: Iterable[Path], backend: str | None,
+            batch: bool, dry_run: bool, model: str | None, cheap: bool, limit: int | None,
             poll_interval: float, max_wait: float, as_json: bool,
             records_only: bool = False) -> None:
     import sys
 
     import click
 
-    root = config.project_root()
-    settings = config.load_settings(root)
+    root, settings, target = workspace.root, workspace.settings, workspace.memory_dir
     if cheap:
         settings = replace(settings, model=settings.cheap_model)
     if model:
         settings = replace(settings, model=model)
-    target = config.resolve_memory_dir(memory_dir, settings=settings)
     found = discover(tuple(paths), root)
     if limit:
         found = found[:limit]

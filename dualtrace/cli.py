@@ -49,22 +49,37 @@ def log_error(exc: BaseException, context: str = "") -> Path | None:
         return None
 
 
-def resolve_store(memory_dir: Path | None, *, create: bool = True):
+def workspace_for(memory_dir: Path | None) -> config.Workspace:
+    """This invocation's Workspace: project root, settings, memory dir, project name.
+
+    The one place the CLI resolves them (by ``config.workspace``'s one rule), once per
+    invocation and ``--memory-dir``, cached on the click group's context; commands
+    pass the Workspace down. Lazy, so `hook`, `mcp` and `worker` never read a config.
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return config.workspace(memory_dir=memory_dir)
+    cache: dict[Path | None, config.Workspace] = ctx.find_root().meta.setdefault(
+        "dualtrace.workspaces", {})
+    if memory_dir not in cache:
+        cache[memory_dir] = config.workspace(memory_dir=memory_dir)
+    return cache[memory_dir]
+
+
+def resolve_store(ws: config.Workspace, *, create: bool = True):
     """The memory store for a command that writes (sync, remote add): created when
     missing unless ``create`` is False."""
     from dualtrace.memfs.store import MemoryStore
 
-    settings = config.load_settings(config.project_root())
-    root = config.resolve_memory_dir(memory_dir, settings=settings)
     return MemoryStore(
-        root,
-        author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root()),
-        create=create and not (root / ".git").exists(),
+        ws.memory_dir,
+        author=(ws.settings.author_name, ws.settings.author_email),
+        project=ws.project,
+        create=create and not (ws.memory_dir / ".git").exists(),
     )
 
 
-def read_store(memory_dir: Path | None):
+def read_store(ws: config.Workspace):
     """The memory store for a command that only reads (status, log, show).
 
     Nothing is created: no directory, no repository, no .gitignore, no lock or state
@@ -73,14 +88,12 @@ def read_store(memory_dir: Path | None):
     """
     from dualtrace.memfs.store import MemoryStore
 
-    settings = config.load_settings(config.project_root())
-    root = config.resolve_memory_dir(memory_dir, settings=settings)
-    _require_memory_dir(root, "(nothing stored yet: `dualtrace encode TRANSCRIPT` or the "
-                              "agent hooks create it)")
+    _require_memory_dir(ws.memory_dir, "(nothing stored yet: `dualtrace encode TRANSCRIPT` or "
+                                       "the agent hooks create it)")
     return MemoryStore(
-        root,
-        author=(settings.author_name, settings.author_email),
-        project=config.project_slug(config.project_root()),
+        ws.memory_dir,
+        author=(ws.settings.author_name, ws.settings.author_email),
+        project=ws.project,
         read_only=True,
     )
 
@@ -150,8 +163,8 @@ def status(memory_dir: Path | None, check: bool) -> None:
     from dualtrace import queue
     from dualtrace.memfs.summary import store_summary
 
-    settings = config.load_settings(config.project_root())
-    root = config.resolve_memory_dir(memory_dir, settings=settings)
+    ws = workspace_for(memory_dir)
+    root, settings = ws.memory_dir, ws.settings
     problems: list[str] = []
     if root.exists() and not root.is_dir():
         raise DualtraceError(f"memory directory {root} is not a directory")
@@ -160,7 +173,7 @@ def status(memory_dir: Path | None, check: bool) -> None:
         # line and still show the queue, creating nothing.
         click.echo(f"memory dir: {root} (does not exist yet: nothing stored)")
     else:
-        store = read_store(memory_dir)
+        store = read_store(ws)
         info = store_summary(store, full=check)
         problems = info["problems"]
         click.echo(f"memory dir: {store.root}")
@@ -235,7 +248,7 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    ws = config.workspace(memory_dir=memory_dir)
+    ws = workspace_for(memory_dir)
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
                             dry_run=dry_run, budget=budget, force=force)
     if as_json:
@@ -286,7 +299,7 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
     oldest first; resumable through the cursors."""
     from dualtrace.backfill import cli_run
 
-    cli_run(memory_dir=memory_dir, paths=paths, backend=backend, batch=batch, dry_run=dry_run,
+    cli_run(workspace=workspace_for(memory_dir), paths=paths, backend=backend, batch=batch, dry_run=dry_run,
             model=model, cheap=cheap, limit=limit, poll_interval=poll_interval,
             max_wait=max_wait, as_json=as_json, records_only=records_only)
 
@@ -310,7 +323,7 @@ def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, si
 
     from dualtrace.memfs.archive import list_memories
 
-    store = read_store(memory_dir)
+    store = read_store(workspace_for(memory_dir))
     rows = list_memories(store, kind=kind, contains=contains, since=since,
                          include_superseded=not current)
     if as_json:
@@ -340,7 +353,7 @@ def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
 
     from dualtrace.explain import explain as do_explain
 
-    ws = config.workspace(memory_dir=memory_dir)
+    ws = workspace_for(memory_dir)
     got = do_explain(session, ws)
     if as_json:
         click.echo(json.dumps(got.to_dict(), indent=2, default=str, ensure_ascii=False))
@@ -385,7 +398,7 @@ def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None
     commit: recall and injection stop using it; `git revert` brings it back."""
     from dualtrace.memfs.archive import retire
 
-    store = resolve_store(memory_dir, create=False)
+    store = resolve_store(workspace_for(memory_dir), create=False)
     try:
         memory, moment = store.lookup(target)
         names = [memory.path] + ([moment.path] if moment is not None else [])
@@ -404,7 +417,7 @@ def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None
 @click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
     """One entry per encoded session: date, session id, each operation."""
-    store = read_store(memory_dir)
+    store = read_store(workspace_for(memory_dir))
     entries = store.git.session_log(limit)
     if not entries:
         click.echo("No encoded sessions yet.")
@@ -426,8 +439,7 @@ def sessions(memory_dir: Path | None, limit: int | None, as_json: bool) -> None:
 
     from dualtrace.memfs.sessions import list_records
 
-    settings = config.load_settings(config.project_root())
-    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
+    memdir = workspace_for(memory_dir).memory_dir
     _require_memory_dir(memdir, "(nothing stored yet)")
     infos = list_records(memdir, limit=limit)
     if as_json:
@@ -456,7 +468,7 @@ def show(memory_dir: Path | None, target: str) -> None:
     by session id, id prefix or sessions/... path."""
     from dualtrace.memfs import sessions as records
 
-    store = read_store(memory_dir)
+    store = read_store(workspace_for(memory_dir))
     if records.is_record_path(target) or _looks_like_session(target) and not _is_memory_ref(
             store, target):
         record = records.read_record(store.root, target)
@@ -503,12 +515,10 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
 
     from dualtrace.memfs.recall import recall as do_recall
 
-    root = config.project_root()
-    settings = config.load_settings(root)
-    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
-    _require_memory_dir(memdir, "(nothing stored yet)")
-    result = do_recall(memdir, " ".join(question), limit=limit, type=kind, settings=settings,
-                       project_root=root)
+    ws = workspace_for(memory_dir)
+    _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
+    result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
+                       settings=ws.settings, project_root=ws.root)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -524,8 +534,7 @@ def reindex(memory_dir: Path | None) -> None:
     from dualtrace.memfs.index import index_path
     from dualtrace.memfs.index import reindex as do_reindex
 
-    settings = config.load_settings(config.project_root())
-    memdir = config.resolve_memory_dir(memory_dir, settings=settings)
+    memdir = workspace_for(memory_dir).memory_dir
     _require_memory_dir(memdir)
     start = time.perf_counter()
     count = do_reindex(memdir)
@@ -543,7 +552,7 @@ def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
 
     from dualtrace.memfs.sync import sync as do_sync
 
-    store = resolve_store(memory_dir, create=False)
+    store = resolve_store(workspace_for(memory_dir), create=False)
     try:
         report = do_sync(store, remote)
     finally:
@@ -569,7 +578,7 @@ def remote(ctx: click.Context, memory_dir: Path | None) -> None:
     if ctx.invoked_subcommand is None:
         from dualtrace.memfs.sync import remotes
 
-        store = resolve_store(memory_dir, create=False)
+        store = resolve_store(workspace_for(memory_dir), create=False)
         found = remotes(store.root)
         if not found:
             click.echo("No remotes. Add one with `dualtrace remote add URL`.")
@@ -587,7 +596,7 @@ def remote_add(group_memory_dir: Path | None, memory_dir: Path | None, url: str,
     """Add a git remote to the memory repository (and register the merge driver)."""
     from dualtrace.memfs.sync import add_remote
 
-    store = resolve_store(memory_dir or group_memory_dir)
+    store = resolve_store(workspace_for(memory_dir or group_memory_dir))
     try:
         add_remote(store, url, name)
     finally:
@@ -681,9 +690,10 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
 
     for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp, allow_recall=allow_recall):
         click.echo(line)
+    ws = workspace_for(None)
     host = registry.get(agent)
     finder = getattr(host, "enabled_plugin_files", None)
-    for path in finder(config.project_root(), Path(os.path.expanduser("~"))) if finder else []:
+    for path in finder(ws.root, Path(os.path.expanduser("~"))) if finder else []:
         click.echo(f"warning: {path} also enables the dualtrace plugin: its hooks and these "
                    "would both run. Keep one: `claude plugin uninstall dualtrace@dualtrace`, "
                    f"or `dualtrace uninstall --agent {agent} --scope {scope}`.")
@@ -692,7 +702,7 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
                    "and review dualtrace's hooks in /hooks.")
     if backend is not None and not dry_run:
         click.echo(f"{config.set_user_setting('backend', backend)}: backend = \"{backend}\"")
-    settings = config.load_settings(config.project_root())
+    settings = ws.settings
     chosen = backend or settings.backend
     click.echo(disclosure(chosen, settings) + "." + (
         "" if chosen not in ("auto", "offline")
@@ -702,7 +712,7 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
     after = getattr(host, "AFTER_INSTALL", "")
     if after:
         click.echo(after)
-    click.echo(f"Memory for this project: {config.resolve_memory_dir(None, settings=settings)} "
+    click.echo(f"Memory for this project: {ws.memory_dir} "
                "(`dualtrace status` shows it and what the hooks did).")
     click.echo("Past sessions: `dualtrace backfill` encodes them. Turn it off: "
                f"DUALTRACE_DISABLE=1, `enabled = false` in dualtrace.toml, or "
@@ -733,7 +743,7 @@ def digest(transcript: Path, budget: int | None, as_json: bool) -> None:
 
     from dualtrace.pipeline import prepare
 
-    settings = config.load_settings(config.project_root())
+    settings = workspace_for(None).settings
     got = prepare(str(transcript), budget=budget or settings.digest_budget,
                   extra_patterns=tuple(settings.redact_patterns))
     verdict = asdict(got.verdict)

@@ -260,12 +260,18 @@ def resolve_memory_dir(
     settings: Settings | None = None,
 ) -> Path:
     """The one resolver for the memory directory (see module docstring)."""
+    return _memory_dir(option, None, cwd, settings)
+
+
+def _memory_dir(option: str | os.PathLike[str] | None, root: Path | None,
+                cwd: str | os.PathLike[str] | None, settings: Settings | None) -> Path:
     if option:
         return Path(option).expanduser().resolve()
     env = os.environ.get("DUALTRACE_MEMORY_DIR")
     if env:
         return Path(env).expanduser().resolve()
-    root = project_root(cwd)
+    if root is None:
+        root = project_root(cwd)
     if settings is None:
         settings = load_settings(root)
     if settings.memory_dir:
@@ -298,7 +304,7 @@ def workspace(
     root = project_root(cwd)
     if settings is None:
         settings = load_settings(root)
-    return Workspace(root, settings, resolve_memory_dir(memory_dir, root, settings),
+    return Workspace(root, settings, _memory_dir(memory_dir, root, None, settings),
                      project_slug(root))
 
 

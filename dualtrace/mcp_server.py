@@ -83,17 +83,21 @@ def memory_server(memory: AgentMemory) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def show(
-        target: Annotated[str, Field(description="a memory path (decisions/x.md) or anchor")],
+        target: Annotated[str, Field(
+            description="a memory path (decisions/x.md) or anchor, or a session id or "
+                        "record path (sessions/...) from recent_sessions")],
     ) -> str:
-        """Show one memory as stored: the fact file, then its scene (moment) if it has one."""
+        """Show one memory as stored: the fact file, then its scene (moment) if it has one.
+        Given a session id or record path, show that session's record."""
         return _call(memory.show, target)
 
     @server.tool(annotations=READ_ONLY)
     def recent_sessions(
         limit: Annotated[int, Field(description="sessions to list (1-50)")] = 10,
     ) -> str:
-        """The most recently encoded sessions, newest first, with what each stored or
-        updated."""
+        """The most recent sessions in this project, newest first, from their session
+        records: when, what it was about, the outcome, the memories it stored or updated,
+        the first open end, and the record path (open it with show)."""
         return _call(memory.recent_sessions, limit)
 
     @server.tool(annotations=WRITE)

@@ -265,3 +265,66 @@ def test_cli_dry_run(tmp_path, transcripts):
     assert proc.returncode == 0, proc.stderr
     assert "estimated" in proc.stdout and "(estimate)" in proc.stdout
     assert "claude-haiku" in proc.stdout and "nothing sent" in proc.stdout
+
+
+def _finish_everything(api: FakeAnthropic) -> None:
+    api.batch_polls = 0
+    api.batch_responder = lambda cid, params: {"type": "succeeded", "message": message(
+        tool_use("finish", {}))}
+    api.default = lambda body: message(tool_use("finish", {}))
+
+
+def _submitted(api: FakeAnthropic) -> list[dict]:
+    creates = [r for r in api.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+    return [req for c in creates for req in c.body["requests"]]
+
+
+def test_batch_submits_only_what_todays_budget_covers_rest_offline(api, tmp_path, transcripts):
+    """Each of the three model-worthy examples is estimated at ~$0.029 for its whole run
+    (batch price for turn 1): a $0.07 budget covers two; the third is encoded offline."""
+    mem = tmp_path / "mem"
+    _finish_everything(api)
+    echoed: list[str] = []
+    summary = run_batch(discover(transcripts), mem, settings_for(api, daily_budget_usd=0.07),
+                        poll_interval=0.0, sleep=lambda s: None, echo=echoed.append)
+    assert len(_submitted(api)) == 2
+    assert any(line.startswith("daily model budget ($0.07;") and "2 of 3 session(s) fit"
+               in line and "1 over budget" in line for line in echoed), echoed
+    offline = [i for i in summary.items if "over today's model budget: encoded offline" in i.note]
+    assert len(offline) == 1 and offline[0].status in ("encoded", "nothing")
+    # the offline one's cursor moved (it is done); its commit names the offline backend
+    assert (cursors.load(Path(offline[0].path), str(mem.resolve())).offset or 0) > 0
+    log = subprocess.run(["git", "-C", str(mem), "log", "--format=%B"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "Dualtrace-Backend: offline" in log
+
+
+def test_batch_over_budget_wait_leaves_sessions_for_later(api, tmp_path, transcripts):
+    from dualtrace.encoder.backends import spend
+
+    mem = tmp_path / "mem"
+    _finish_everything(api)
+    spend.record("anthropic", input_tokens=1000, cost_usd=0.99)  # $0.01 left of $1.00
+    summary = run_batch(discover(transcripts), mem, settings_for(api, over_budget="wait"),
+                        poll_interval=0.0, sleep=lambda s: None)
+    assert _submitted(api) == []  # nothing fits: no batch at all
+    waiting = [i for i in summary.items if "not submitted (over_budget = wait)" in i.note]
+    assert len(waiting) == 3 and all(i.status == "skipped" for i in waiting)
+    assert all((cursors.load(Path(i.path), str(mem.resolve())).offset or 0) == 0 for i in waiting)
+    assert not state_file(mem).exists()
+    assert git_subjects(mem) == []
+    # the next day's run (a fresh ledger) submits all three
+    (Path(os.environ["DUALTRACE_HOME"]) / spend.LEDGER).unlink()
+    run_batch(discover(transcripts), mem, settings_for(api, over_budget="wait"),
+              poll_interval=0.0, sleep=lambda s: None)
+    assert len(_submitted(api)) == 3
+
+
+def test_batch_token_budget_is_checked_too(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    _finish_everything(api)
+    # ~12k estimated tokens per session: 30k covers two
+    run_batch(discover(transcripts), mem, settings_for(api, daily_budget_tokens=30_000,
+                                                      over_budget="wait"),
+              poll_interval=0.0, sleep=lambda s: None)
+    assert len(_submitted(api)) == 2

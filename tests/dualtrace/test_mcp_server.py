@@ -76,8 +76,48 @@ def test_search_show_and_recent_sessions(stocked, tmp_path):
     fact_at = shown.index("==> decisions/move-session-storage-redis-postgres.md")
     scene_at = shown.index("==> scenes/decisions/move-session-storage-redis-postgres.md")
     assert fact_at < scene_at  # the fact, then its moment
-    assert "50000000-0000-4000-8000-000000000005" in text_of(r)
-    assert "store decisions/move-session-storage-redis-postgres" in text_of(r)
+    recent = text_of(r).splitlines()
+    # From the session record (memfs/sessions.py), not the git log.
+    assert recent[0].startswith("2026-04-02 10:01  session 50000000-0000-4000-8000-000000000005"
+                                "  (claude-code, 1 turn)")
+    assert "    outcome: 1 commit; pytest -q tests/test_sessions.py passed" in recent
+    assert "    stored decisions/move-session-storage-redis-postgres.md" in recent
+    assert "    record: sessions/2026-04/2026-04-02-50000000.md" in recent
+
+
+def test_show_reads_a_session_record_by_id_prefix_or_path(stocked, tmp_path):
+    async def body(client):
+        return (await client.call_tool("show", {"target": "50000000"}),
+                await client.call_tool("show", {"target": "sessions/2026-04/2026-04-02-50000000.md"}),
+                await client.call_tool("show", {"target": "no-such-anchor"}))
+
+    by_id, by_path, missing = with_session(server_params(stocked, tmp_path), body)
+    for result in (by_id, by_path):
+        assert not result.is_error, text_of(result)
+        text = text_of(result)
+        assert text.startswith("==> sessions/2026-04/2026-04-02-50000000.md\n---\ntype: session\n")
+        assert "session: 50000000-0000-4000-8000-000000000005" in text
+    # Neither a memory nor a record: the memory error, not a record one.
+    assert missing.is_error and "no memory with anchor or path 'no-such-anchor'" in text_of(missing)
+
+
+def test_recent_sessions_without_records_falls_back_to_the_git_log(memdir, tmp_path):
+    import dataclasses
+
+    from dualtrace import config
+
+    settings = dataclasses.replace(config.load_settings(None), session_records="off")
+    report = encode_session(EXAMPLES / "pilot-5-session-storage.jsonl", memory_dir=memdir,
+                            backend="offline", settings=settings)
+    assert report.commit and not (memdir / "sessions").exists()
+
+    async def body(client):
+        return await client.call_tool("recent_sessions", {"limit": 5})
+
+    text = text_of(with_session(server_params(memdir, tmp_path), body))
+    assert text.startswith("(no session records in this memory dir: sessions from its git log)")
+    assert "session 50000000-0000-4000-8000-000000000005  (offline)" in text
+    assert "store decisions/move-session-storage-redis-postgres" in text
 
 
 def test_remember_is_validated_scored_and_one_commit(memdir, tmp_path):
