@@ -76,6 +76,20 @@ def _grounding_text(session, digest) -> str:
     return "\n".join(parts)
 
 
+def clean_session(session: Session, redactor: Any) -> tuple[Session, Any]:
+    """Redacted (secrets, private parts, our injected blocks), then quarantined
+    (instruction-like text in tool output withheld): what every later step sees.
+    The counts are by kind; ``instruction-like`` counts the withheld passages."""
+    from dualtrace.encoder.hostile import quarantine
+    from dualtrace.encoder.redact import redact_session
+
+    redacted, counts = redact_session(session, redactor)
+    redacted, withheld = quarantine(redacted)
+    if withheld:
+        counts["instruction-like"] += withheld
+    return redacted, counts
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Everything the worker and ``dualtrace digest`` need from one transcript read."""
@@ -92,12 +106,12 @@ def prepare(path: str, *, cursor: int = 0, budget: int | None = None,
     """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
     from dualtrace.encoder.digest import DEFAULT_BUDGET, build_digest
     from dualtrace.encoder.gates import evaluate
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     raw = read_transcript(path, cursor=cursor, fmt=fmt,
                           last_assistant_message=last_assistant_message)
-    session, counts = redact_session(raw, Redactor(extra_patterns))
+    session, counts = clean_session(raw, Redactor(extra_patterns))
     digest = build_digest(session, budget or DEFAULT_BUDGET)
     digest.stats["redactions"] = dict(sorted(counts.items()))
     return Prepared(session, digest, evaluate(session), dict(counts))
@@ -128,7 +142,7 @@ def encode_session(
     """
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
     started = time.perf_counter()
@@ -186,7 +200,7 @@ def encode_session(
         advance()
         return _done(report, started, timings)
 
-    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     t = lap("redact", t)
     digest = build_digest(redacted, budget or settings.digest_budget)
@@ -245,6 +259,9 @@ def encode_session(
     # A name from the registry, or a backend object (backfill's batch helpers).
     engine = get_backend(backend, settings) if isinstance(backend, str) else backend
     day = redacted.date or _date.today().isoformat()
+    from dualtrace.encoder.hostile import Provenance
+
+    provenance = Provenance.of(redacted)
     grounding = Grounding(_grounding_text(redacted, digest), day,
                           LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
     try:
@@ -253,7 +270,7 @@ def encode_session(
 
             def run(engine):
                 ctx = Context(redacted.session_id, engine.name, day, grounding, store.project,
-                              range_trailer)
+                              range_trailer, provenance)
                 builder = PlanBuilder(store, ctx)
                 request = EncodeRequest(redacted, digest, verdict,
                                         relevant_memories(store, digest.text), settings, ctx)
@@ -323,13 +340,13 @@ def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) ->
 
 def _whole_session(path: Path, host: str | None, settings: Settings):
     """The whole transcript, redacted: for a record first written at a later part."""
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     session = read_transcript(path, cursor=0, fmt=host)
     if not session.session_id:
         session = replace(session, session_id=safe_session_id(path.stem))
-    return redact_session(session, Redactor(settings.redact_patterns))[0]
+    return clean_session(session, Redactor(settings.redact_patterns))[0]
 
 
 def _attach_record(builder, session, store, settings: Settings, report: EncodeReport,
@@ -484,7 +501,7 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
     or already has a record, is skipped.
     """
     from dualtrace.encoder import gates as gates_mod
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     started = time.perf_counter()
@@ -501,7 +518,7 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
     if not session.events:
         report.skipped = "empty transcript"
         return _done(report, started, {})
-    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     verdict = gates_mod.evaluate(redacted)
     if verdict.skip_backend and not _worth_recording(redacted):
