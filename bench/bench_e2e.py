@@ -84,6 +84,9 @@ def main() -> int:
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="the fake model waits this long before each reply (a real "
                              "model's latency; 0 = instant, the worst case for the ratio)")
+    parser.add_argument("--no-mcp", action="store_true",
+                        help="install without the MCP server (`install --no-mcp`): the "
+                             "hooks' cost alone, without Claude Code starting `dualtrace mcp`")
     parser.add_argument("--async-events", default="",
                         help="experiment: comma-separated hook events to mark async")
     args = parser.parse_args()
@@ -100,7 +103,8 @@ def main() -> int:
         api.default = slow if args.model_ms else answer
         bare_box = Sandbox.create(Path(tmp) / "bare")
         hooked_box = Sandbox.create(Path(tmp) / "hooked")
-        install = hooked_box.dualtrace("install", "--agent", "claude-code")
+        install = hooked_box.dualtrace("install", "--agent", "claude-code",
+                                       *(["--no-mcp"] if args.no_mcp else []))
         assert "SessionEnd" in install.stdout, install.stdout
         if args.async_events:
             import json
@@ -140,6 +144,7 @@ def main() -> int:
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} paired turns"
           f"{' (one resumed session)' if args.resume else ' (a new session each)'}, "
           f"fake model latency {args.model_ms:.0f} ms, "
+          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}, "
           f"{os.cpu_count()} cores")
     print(f"  without hooks: median {med_b * 1000:.0f} ms  (min {min(times['bare']) * 1000:.0f},"
           f" max {max(times['bare']) * 1000:.0f})")

@@ -1,6 +1,6 @@
 """Recall quality on sde-bench, plus abstention on the labelled question set.
 
-    /work/venv/bin/python bench/eval_sdebench.py [--backend offline] [--keep DIR]
+    python bench/eval_sdebench.py [--backend offline] [--keep DIR | --reuse DIR] [-v]
 
 1. Every conversation task's chat(s) (amended tasks: the original, then the
    amendment) and the 140 decoy chats are written as plain-chat transcripts (JSONL of
@@ -160,11 +160,24 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="Keep the memory dir here.")
     parser.add_argument("--order", choices=("interleaved", "tasks-first"), default="interleaved",
                         help="session arrival order: decoys between tasks, or all task chats first")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="Evaluate a directory written by --keep (no encoding).")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     print("abstention:", json.dumps(abstention()))
     if not CORPUS.is_dir():
         print(f"sde-bench corpus not found at {CORPUS}; skipped")
+        return
+    if args.reuse:
+        saved = json.loads((args.reuse / "touched.json").read_text(encoding="utf-8"))
+        data = {"tasks": load_tasks()[0],
+                "touched": {t: [set(s) for s in sets] for t, sets in saved.items()}}
+        result = evaluate(args.reuse / "memory", data)
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                          for k, v in result.items() if k != "rows"}))
+        if args.verbose:
+            for row in result["rows"]:
+                print(row)
         return
     with tempfile.TemporaryDirectory(prefix="dt-sde-") as tmp:
         base = Path(args.keep) if args.keep else Path(tmp)
@@ -175,6 +188,10 @@ def main() -> None:
         start = time.perf_counter()
         data, notes = encode_all(memdir, chats, args.backend, args.order)
         took = time.perf_counter() - start
+        if args.keep:
+            (base / "touched.json").write_text(json.dumps(
+                {t: [sorted(s) for s in sets] for t, sets in data["touched"].items()}),
+                encoding="utf-8")
         result = evaluate(memdir, data)
         files = sum(1 for _ in memdir.rglob("*.md"))
         print(f"encoded {len(list(chats.glob('*.jsonl')))} chats with backend={args.backend}, "

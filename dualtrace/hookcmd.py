@@ -18,8 +18,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
-from dualtrace import queue
+from dualtrace import queue, startctx
 from dualtrace.hooks import registry
 
 EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
@@ -32,7 +33,17 @@ _EVENT_ALIASES = {
     "SubagentStop": "subagent-stop",
 }
 IMMEDIATE_EVENTS = frozenset({"session-end", "pre-compact"})
-STDIN_TIMEOUT = 1.5
+# Events whose payloads a KEEPS_OWN_TRANSCRIPT host (Letta) turns into transcript lines
+# or queues the session for: handled in order by a detached child (order_ticket).
+KEPT_EVENTS = frozenset({"stop", "post-tool-use", "session-end", "pre-compact"})
+ORDER_DIR = "hook-order"
+ORDER_WAIT = 60.0  # a child waits at most this long for the hooks before it
+# The hook never waits longer than ~0.1 s on stdin or on the queue lock (issue 13.4):
+# a payload is complete when it parses (no need for EOF); a queue lock held past
+# LOCK_WAIT (a stopped worker) sends the touch to queue/incoming/ instead.
+STDIN_TIMEOUT = 0.1  # seconds without a new byte before we take what arrived
+STDIN_LIMIT = 0.5  # seconds in all, however slowly bytes keep trickling in
+LOCK_WAIT = 0.1
 STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
 LOG_CAP = 1024 * 1024
 
@@ -145,20 +156,52 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
     except KeyError:
         raise HookError(f"unknown host {host!r}") from None
     info = adapter.normalize(payload, event, state)
-    if info.get("replaces"):  # e.g. Letta: that job's lines now live in this session's file
-        queue.remove(state, queue.job_id(host, info["replaces"]))
+    lines = info.pop("lines", None) or []
+    if adapter.KEEPS_OWN_TRANSCRIPT and event in KEPT_EVENTS:
+        # dualtrace writes this host's transcript from the payloads, in the state dir,
+        # so their text is redacted first, and the redactor is too slow for a hook: a
+        # detached child redacts, then writes and queues in the order the hooks came.
+        ticket = order_ticket(state)
+        detach(state, event, lambda: _keep_in_order(state, ticket, event, host, info,
+                                                    payload, lines))
+        return None
     return _queue(state, event, host, info, payload)
+
+
+def _keep_in_order(state: str, ticket: str, event: str, host: str, info: dict,
+                   payload: dict, lines: list[dict]) -> None:
+    """The detached child of a KEEPS_OWN_TRANSCRIPT hook: redact, wait for the hooks
+    that came before it, append to the transcript, queue the session."""
+    try:
+        _claim(ticket)
+        if lines:
+            from dualtrace.encoder.redact import Redactor  # ~0.3 s: never in the hook
+
+            redactor = Redactor()  # one per payload: a value found once goes everywhere
+            lines = [dict(r, content=redactor.redact(str(r.get("content") or "")))
+                     for r in lines]
+        _wait_turn(state, ticket)
+        info["transcript"], replaces = registry.get(host).keep(state, payload, lines)
+        if replaces:  # Letta: that job's lines now live in this session's file
+            queue.remove(state, queue.job_id(host, replaces))
+        _queue(state, event, host, info, payload)
+    finally:
+        try:
+            os.unlink(ticket)
+        except OSError:
+            pass
 
 
 def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str | None:
     if info.get("ignore"):
         return None
     if event == "prompt":
-        return _inject(event, host, info, payload)
+        return _inject(event, host, info, payload, state)
     if event == "post-tool-use":
         return None
-    if _project_disabled(info.get("cwd")):
-        return None
+    ready = _stored_start_text(state, host, info) if event == "session-start" else None
+    if ready is None and _project_disabled(info.get("cwd")):
+        return None  # (a stored text was built with these same, enabled, settings)
     session_id = info.get("session_id")
     if event == "session-start":
         transcript = info.get("transcript")
@@ -168,11 +211,13 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             folder = os.path.dirname(transcript)
             queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
                         kind="sweep", transcript=transcript, cwd=info.get("cwd"),
-                        memory_dir=_env_memory_dir())
+                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
-        return _inject(event, host, info, payload)
+        if ready is not None:
+            return registry.get(host).context_output(event, ready) if ready else None
+        return _inject(event, host, info, payload, state)
     if not session_id:
         raise HookError(f"{event}: payload has no session id")
     if registry.get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
@@ -185,8 +230,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
     queue.touch(state, host=host, session_id=session_id, event=event,
                 immediate=event in IMMEDIATE_EVENTS, transcript=transcript,
                 cwd=info.get("cwd"), agent_id=info.get("agent_id"),
-                last_assistant_message=info.get("last_assistant_message"),
-                memory_dir=_env_memory_dir())
+                memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
     ensure_worker(state)
     return None
 
@@ -234,36 +278,39 @@ def _own_command() -> str:
     return "dualtrace"
 
 
-def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
+def _start_key(host: str, info: dict) -> tuple[str, str, str]:
+    cwd = os.path.abspath(info.get("cwd") or os.getcwd())
+    command = _own_command()
+    return startctx.cache_key(cwd, host, command), cwd, command
+
+
+def _stored_start_text(state: str, host: str, info: dict) -> str | None:
+    """The SessionStart text the worker (or an earlier hook) stored, when nothing it
+    was built from changed (dualtrace.startctx); None: build it."""
+    key, cwd, _ = _start_key(host, info)
+    return startctx.read(state, key, cwd)
+
+
+def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str | None:
     """The stdout of a session-start or prompt hook: recalled context in the JSON the
     host expects (hooks/), or None. Errors propagate: ``run`` logs them, exits 0."""
+    if event == "session-start":
+        # Pinned system files, the memory index, open conflicts; stored for the next
+        # session's hook (and rebuilt by the worker after each commit).
+        key, cwd, command = _start_key(host, info)
+        text = startctx.build_and_store(state, key, host, cwd, command)
+        return registry.get(host).context_output(event, text) if text else None
     from dualtrace import config  # lazy: the Stop path never loads it
     from dualtrace.memfs import inject
 
     ws = config.workspace(info.get("cwd") or None)
-    if config.is_disabled(ws.settings):
-        return None
-    if not ws.memory_dir.is_dir():
-        # Nothing stored for this project yet (never create a memory dir from a hook);
-        # the person's own preferences still follow them into it.
-        own = inject.own_preferences_context(config.user_memory_dir(ws.settings),
-                                             ws.settings) if event == "session-start" else None
-        return registry.get(host).context_output(event, own) if own else None
-    if event == "session-start":
-        # Pinned system files, the memory index, open conflicts.
-        from dualtrace.hooks.mcp_registration import available
-        from dualtrace.memfs.store import MemoryStore
-
-        store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
-        text: str | None = inject.session_start_context(
-            store, ws.settings, mcp_tools=available(host, ws.root),
-            user_memory=config.user_memory_dir(ws.settings), command=_own_command())
-    else:
-        # Recalled State A/B memories for the prompt. Recall needs only the directory,
-        # not the store (whose imports cost ~30 ms before every prompt).
-        prompt = payload.get("prompt")
-        text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
-            if isinstance(prompt, str) else None
+    if config.is_disabled(ws.settings) or not ws.memory_dir.is_dir():
+        return None  # never create a memory dir from a hook
+    # Recalled State A/B memories for the prompt. Recall needs only the directory,
+    # not the store (whose imports cost ~30 ms before every prompt).
+    prompt = payload.get("prompt")
+    text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
+        if isinstance(prompt, str) else None
     return registry.get(host).context_output(event, text) if text else None
 
 
@@ -271,56 +318,151 @@ def _inject(event: str, host: str, info: dict, payload: dict) -> str | None:
 
 def read_payload(timeout: float = STDIN_TIMEOUT, cap: int = STDIN_CAP) -> dict:
     """The hook JSON object from stdin; tolerant of a BOM, strict about the shape."""
-    raw = read_stdin(timeout, cap)
-    # removeprefix, not the utf-8-sig codec: that codec is one more import per call.
-    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").strip()
+    raw, still_open = read_stdin(timeout, cap)
+    text = _decode(raw)
     if not text:
-        raise HookError("empty payload on stdin")
+        raise HookError("empty payload on stdin" + (
+            f" (stdin not closed after {timeout:.1f}s)" if still_open else ""))
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise HookError(f"payload is not JSON ({exc}); first bytes: {text[:60]!r}") from exc
+        # Only the size: the log is in the state dir, and payload text may hold secrets.
+        cause = f"stdin not closed after {timeout:.1f}s; " if still_open else ""
+        raise HookError(f"payload is not JSON ({cause}{exc}); {len(raw)} bytes") from exc
     if not isinstance(data, dict):
         raise HookError(f"payload is a JSON {type(data).__name__}, not an object")
     return data
 
 
-def read_stdin(timeout: float, cap: int) -> bytes:
-    """All of stdin until EOF or ``timeout``; a body over ``cap`` is drained and rejected."""
+def _decode(raw: bytes) -> str:
+    # removeprefix, not the utf-8-sig codec: that codec is one more import per call.
+    return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").strip()
+
+
+def _complete(chunks: list[bytes]) -> bool:
+    """The bytes so far are one whole JSON object (then EOF need not be waited for: no
+    prefix of an object parses as one)."""
+    if not chunks or not chunks[-1].rstrip().endswith(b"}"):
+        return False
+    try:
+        json.loads(_decode(b"".join(chunks)))
+    except ValueError:
+        return False
+    return True
+
+
+def read_stdin(timeout: float, cap: int, limit: float = STDIN_LIMIT) -> tuple[bytes, bool]:
+    """Stdin until EOF, until what arrived is a complete JSON object, or until no byte
+    came for ``timeout`` (``limit`` in all); ``(bytes, still_open)``. A body over
+    ``cap`` is drained and rejected. A host that keeps the pipe open costs at most
+    ``timeout`` after its last byte, and its payload is still used."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):
-        return b""
+        return b"", False
     if os.isatty(fd):
-        return b""
+        return b"", False
     if os.name == "nt":  # pragma: no cover - select() does not work on Windows pipes
         data = sys.stdin.buffer.read(cap + 1)
         if len(data) > cap:
             raise HookError(f"payload larger than {cap} bytes")
-        return data
+        return data, False
     import select
 
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
     chunks: list[bytes] = []
     total = 0
+    last = start
     while True:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = min(last + timeout, start + limit) - now
         if left <= 0:
-            raise HookError(f"stdin not closed after {timeout:.1f}s")
+            if total > cap:
+                raise HookError(f"payload of {total}+ bytes is larger than {cap}")
+            return b"".join(chunks), True
         ready, _, _ = select.select([fd], [], [], left)
         if not ready:
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
+        last = time.monotonic()
         total += len(chunk)
         if total <= cap:
             chunks.append(chunk)
+            if _complete(chunks):
+                return b"".join(chunks), False
         else:
             chunks.clear()  # keep draining so the host's write does not fail
     if total > cap:
         raise HookError(f"payload of {total} bytes is larger than {cap}")
-    return b"".join(chunks)
+    return b"".join(chunks), False
+
+
+# ------------------------------------------------------------------ ordered children
+
+def order_ticket(state: str) -> str:
+    """A ticket for a detached child, named by arrival time: children do their writes
+    in ticket order, whatever order their (slow) redaction finishes in. Holds no text."""
+    folder = os.path.join(state, ORDER_DIR)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{time.time_ns():020d}-{os.getpid()}.ticket")
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return path
+
+
+def _claim(ticket: str) -> None:
+    """The child writes its pid into its ticket, so a dead child's ticket is skipped."""
+    fd = os.open(ticket, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, str(os.getpid()).encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def _ticket_alive(path: str, now: float) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            pid = int(fh.read().strip() or 0)
+        if not pid:  # not claimed yet: its child is starting, unless it never will
+            return now - os.path.getmtime(path) < 10.0
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a pid we may not signal exists
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_turn(state: str, ticket: str) -> None:
+    """Until every earlier ticket is gone (done, or its child dead); at most ORDER_WAIT."""
+    folder = os.path.join(state, ORDER_DIR)
+    mine = os.path.basename(ticket)
+    deadline = time.monotonic() + ORDER_WAIT
+    while True:
+        try:
+            earlier = sorted(n for n in os.listdir(folder) if n.endswith(".ticket") and n < mine)
+        except FileNotFoundError:
+            return
+        now = time.time()
+        waiting = False
+        for name in earlier:
+            path = os.path.join(folder, name)
+            if _ticket_alive(path, now):
+                waiting = True
+                break
+            try:
+                os.unlink(path)  # a dead child's ticket: nobody else will remove it
+            except OSError:
+                pass
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            log(state, f"gave up waiting for {name} after {ORDER_WAIT:.0f}s")
+            return
+        time.sleep(0.01)
 
 
 # ------------------------------------------------------------------ worker + log
@@ -333,6 +475,35 @@ def ensure_worker(state: str) -> bool:
     lock.release()
     spawn_worker(state)
     return True
+
+
+def detach(state: str, event: str, work: Callable[[], object]) -> None:
+    """Run ``work`` in a detached grandchild (double fork + setsid) and return at once;
+    its errors go to the hook log. Without fork (Windows), it runs inline."""
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+        work()
+        return
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                # Like the worker: never hold the host's pipes (it waits for their EOF).
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                try:
+                    work()
+                except BaseException as exc:  # noqa: BLE001 - logged, never raised
+                    log(state, f"{event}: {type(exc).__name__}: {exc}")
+                    os._exit(1)
+                os._exit(0)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.waitpid(pid, 0)
 
 
 def spawn_worker(state: str) -> None:

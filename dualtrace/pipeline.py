@@ -442,6 +442,7 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
     from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor
     from dualtrace.memfs import sessions as records
+    from dualtrace.memfs import transaction
     from dualtrace.memfs.formats import render_fact
     from dualtrace.memfs.gitrepo import RANGE_TRAILER, RECORD_TRAILER, SESSION_TRAILER, OpLine
     from dualtrace.memfs.store import MemoryStore
@@ -474,22 +475,29 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
             if local:
                 records.write_local_record(store.root, record.path, text)
                 return
-            paths = [store.write_text(record.path, text)]
+            changes = [(record.path, _current(store, record.path), text)]
             for fact in mine:
                 if record.path not in fact.records:
                     linked = replace(fact, records=(*fact.records, record.path))
-                    paths.append(store.write_text(fact.path, render_fact(linked)))
+                    changes.append((fact.path, _current(store, fact.path), render_fact(linked)))
             turns = len(record.turns)
             detail = (f"backfill, {turns} turn{'s' if turns != 1 else ''}" if backfill else
                       f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
             line = OpLine("record", record.path.removesuffix(".md"), detail)
             message = "\n\n".join([line.line(), "\n".join(
                 [*trailers, f"{RECORD_TRAILER}: {record.path}"])]) + "\n"
-            # A later part amends the session's own unpushed commit, like any encode.
-            report.commit = store.commit(paths, message, None if backfill else sid)
+            # A later part amends the session's own unpushed commit, like any encode;
+            # through the transaction, so a crash before the commit is finished later.
+            changes = [c for c in changes if c[1] != c[2]]
+            report.commit = transaction.commit(store, transaction.ChangeSet(
+                tuple(changes), message, (), None if backfill else sid))
             report.message = message
     finally:
         store.close()
+
+
+def _current(store, rel: str) -> str | None:
+    return store.read_text(rel) if store.exists(rel) else None
 
 
 def record_past_session(transcript: str | Path, *, memory_dir: str | Path,

@@ -27,7 +27,7 @@ SEEN = "seen"
 RUNS = "runs.jsonl"
 LOGS = "logs"
 LOCK_NAME = ".lock"
-MAX_MESSAGE_CHARS = 20_000
+INCOMING = "incoming"  # touches deferred by a hook that could not get the lock in time
 BACKOFF_CAP_SECONDS = 3600.0
 
 PENDING = "pending"
@@ -147,9 +147,28 @@ def queue_lock(state: str) -> FileLock:
     return FileLock(os.path.join(queue_dir(state), LOCK_NAME))
 
 
+def try_lock(lock: FileLock, wait: float) -> bool:
+    """Take ``lock`` within ``wait`` seconds (polling a non-blocking flock); False if
+    its holder keeps it longer (a worker stopped by SIGSTOP, a hung disk...)."""
+    deadline = time.monotonic() + wait
+    delay = 0.002
+    while True:
+        if lock.acquire(blocking=False):
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.02)
+
+
 def ensure_dirs(state: str) -> None:
     os.makedirs(queue_dir(state), exist_ok=True)
     os.makedirs(os.path.join(state, LOGS), exist_ok=True)
+
+
+def incoming_dir(state: str) -> str:
+    return os.path.join(queue_dir(state), INCOMING)
 
 
 # --------------------------------------------------------------------------- jobs
@@ -173,43 +192,103 @@ def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
         "transcript": None, "cwd": None, "agent_id": None, "memory_dir": None,
         "status": PENDING, "immediate": False, "dirty_at": now, "not_before": 0.0,
         "rev": 0, "attempts": 0, "last_error": None, "events": {},
-        "last_assistant_message": None, "created_at": now, "updated_at": now,
+        "created_at": now, "updated_at": now,
         "worker_pid": None, "started_at": None,
     }
 
 
 def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
           kind: str = "session", transcript: str | None = None, cwd: str | None = None,
-          agent_id: str | None = None, last_assistant_message: str | None = None,
-          memory_dir: str | None = None, now: float | None = None) -> dict:
-    """Create or refresh the job for one session (the hook's only write)."""
+          agent_id: str | None = None, memory_dir: str | None = None,
+          now: float | None = None, lock_wait: float | None = None) -> dict:
+    """Create or refresh the job for one session (the hook's only write).
+
+    ``lock_wait``: seconds the caller may wait for the queue lock (the hook: ~0.1 s);
+    past that the touch is written to ``queue/incoming/`` instead (a file of its own,
+    no lock needed) and folded into the job by the next ``fold_incoming`` (the worker
+    before each scan, or the next touch). Returns the job, or for a deferred touch the
+    request with ``"deferred": True``. None: wait as long as it takes.
+    """
     now = time.time() if now is None else now
     ensure_dirs(state)
+    request = {"host": host, "session_id": session_id, "event": event,
+               "immediate": bool(immediate), "kind": kind, "transcript": transcript,
+               "cwd": cwd, "agent_id": agent_id, "memory_dir": memory_dir, "now": now}
+    lock = queue_lock(state)
+    if lock_wait is None:
+        lock.acquire()
+    elif not try_lock(lock, lock_wait):
+        return defer(state, request)
+    try:
+        fold_incoming(state)
+        return _apply(state, request)
+    finally:
+        lock.release()
+
+
+def defer(state: str, request: dict) -> dict:
+    """Write one touch request to ``queue/incoming/`` (atomic; unique name, in arrival
+    order), for ``fold_incoming``. Holds what a job holds: ids and paths, no text."""
+    folder = incoming_dir(state)
+    os.makedirs(folder, exist_ok=True)
+    name = f"{time.time_ns():020d}-{os.getpid()}.json"
+    atomic_write_json(os.path.join(folder, name), request)
+    return dict(request, deferred=True)
+
+
+def fold_incoming(state: str) -> int:
+    """Apply the deferred touches, oldest first, and delete them. Call it holding the
+    queue lock. Returns how many were folded (an unreadable one is dropped)."""
+    folder = incoming_dir(state)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except FileNotFoundError:
+        return 0
+    folded = 0
+    for name in names:
+        path = os.path.join(folder, name)
+        request = read_json(path)
+        if request and not request.get("_corrupt") and request.get("session_id") \
+                and request.get("host"):
+            _apply(state, request)
+            folded += 1
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return folded
+
+
+def has_incoming(state: str) -> bool:
+    try:
+        return any(n.endswith(".json") for n in os.listdir(incoming_dir(state)))
+    except FileNotFoundError:
+        return False
+
+
+def _apply(state: str, request: dict) -> dict:
+    """The read-modify-write of one touch; the caller holds the queue lock."""
+    host, session_id, kind = request["host"], str(request["session_id"]), \
+        request.get("kind") or "session"
+    now = float(request.get("now") or time.time())
     jid = job_id(host if kind == "session" else f"{host}-{kind}", session_id)
     path = job_path(state, jid)
-    with queue_lock(state):
-        job = read_json(path)
-        if job is None or job.get("_corrupt"):
-            job = new_job(jid, host, session_id, now)
-        job["kind"] = kind
-        if transcript:
-            job["transcript"] = transcript
-        if cwd:
-            job["cwd"] = cwd
-        if agent_id:
-            job["agent_id"] = agent_id
-        if memory_dir:
-            job["memory_dir"] = memory_dir
-        if last_assistant_message:
-            job["last_assistant_message"] = last_assistant_message[:MAX_MESSAGE_CHARS]
-        job["immediate"] = bool(job.get("immediate")) or immediate
-        job["dirty_at"] = now
-        job["updated_at"] = now
-        job["rev"] = int(job.get("rev") or 0) + 1
-        events: dict[str, int] = job["events"] if isinstance(job.get("events"), dict) else {}
-        events[event] = int(events.get(event, 0)) + 1
-        job["events"] = events
-        atomic_write_json(path, job)
+    job = read_json(path)
+    if job is None or job.get("_corrupt"):
+        job = new_job(jid, host, session_id, now)
+    job["kind"] = kind
+    for key in ("transcript", "cwd", "agent_id", "memory_dir"):
+        if request.get(key):
+            job[key] = request[key]
+    job["immediate"] = bool(job.get("immediate")) or bool(request.get("immediate"))
+    job["dirty_at"] = max(now, float(job.get("dirty_at") or 0.0))
+    job["updated_at"] = now
+    job["rev"] = int(job.get("rev") or 0) + 1
+    events: dict[str, int] = job["events"] if isinstance(job.get("events"), dict) else {}
+    event = str(request.get("event") or "?")
+    events[event] = int(events.get(event, 0)) + 1
+    job["events"] = events
+    atomic_write_json(path, job)
     return job
 
 

@@ -67,6 +67,12 @@ class Worker:
                     continue
                 wait = self.idle_wait()
                 if wait is None:
+                    # A hook that could not get the queue lock deferred its touch to
+                    # queue/incoming/ and saw this worker alive: stay for it.
+                    if queue.has_incoming(self.s) and self.lock.acquire(blocking=False):
+                        Path(self.s, "worker.pid").write_text(str(os.getpid()),
+                                                              encoding="ascii")
+                        continue
                     released = True  # released under the queue lock in idle_wait
                     break
                 time.sleep(wait)
@@ -83,6 +89,7 @@ class Worker:
         a hook that queues a job after that sees the lock free and starts a worker.
         """
         with queue.queue_lock(self.s):
+            queue.fold_incoming(self.s)
             now = time.time()
             dues = [self.due(job) for job in queue.list_jobs(self.s)
                     if job.get("status") == queue.PENDING]
@@ -147,6 +154,7 @@ class Worker:
     def claim(self) -> tuple[dict, int, str | None] | None:
         """Mark the next ready job running; sweeps first, then the current memory dir."""
         with queue.queue_lock(self.s):
+            queue.fold_incoming(self.s)  # touches hooks deferred while the lock was held
             now = time.time()
             ready = [j for j in queue.list_jobs(self.s)
                      if j.get("status") == queue.PENDING and self.due(j) <= now]
@@ -227,6 +235,17 @@ class Worker:
             target = record.get("memory_dir") or memdir
             if record.get("commit") and target:
                 self.queue_sync(job, str(target))
+                self.refresh_start_texts(str(target))
+
+    def refresh_start_texts(self, memdir: str) -> None:
+        """The next session's SessionStart hook prints a stored text instead of building
+        it (dualtrace.startctx): rebuild the ones of the memory dir just committed to."""
+        from dualtrace import startctx
+
+        try:
+            startctx.refresh(self.s, memdir)
+        except Exception as exc:  # noqa: BLE001 - a stale text only costs the hook a build
+            self.log(f"session-start text for {memdir}: {type(exc).__name__}: {exc}")
 
     # ---------------------------------------------------------------- team sync
 
@@ -304,7 +323,6 @@ class Worker:
         ws = config.workspace(cwd, memory_dir=memdir, settings=settings)
         report = encode_session(
             Path(transcript), workspace=ws, backend=settings.backend, host=job.get("host"),
-            last_assistant_message=job.get("last_assistant_message"),
             # Hooks never lose a session to a model outage: offline unless the config
             # asks for retries instead (fallback = "none").
             fallback=settings.fallback or "offline",

@@ -72,3 +72,47 @@ def best_match(subject: str, candidates: Iterable[tuple[str, str]], threshold: f
         if score >= best_score:
             best_key, best_score = key, score
     return best_key
+
+
+# ------------------------------------------------------------------ failures
+
+# What an incident's failure is: the test that failed, the error type, the checker's rule.
+_SIGNATURE_LINE = re.compile(r"^Failure signature:\s*(.+)$", re.M)
+_TEST_ID = re.compile(r"\b(test_[a-z0-9_]{3,}|Test[A-Z]\w{2,})\b")
+_ERROR_NAME = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Failure))\b")
+_RULE_ID = re.compile(r"\b(report[A-Z]\w{3,})\b|\b(?:error|warning)\[([\w-]{3,})\]"
+                      r"|\b([A-Z]{1,3}\d{3,4})\b|\[([a-z]+(?:-[a-z]+){1,4})\]")
+# error types that say only that *something* failed: never a failure's identity
+_GENERIC_ERRORS = frozenset({"AssertionError", "Error", "Exception", "RuntimeError", "Failure",
+                             "TestFailure", "ExUnit.AssertionError"})
+
+
+def failure_keys(text: str) -> tuple[str | None, set[str], set[str]]:
+    """(the encoder's recorded signature, failing test ids, specific error types and
+    checker rules) an incident's text names."""
+    line = _SIGNATURE_LINE.search(text)
+    tests = {m.lower() for m in _TEST_ID.findall(text)}
+    errors = {m for m in _ERROR_NAME.findall(text) if m not in _GENERIC_ERRORS}
+    for groups in _RULE_ID.findall(text):
+        errors.update(g.lower() for g in groups if g)
+    return (line.group(1).strip() if line else None), tests, errors
+
+
+def distinct_failures(a: str, b: str) -> bool:
+    """True when two incidents' texts name different failures: disjoint failing tests;
+    else recorded signatures that mostly differ; else (no test named) disjoint specific
+    errors and rules. A failure that names nothing can never be told apart (False)."""
+    sig_a, tests_a, errors_a = failure_keys(a)
+    sig_b, tests_b, errors_b = failure_keys(b)
+    if tests_a and tests_b:
+        return not tests_a & tests_b
+    if sig_a and sig_b:
+        ta, tb = tokens(sig_a), tokens(sig_b)
+        if ta and tb:
+            # the same check's output gives the same signature; a shared module or
+            # function name alone is not one failure ("sync_session_file/2 is idempotent"
+            # and "sync_session_file/2 keeps the order" are two tests)
+            return len(ta & tb) / min(len(ta), len(tb)) < 0.75
+    if errors_a and errors_b and not (tests_a or tests_b):
+        return not errors_a & errors_b
+    return False

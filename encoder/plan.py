@@ -28,7 +28,7 @@ from dualtrace.encoder.grounding import (
     timeline_line,
 )
 from dualtrace.encoder.hostile import WITHHELD, Provenance, decision_backing, instruction_like
-from dualtrace.encoder.matching import best_match
+from dualtrace.encoder.matching import best_match, distinct_failures
 from dualtrace.encoder.operations import (
     MomentDraft,
     Operation,
@@ -390,10 +390,14 @@ class PlanBuilder:
         alias = self.store.find_fact(op.type, op.anchor) if rel not in self.pending else None
         if alias is not None:
             return alias
+        mine = f"{op.description}\n{op.body}"
         candidates = [
             (f.path, f"{f.anchor.replace('-', ' ')} {f.description}")
             for f in self.facts()
             if f.type == op.type and f.path != op.supersedes and not f.superseded_by
+            # two different failures are never one incident recurring, however alike
+            # their wording ("`pytest` failed: ...")
+            and not (op.type == "incident" and distinct_failures(mine, f"{f.description}\n{f.body}"))
         ]
         key = best_match(f"{op.anchor.replace('-', ' ')} {op.description}", candidates,
                          SIMILAR_THRESHOLD)

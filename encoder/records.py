@@ -60,6 +60,10 @@ _SHELL_CHARS = 600
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
 _MARK = "[... {n} chars omitted ...]"
 _NOTE_CHARS = 600  # one note sentence at most this long
+# A non-final agent text at least this long is kept whole as a note (the budget still cuts
+# notes before failures): shorter ones keep only their decision/cause sentences.
+_SUMMARY_CHARS = 200
+MAX_NOTES = 20
 _FLOOR = 160  # texts are cut no shorter than this (less on sessions of many turns)
 # Frontmatter lists stay bounded on very long sessions.
 MAX_CHECKS = 20
@@ -290,13 +294,19 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
         agent = d.agent_texts[-1] if d.agent_texts else None
         notes: list[str] = []
         for text in d.agent_texts[:-1]:
+            if len(text) >= _SUMMARY_CHARS:
+                # A long explanation before the turn's last words (a summary the agent
+                # wrote before a hook made it commit, say) is what later questions ask.
+                if text not in notes:
+                    notes.append(text)
+                continue
             for s in _sentences(text, _NOTE):
                 if s not in notes:
                     notes.append(s)
         user = "\n\n".join(d.user) if d.user else None
         turns.append(Turn(
             number=first_turn + n, date=_day(d.ts) or session.date, time=_hhmm(d.ts),
-            user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:8]),
+            user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:MAX_NOTES]),
             activity=", ".join(activity) or None,
         ))
     # Most recently run checks last; a long session keeps the latest MAX_CHECKS.

@@ -79,6 +79,11 @@ PREFILTER_TYPES = frozenset({b"progress", b"file-history-snapshot", b"queue-oper
 # ------------------------------------------------------------------ the host
 
 
+def keep(state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
+    """Claude Code writes its own transcript: ``normalize`` never returns ``lines``."""
+    raise NotImplementedError("Claude Code keeps its own transcript")
+
+
 def detect(payload: dict) -> bool:
     """The default host: any payload no other host claims (hooks/registry.py)."""
     return True

@@ -104,6 +104,11 @@ def rollouts(paths: list[str] | list[Path]) -> list[Path]:
     return sorted(keep, key=lambda p: (p.name.removesuffix(".zst"), str(p)))
 
 
+def keep(state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
+    """Codex writes its own transcript: ``normalize`` never returns ``lines``."""
+    raise NotImplementedError("Codex keeps its own transcript")
+
+
 def detect(payload: dict) -> bool:
     return looks_like_codex(payload)
 

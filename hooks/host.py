@@ -32,9 +32,16 @@ class Host(Protocol):
         ...
 
     def normalize(self, payload: dict, event: str, state: str) -> dict:
-        """``{"session_id", "transcript", "cwd", "agent_id", "last_assistant_message",
-        "ignore"}`` (``ignore``: a reason to do nothing; ``replaces``: the session id of
-        a job this one supersedes)."""
+        """``{"session_id", "transcript", "cwd", "agent_id", "ignore"}`` (``ignore``: a
+        reason to do nothing; ``lines``: raw payload text for a transcript dualtrace
+        keeps, see ``keep``). Payload text never goes into the queue, which is in the
+        state dir: the worker reads the session from its transcript."""
+        ...
+
+    def keep(self, state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
+        """KEEPS_OWN_TRANSCRIPT hosts: append already-redacted ``lines`` to the
+        transcript dualtrace keeps; returns its path and the session id of a job this
+        one supersedes, or None. Runs in the hook's detached child, never in the hook."""
         ...
 
     def context_output(self, event: str, text: str) -> str:

@@ -6,6 +6,11 @@ Each Stop (user + assistant message) and PostToolUse (tool call) payload is appe
 to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
 (``{"role", "content"}`` per line), which the transcript reader understands; the
 session is encoded from that file. Imported on the hook fast path: stdlib only.
+
+That file is in the state dir, where no secret may land, so nothing is written by the
+hook itself: ``normalize`` turns a payload into ``lines``, and dualtrace.hookcmd hands
+them to a detached child that redacts them and then, in the order the hooks arrived,
+calls ``keep`` (the redactor costs ~0.3 s to load, far over a hook's budget).
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ def resolve_transcript(state: str, payload: dict) -> tuple[str, str | None]:
 
 
 def records(payload: dict, event: str) -> list[dict]:
-    """Plain-chat lines for one payload."""
+    """Plain-chat lines for one payload (raw text: redacted before ``keep`` writes it)."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out: list[dict] = []
     if event == "stop":
@@ -97,10 +102,10 @@ def records(payload: dict, event: str) -> list[dict]:
     return out
 
 
-def append(state: str, payload: dict, event: str) -> str:
-    """Append this payload's lines to the conversation transcript; return its path."""
-    path, _ = resolve_transcript(state, payload)
-    lines = records(payload, event)
+def keep(state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
+    """Append already-redacted ``lines`` to the conversation's transcript; returns its
+    path and the session id of the agent-keyed file it adopted (else None)."""
+    path, adopted = resolve_transcript(state, payload)
     if lines:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
@@ -109,7 +114,7 @@ def append(state: str, payload: dict, event: str) -> str:
             os.write(fd, data)
         finally:
             os.close(fd)
-    return path
+    return path, adopted
 
 
 def memfs_dir(agent: str | None) -> str | None:
@@ -129,23 +134,18 @@ def detect(payload: dict) -> bool:
 
 
 def normalize(payload: dict, event: str, state: str) -> dict:
-    """Also keeps the transcript: Stop and PostToolUse lines are appended to it; other
-    events find it (adopting the agent-keyed file, whose job this one ``replaces``)."""
-    out = {
+    """Writes nothing: Stop and PostToolUse text comes back as ``lines`` (raw), and
+    every event that touches the transcript is finished by ``keep`` in the hook's
+    detached child (which also adopts the agent-keyed file; see ``resolve_transcript``)."""
+    return {
         "session_id": conversation_key(payload),
-        "transcript": None,
+        "transcript": transcript_path(state, conversation_key(payload)),
         "cwd": payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR")
         or payload.get("cwd"),
         "agent_id": agent_id(payload),
-        "last_assistant_message": None,
         "ignore": None,
-        "replaces": None,
+        "lines": records(payload, event) if event in ("stop", "post-tool-use") else [],
     }
-    if event in ("stop", "post-tool-use"):
-        out["transcript"] = append(state, payload, event)
-    else:
-        out["transcript"], out["replaces"] = resolve_transcript(state, payload)
-    return out
 
 
 def context_output(event: str, text: str) -> str:

@@ -63,6 +63,21 @@ def clean_git_env() -> None:
             del os.environ[key]
 
 
+def _has_objects(gitdir: Path) -> bool:
+    """Any commit or blob stored, loose or packed (a fresh ``git init`` has none)."""
+    objects = gitdir / "objects"
+    try:
+        for entry in objects.iterdir():
+            if entry.name == "pack":
+                if any(p.suffix == ".pack" for p in entry.iterdir()):
+                    return True
+            elif len(entry.name) == 2 and any(entry.iterdir()):
+                return True
+    except OSError:
+        return False
+    return False
+
+
 @dataclass(frozen=True)
 class OpLine:
     """One operation as it appears in a commit: ``mem: <verb> <target> (<detail>, evidence:N)``."""
@@ -201,6 +216,7 @@ class MemoryRepo:
         else:
             self.repo = git.Repo.init(root, initial_branch="main")
         if not read_only:
+            self._check_branch()  # before the init commit could start a new root
             self._ensure_gitignore()
 
     def close(self) -> None:
@@ -222,12 +238,47 @@ class MemoryRepo:
                     f"the memory repository {self.root} is in the middle of a merge or rebase "
                     f"({marker}); finish or abort it, then retry"
                 )
+        self._check_branch()
         if self.repo.head.is_detached:
             sha = self.repo.head.commit.hexsha[:10]
             raise GitError(
                 f"the memory repository {self.root} has a detached HEAD (at {sha}); "
                 "check out a branch (e.g. `git switch main`) and retry"
             )
+
+    def _check_branch(self) -> None:
+        """HEAD names a branch that does not exist, in a repository that had commits:
+        the branch ref was deleted (by hand, a tool, a damaged disk). Committing now
+        would start a new root history beside the lost one, so stop and say how to
+        get it back."""
+        if self.has_commits():
+            return
+        gitdir = Path(self.repo.git_dir)
+        try:
+            head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            head = ""
+        branch = head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "main"
+        last = None
+        try:
+            entries = (gitdir / "logs" / "HEAD").read_text(encoding="utf-8").splitlines()
+        except OSError:
+            entries = []
+        for entry in reversed(entries):
+            fields = entry.split()
+            if len(fields) > 1 and fields[1].strip("0"):
+                last = fields[1]
+                break
+        if last is None and not _has_objects(gitdir):
+            return  # a new repository: nothing to lose
+        where = f"git -C {self.root}"
+        restore = (f"`{where} branch {branch} {last[:12]}` restores it" if last else
+                   f"`{where} fsck --lost-found` lists the commits left")
+        raise GitError(
+            f"the memory repository {self.root} has lost its branch '{branch}': HEAD names it "
+            f"but it does not exist, and the repository has history"
+            + (f" (last at {last[:12]})" if last else "") + ". Nothing was written. "
+            f"See `{where} reflog`; {restore}; then retry.")
 
     def _ensure_gitignore(self) -> None:
         path = self.root / ".gitignore"

@@ -21,6 +21,7 @@ and the text is short, so it is built in Python.
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import math
 import os
@@ -74,6 +75,7 @@ SEM_COMBO = 0.55
 SEM_FLOOR = 0.35
 SEM_COV_FLOOR = 0.15
 SEM_CANDIDATES = 30
+LEX_SEM_FLOOR = 0.15
 RRF_K = 60
 # Session record chunks are long and many: their meaning is judged line by line (the
 # best two-line window of the chunk), they pass a stricter gate, and only the best
@@ -83,6 +85,7 @@ RECORD_SEM_HIGH = 0.60
 RECORD_COMBO = 0.80
 RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
+RECORD_LEX_SEM_FLOOR = 0.0
 RECORD_RERANK = 8
 RECORDS_SHOWN = 3
 RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
@@ -364,6 +367,7 @@ class _Unit:
     mass: float = 0.0
     about: float = 0.0
     sem: float = 0.0
+    cos: float = 0.0  # cosine of the best document, also outside the nearest ones
     final: float = 0.0
     fused: float = 0.0
     type: str = ""
@@ -387,12 +391,16 @@ class Gate:
     sem_floor: float = 0.0
     cov_floor: float = 0.0
     min_mass: float = 0.0  # summed IDF of the matched words: generic words weigh little
+    # With an embedder, words alone pass only when the text means at least this much
+    # like the question ("how do we shard the users table" against a memory that
+    # mentions users and a table).
+    lex_sem_floor: float = 0.0
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
         if unit.mass < self.min_mass:
             return False
         if unit.coverage >= self.coverage:
-            return True
+            return not semantic or max(unit.sem, unit.cos) >= self.lex_sem_floor
         if not semantic:
             return False
         if unit.sem >= self.sem_high:
@@ -401,9 +409,10 @@ class Gate:
                 and unit.coverage + unit.sem >= self.combo)
 
 
-MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR)
+MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
+                   lex_sem_floor=LEX_SEM_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
-                   RECORD_COV_FLOOR)
+                   RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -561,7 +570,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
     units: dict[str, _Unit] = {}
     hits = index.match(known, types, limit=candidates * 4) if known else []
-    sem_hits = _semantic_hits(index, qvec, chunks) if qvec is not None else []
+    sem_hits, cosine = _semantic_hits(index, qvec, chunks) if qvec is not None else ([], None)
     info = index.hit_info([i for i, _ in hits] + [i for i, _ in sem_hits])
     for doc_id, score in hits:
         meta = info.get(doc_id)
@@ -588,6 +597,12 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         if doc_id not in unit.ids:
             unit.ids.append(doc_id)
         unit.sem = max(unit.sem, sim)
+    if cosine:
+        # Every candidate's cosine, for the gate: a word match whose text means
+        # something else must not look like a blank. The fusion below ranks by the
+        # nearest documents only (``sem``), as measured on sde-bench.
+        for unit in ranked:
+            unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         about: set[int] = set()
@@ -687,17 +702,36 @@ def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
     return units
 
 
-def _semantic_hits(index: Index, qvec: Any, chunks: bool) -> list[tuple[int, float]]:
-    """(doc id, cosine) of the nearest documents to the question's vector."""
+def _semantic_hits(index: Index, qvec: Any,
+                   chunks: bool) -> tuple[list[tuple[int, float]], _CosineLookup | None]:
+    """(doc id, cosine) of the nearest documents to the question's vector, and a lookup
+    of every document's cosine (for the lexical candidates the nearest ones miss)."""
     import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
     ids, matrix = index.vector_matrix(chunks)
     if not ids or matrix.shape[1] != qvec.shape[0]:
-        return []
+        return [], None
     sims = matrix @ qvec.astype(np.float32)
     n = min(SEM_CANDIDATES * (3 if chunks else 1), len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
-    return [(ids[i], float(sims[i])) for i in top]
+    return [(ids[i], float(sims[i])) for i in top], _CosineLookup(ids, sims)
+
+
+class _CosineLookup:
+    """doc id -> cosine for every document with a vector (ids sorted, as the index keeps them)."""
+
+    def __init__(self, ids: list[int], sims: Any) -> None:
+        self._ids = ids
+        self._sims = sims
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+    def get(self, doc_id: int, default: float = 0.0) -> float:
+        i = bisect.bisect_left(self._ids, doc_id)
+        if i < len(self._ids) and self._ids[i] == doc_id:
+            return float(self._sims[i])
+        return default
 
 
 # ------------------------------------------------------------------ session records
@@ -775,12 +809,18 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
     if not lines:
         return ""
     weights = weights or {}
-    scores = []
+    found_in: list[set[str]] = []
     for line in lines:
         found: set[str] = set()
         for word in _WORD.findall(line):
             found |= _stem_match(word, terms)
-        scores.append(sum(weights.get(t, 1.0) for t in found))
+        found_in.append(found)
+    # Within the passage a word found on most lines is its topic ("the TODO app"), not
+    # the detail asked for ("persist"): words count less the more lines share them.
+    spread = {t: sum(t in f for f in found_in) for t in terms}
+    n = len(lines)
+    scores = [sum(weights.get(t, 1.0) * _line_idf(spread[t], n) for t in found)
+              for found in found_in]
     worded = [sc > 0 for sc in scores]
     if qvec is not None and embedder is not None and len(lines) > 1:
         try:
@@ -813,6 +853,13 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         out.append(_short(lines[i], terms))
         last = i
     return "\n".join(out)
+
+
+def _line_idf(lines_with: int, lines: int) -> float:
+    """1.0 for a word on one line of the passage, falling towards 0.1 for one on all."""
+    if lines <= 2 or lines_with <= 1:
+        return 1.0
+    return 0.1 + 0.9 * math.log(1 + lines / lines_with) / math.log(1 + lines)
 
 
 def _short(line: str, terms: list[str]) -> str:

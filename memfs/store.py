@@ -102,9 +102,28 @@ class MemoryStore:
         except OSError as exc:  # a read-only directory: no lock file, so no writes
             raise self._not_writable(exc) from None
         try:
+            if lock.lock_counter == 1 and not self._recovering:
+                self._recover()
             yield
         finally:
             lock.release()
+
+    _recovering = False
+
+    def _recover(self) -> None:
+        """Lock -> re-check: finish a transaction a dead process left (memfs.transaction)."""
+        from dualtrace.memfs import transaction
+
+        if not transaction.journal_path(self).exists():
+            return
+        self._recovering = True
+        try:
+            transaction.recover(self)
+        except OSError as exc:  # e.g. the disk is still full: retried by the next lock
+            raise DualtraceError(f"memory directory {self.root}: an interrupted commit "
+                                 f"could not be finished: {exc}") from None
+        finally:
+            self._recovering = False
 
     def _not_writable(self, exc: OSError) -> PathError:
         path = Path(exc.filename) if exc.filename else self.root

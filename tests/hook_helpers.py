@@ -67,10 +67,17 @@ def active_jobs(state: Path) -> list[dict]:
     return [j for j in queue.list_jobs(str(state)) if j.get("status") != queue.PARKED]
 
 
+def hook_children_done(state: Path) -> bool:
+    """No detached hook child (Letta's redact-and-write) still holds a ticket."""
+    folder = state / "hook-order"
+    return not folder.is_dir() or not any(folder.glob("*.ticket"))
+
+
 def wait_drained(state: Path, timeout: float = 90.0) -> None:
-    """No pending/running job and no worker alive."""
-    wait_until(lambda: not active_jobs(state) and not worker_running(state), timeout,
-               what="queue drained and worker exited")
+    """No hook child at work, no pending/running job and no worker alive."""
+    wait_until(lambda: hook_children_done(state) and not queue.has_incoming(str(state))
+               and not active_jobs(state) and not worker_running(state), timeout,
+               what="hook children done, queue drained and worker exited")
 
 
 def runs(state: Path) -> list[dict]:

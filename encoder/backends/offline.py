@@ -37,7 +37,13 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
-from dualtrace.encoder.matching import STOPWORDS, best_match, distinct_subjects, tokens
+from dualtrace.encoder.matching import (
+    STOPWORDS,
+    best_match,
+    distinct_failures,
+    distinct_subjects,
+    tokens,
+)
 from dualtrace.encoder.plan import (
     SIMILAR_THRESHOLD,
     MomentDraft,
@@ -55,7 +61,8 @@ _I = re.I
 LEAD = {
     "preference": re.compile(
         r"(?:^|[.!?]\s+)(?:(?:also|and|oh|btw|ps)\W+)?(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
-        r"|i don'?t like\b|my preference\b|i'?d rather\b|please (?:always|never|don'?t)\b)", _I),
+        r"|i don'?t like\b|my preference\b|i'?d rather\b|i'?d (?:actually |really |much )?(?:love|prefer)\b"
+        r"|please (?:always|never|don'?t)\b)", _I),
     "convention": re.compile(
         r"\b(?:from now on|going forward|the rule is|our convention|by convention|as a rule"
         r"|we always|we never|always use|never use|must always|should always|must never"
@@ -304,20 +311,28 @@ def agreement(session, index: int, event) -> Candidate | None:
 def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidate]:
     """A failing test -> an edit -> the same test passing becomes a resolved incident.
 
-    Only test runs count: a failed `git add` or `ls` followed by a green test run is
-    not an incident worth remembering.
+    The fallback for a failure :func:`work.fix_arcs` found no signature for: when it
+    found arcs they were judged already (an arc of the agent's own new test is no
+    incident). Only test runs count (a failed `git add` followed by a green test run is
+    not an incident worth remembering), never a test file the session created, and the
+    subject comes from the failure's own line, never from the command.
     """
-    if any(c.type == "incident" for c in covered):
+    if any(c.type == "incident" for c in covered) or work.fix_arcs(session, limit=1):
         return []
+    created = {work.relative(e.path, session.cwd) for e in session.events
+               if e.kind == "edit" and e.path and e.edit_kind == "create"}
     events = session.events
     for i, event in enumerate(events):
         failed = event.is_error or event.exit_code not in (None, 0)
         if (event.kind != "command" or event.agent is not None or not failed
                 or not TEST_CMD.search(event.command or "")):
             continue
+        if any(c and c in (event.command or "") for c in created):
+            continue  # the agent's own new test, failing while it was written
         key = " ".join((event.command or "").split()[:3])
         error_line = error_line_of(event.result or event.text or "")
-        if not error_line:
+        subject = " ".join(_clean_words(re.sub(r"[^\w\s.-]", " ", error_line))[:5])
+        if not error_line or len(subject.split()) < 2:
             continue
         later = events[i + 1:]
         passed_at = next((j for j, e in enumerate(later) if e.kind == "command"
@@ -327,7 +342,7 @@ def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidat
             continue
         passed = later[passed_at]
         cand = Candidate("incident", [f"`{one_line(event.command or '', 80)}` failed: {error_line}"],
-                         event_index=i, ts=event.ts, role="tool")
+                         event_index=i, ts=event.ts, role="tool", subject=subject)
         cand.support.append(f"Fixed; `{one_line(passed.command or '', 80)}` then passed")
         return [cand]
     return []
@@ -655,6 +670,14 @@ def _first_statement(fact: Fact) -> str:
     return first[:320] if head and head in first else ""
 
 
+def _failure_text(c: Candidate) -> str:
+    return "\n".join(x for x in (c.description, c.body_text, c.text) if x)
+
+
+def _fact_text(fact: Fact) -> str:
+    return f"{fact.description}\n{fact.body}"
+
+
 def one_sentence(parts: list[str], limit: int = 200) -> str:
     """Statements as one clean sentence of at most ``limit`` chars: joined by "; ", cut at
     a clause or word boundary (never inside a word, no trailing "...")."""
@@ -883,7 +906,8 @@ class OfflineBackend:
             parts.append(confirm)
         text = f"{subject} {one_line(' '.join(parts), 240)}"
         live = [(f.path, f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
-                for f in builder.facts() if f.type == cand.type and not f.superseded_by]
+                for f in builder.facts() if f.type == cand.type and not f.superseded_by
+                and not (cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(f)))]
         key = best_match(text, live, SIMILAR_THRESHOLD)
         return next((f for f in builder.facts() if f.path == key), None) if key else None
 
@@ -983,6 +1007,8 @@ class OfflineBackend:
                 continue
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
+            if cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(fact)):
+                continue  # another test, error or rule failed: a new incident, not a recurrence
             if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
                 continue  # one technology of a stack statement is not another
             # a description is one short sentence; the statement it was cut from counts too

@@ -38,10 +38,29 @@ def _log(state: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+# Realistic secrets (public scanner test shapes); none may reach a file in the state dir.
+GH_TOKEN = "ghp_" + "R8vNq2LxW7kTz4Hs9PcY3mBf6JdA1uEo0iGq"
+DB_PASSWORD = "Tr0ub4dor&3-xK9q"
+SECRETS = (GH_TOKEN, DB_PASSWORD, GH_TOKEN[-20:])
+
+
+def _files_holding_secrets(state: Path) -> dict[str, list[str]]:
+    """Every file under the state dir (queue, logs, runs, seen, letta, caches...) that
+    holds one of SECRETS, with the ones it holds."""
+    found: dict[str, list[str]] = {}
+    for path in state.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            hits = [s for s in SECRETS if s.encode() in data]
+            if hits:
+                found[str(path.relative_to(state))] = hits
+    return found
+
+
 def test_stop_queues_a_debounced_job_silently(hook_env, state_dir, tmp_path):
     transcript = _transcript(tmp_path)
     payload = claude_payload("Stop", "s1", transcript, str(tmp_path), stop_hook_active=False,
-                             last_assistant_message="done")
+                             last_assistant_message=f"done; pushed with {GH_TOKEN}")
     proc = run_hook("stop", payload, env=hook_env)
     assert proc.returncode == 0 and proc.stdout == b""
     jobs = queue.list_jobs(str(state_dir))
@@ -49,7 +68,11 @@ def test_stop_queues_a_debounced_job_silently(hook_env, state_dir, tmp_path):
     job = jobs[0]
     assert job["session_id"] == "s1" and job["host"] == "claude-code"
     assert job["transcript"] == str(transcript) and job["immediate"] is False
-    assert job["last_assistant_message"] == "done" and job["events"] == {"stop": 1}
+    assert job["events"] == {"stop": 1}
+    # The payload's text is not queued (the worker reads the transcript): the job file
+    # is in the state dir, where no secret may land.
+    assert "last_assistant_message" not in job
+    assert _files_holding_secrets(state_dir) == {}
     # A second Stop refreshes the same job (one file per session), not a second job.
     run_hook("stop", payload, env=hook_env)
     jobs = queue.list_jobs(str(state_dir))
@@ -185,7 +208,7 @@ def test_session_start_sweeps_grown_transcripts(hook_env, state_dir, tmp_path):
 
 def test_codex_notify_argument_and_null_transcript(hook_env, state_dir, tmp_path):
     note = {"type": "agent-turn-complete", "thread-id": "th-1", "turn-id": "t1",
-            "cwd": str(tmp_path), "last-assistant-message": "ok"}
+            "cwd": str(tmp_path), "last-assistant-message": f"ok, token {GH_TOKEN}"}
     proc = run_hook("notify", None, args=(json.dumps(note),), env=hook_env)
     assert proc.returncode == 0 and proc.stdout == b""
     payload = {"session_id": "cx-2", "turn_id": "t9", "transcript_path": None,
@@ -195,34 +218,71 @@ def test_codex_notify_argument_and_null_transcript(hook_env, state_dir, tmp_path
     jobs = {j["session_id"]: j for j in queue.list_jobs(str(state_dir))}
     assert set(jobs) == {"th-1", "cx-2"}
     assert all(j["host"] == "codex" for j in jobs.values())
-    assert jobs["th-1"]["last_assistant_message"] == "ok" and jobs["cx-2"]["transcript"] is None
+    assert _files_holding_secrets(state_dir) == {}
+    assert "last_assistant_message" not in jobs["th-1"] and jobs["cx-2"]["transcript"] is None
 
 
 def test_letta_payloads_build_a_plain_chat_transcript(hook_env, state_dir, tmp_path):
     env = dict(hook_env, LETTA_AGENT_ID="agent-7", LETTA_HOOK_EVENT="Stop")
     stop = {"stop_reason": "end_turn", "message_count": 2, "tool_call_count": 1,
             "user_message": "We're switching sessions to Postgres instead of SQLite. The main "
-                            "driver was that SQLite locked under concurrent writers.",
+                            "driver was that SQLite locked under concurrent writers. The "
+                            f"staging password is {DB_PASSWORD} for now.",
             "assistant_message": "Switched.",
             "working_directory": str(tmp_path)}
-    tool = {"tool_name": "Bash", "tool_input": {"command": "pytest"}, "tool_result": "3 passed",
+    tool = {"tool_name": "Bash", "tool_input": {"command": f"git push https://{GH_TOKEN}@x"},
+            "tool_result": f"3 passed; GITHUB_TOKEN={GH_TOKEN}",
             "working_directory": str(tmp_path)}
+    # Each hook returns at once; its detached child redacts and writes, in arrival order
+    # (the tool's line first although both children redact at the same time).
     assert run_hook("post-tool-use", tool, env=env, args=("--host", "letta")).returncode == 0
     assert run_hook("stop", stop, env=env, args=("--host", "letta")).returncode == 0
     end = {"agent_id": "agent-7", "conversation_id": "conv-1",
            "working_directory": str(tmp_path)}
     proc = run_hook("session-end", end, env=env, args=("--host", "letta"))
     assert proc.returncode == 0 and proc.stdout == b""
+    wait_drained(state_dir)
     transcript = state_dir / "letta" / "conv-1.jsonl"
     lines = [json.loads(x) for x in transcript.read_text().splitlines()]
     assert [x["role"] for x in lines] == ["assistant", "user", "assistant"]
-    assert "pytest" in lines[0]["content"] and lines[1]["content"] == stop["user_message"]
-    wait_drained(state_dir)
+    assert "pytest" not in lines[0]["content"] and "[REDACTED:" in lines[0]["content"]
+    assert lines[1]["content"].startswith(stop["user_message"][:60])
+    assert "[REDACTED:" in lines[1]["content"]
+    # Nothing of the payloads' secrets anywhere in the state dir (transcript, queue,
+    # logs, runs, seen records), after the hooks *and* the worker ran.
+    assert _files_holding_secrets(state_dir) == {}
     done = [r for r in runs(state_dir) if r["session"] == "conv-1"]
     assert done and all(r["host"] == "letta" for r in done)
     assert [r["error"] for r in done] == [None] * len(done)  # encoded, not parked
     assert done[-1].get("transcript") == str(transcript)
     assert done[-1]["commit"] and done[-1]["operations"]
+    assert not (state_dir / "letta" / "agent-7.jsonl").exists()  # adopted by conv-1
+    assert {j["id"] for j in queue.list_jobs(str(state_dir))} == set()
+
+
+def test_no_stop_payload_text_reaches_the_state_dir(hook_env, state_dir, tmp_path):
+    """A Claude Code session whose Stop payload and transcript carry secrets: after the
+    real hooks and the worker, no file in the state dir holds one, and the session
+    was still encoded from its transcript."""
+    transcript = tmp_path / "proj" / "sec.jsonl"
+    transcript.parent.mkdir(parents=True)
+    hook_helpers.append_turn(transcript, "sec", str(tmp_path), 0)
+    message = f"Deployed. I used the token {GH_TOKEN} and the DB password {DB_PASSWORD}."
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({"type": "assistant", "sessionId": "sec", "uuid": "sec-x",
+                             "timestamp": "2026-05-01T10:09:00.000Z", "message": {
+                                 "id": "msg-sec", "role": "assistant", "model": "claude",
+                                 "content": [{"type": "text", "text": message}]}}) + "\n")
+    stop = claude_payload("Stop", "sec", transcript, str(tmp_path),
+                          last_assistant_message=message)
+    assert run_hook("stop", stop, env=hook_env).returncode == 0
+    assert _files_holding_secrets(state_dir) == {}  # the queued job: no payload text
+    end = claude_payload("SessionEnd", "sec", transcript, str(tmp_path), reason="exit")
+    assert run_hook("session-end", end, env=hook_env).returncode == 0
+    wait_drained(state_dir)
+    (record,) = [r for r in runs(state_dir) if r["session"] == "sec"]
+    assert record["error"] is None and record["commit"]
+    assert _files_holding_secrets(state_dir) == {}
 
 
 def test_fast_path_imports_nothing_heavy(hook_env, tmp_path):

@@ -124,6 +124,27 @@ def test_builder_keeps_words_verbatim_and_states_failures_checks_and_open_ends(t
     assert "> /fix the flaky auth test" in text
 
 
+def test_a_long_explanation_before_the_turns_last_words_is_kept_whole(tmp_path):
+    t = Transcript(tmp_path / "port.jsonl")
+    t.user("Port this Python project to Rust.")
+    t.edit("/home/dev/shop/src/lib.rs")
+    summary = ("The port is complete. Here's a summary:\n\n- **list_utils** - `flatten()` "
+               "uses a `NestedItem<T>` enum for values or nested lists\n- **math_utils** - "
+               "`factorial()` returns `Result<u64, NegativeInputError>`\n- coverage checked "
+               "with `cargo llvm-cov`: 100% of lines")
+    t.say(summary)
+    t.say("Let me check.")  # short, no decision words: not a note
+    t.bash("git commit -am 'Port to Rust'", "[main 1a2b3c4] Port to Rust")
+    t.say("The Python project has been fully ported to Rust.")
+    session = read_transcript(t.write())
+    record, text = record_for(session, tmp_path, project="shop", memories=())
+    turn = record.turns[0]
+    assert turn.agent == "The Python project has been fully ported to Rust."
+    assert turn.notes == (summary,)
+    assert "NestedItem<T>" in text and "NegativeInputError" in text
+    assert "Let me check." not in text
+
+
 def test_budget_drops_tool_noise_first_and_keeps_user_words(tmp_path):
     turns = tuple(Turn(i, "2026-03-25", "09:00", user=f"request {i} " + "u" * 300,
                        agent="a" * 2000, notes=("Because " + "n" * 400,),

@@ -179,3 +179,45 @@ def test_a_stack_statement_is_one_decision_per_subject_and_a_goal_is_a_project_f
     assert not (memdir / "system" / "human.md").exists()  # the goal is not a personal preference
     redis = MemoryStore(memdir).read_fact("decisions/redis-caching.md")
     assert redis.body.startswith("The user stated") and "Redis for caching" in redis.description
+
+
+def test_the_agents_own_new_test_failing_is_no_incident_and_a_stated_preference_is_kept(encode):
+    # 37f83ec9: the agent writes test_combined_transcript_link.py, runs it red while it
+    # is being written, then green; the user asks for that test to be kept.
+    report = encode(*CCL, "37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl")
+    paths = [op["path"] for op in report.operations if op.get("path")]
+    assert not facts(encode.memdir, "incident"), paths
+    assert not any("uv-run" in p or "pytest" in p.rsplit("/", 1)[-1] for p in paths), paths
+    human = (encode.memdir / "system" / "human.md").read_text()
+    assert "permanent unit test" in human
+
+
+def test_another_failure_in_a_later_session_is_a_new_incident_the_same_one_recurs(encode, tmp_path):
+    """Across sessions: one incident per failure signature (issue 12 item 2). The later
+    sessions are the real fa812bfe transcript under a new session id, once unchanged (the
+    same failure recurs: updated in place) and once with another test failing."""
+    name = "fa812bfe-b295-4cca-9c2f-fdf01028cb46"
+    real = corpus_path(*SP, f"{name}.jsonl").read_text(encoding="utf-8")
+    encode(*SP, f"{name}.jsonl")
+    (first,) = facts(encode.memdir, "incident")
+
+    def later(sid: str, text: str) -> Path:
+        path = tmp_path / f"{sid}.jsonl"
+        path.write_text(text.replace(name, sid), encoding="utf-8")
+        return path
+
+    from dualtrace.pipeline import encode_session
+
+    same = later("aaaaaaaa-0000-4000-8000-000000000001", real)
+    encode_session(same, memory_dir=encode.memdir, backend="offline")
+    (again,) = facts(encode.memdir, "incident")
+    assert again.path == first.path and len(again.sessions) == 2
+    other = later("bbbbbbbb-0000-4000-8000-000000000002",
+                  real.replace("is idempotent \u2014 repeated sync does not duplicate messages",
+                               "keeps the message order \u2014 a resync never reorders rows"))
+    encode_session(other, memory_dir=encode.memdir, backend="offline")
+    incidents = {f.path: f for f in facts(encode.memdir, "incident")}
+    assert len(incidents) == 2, sorted(incidents)
+    new = next(f for p, f in incidents.items() if p != first.path)
+    assert "message order" in new.description and new.status == "resolved"
+    assert "message order" not in incidents[first.path].body

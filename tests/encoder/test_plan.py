@@ -230,3 +230,44 @@ def test_skip_writes_nothing_and_apply_without_ops_makes_no_commit(memdir):
     b.add(Skip("routine rename"))
     assert commit(b.store, b.changeset()) is None
     assert len(list(git.Repo(memdir).iter_commits())) == 1  # only the init commit
+
+
+def test_two_different_failures_are_never_one_incident_however_alike_the_wording(memdir):
+    """Issue 12 item 2: the duplicate guard knows what failed (test, error type, rule)."""
+    b = builder(memdir)
+    first = b.add(store_op(type="incident", anchor="pytest-cache-failed", moment=None,
+                           description="`pytest -q` failed in src/app/cache.py: test_cache_get_expires",
+                           body="pytest -q failed: test_cache_get_expires (AssertionError)."))
+    other = b.add(store_op(type="incident", anchor="pytest-cache-failed-again", moment=None,
+                           description="`pytest -q` failed in src/app/cache.py: test_cache_get_retries",
+                           body="pytest -q failed: test_cache_get_retries (AssertionError)."))
+    assert first.action == other.action == "store" and first.path != other.path
+    # the same failing test seen again is the same incident, updated in place
+    again = b.add(store_op(type="incident", anchor="cache-get-expiry-fails", moment=None,
+                           description="`pytest -q` failed in src/app/cache.py: test_cache_get_expires again",
+                           body="test_cache_get_expires failed again after the TTL change."))
+    assert again.action == "update" and again.path == first.path
+    # no test named: the error types tell the failures apart
+    t = b.add(store_op(type="incident", anchor="cache-read-crash", moment=None,
+                       description="Cache reads crash with TimeoutError in src/app/cache.py",
+                       body="cache_get() raised TimeoutError under load."))
+    k = b.add(store_op(type="incident", anchor="cache-read-crash-key", moment=None,
+                       description="Cache reads crash with KeyError in src/app/cache.py",
+                       body="cache_get() raised KeyError under load."))
+    assert t.action == k.action == "store" and t.path != k.path
+
+
+def test_failure_keys_of_real_checker_output():
+    from dualtrace.encoder.matching import distinct_failures, failure_keys
+
+    ty = 'error[invalid-assignment]: Object of type `MagicMock` is not assignable to attribute `app`'
+    pyright = 'converter.py:184:17 - error: Type of "text_value" is unknown (reportUnknownVariableType)'
+    assert failure_keys(ty)[2] == {"invalid-assignment"}
+    assert failure_keys(pyright)[2] == {"reportunknownvariabletype"}
+    assert distinct_failures(ty, pyright)
+    assert not distinct_failures(pyright, pyright + " seen again")
+    assert not distinct_failures("the build is broken", "the build is broken again")  # nothing named
+    # the offline encoder's recorded signatures decide first
+    a = "Failure signature: sync session file 2 idempotent assertion"
+    assert distinct_failures(a, "Failure signature: transcript tail worker restarts failed")
+    assert not distinct_failures(a, a)

@@ -264,3 +264,41 @@ def test_vector_snapshot_follows_the_generation_and_survives_corruption(store):
     index_mod._VECTOR_CACHE.clear()
     again = recall(store, "when does the nightly export cron job run?")
     assert again.memories[0].record.session.startswith("ccccdddd")
+
+
+def test_passage_quotes_the_detail_asked_for_not_the_sessions_topic(memdir):
+    """Lines that share only the session's topic words ("the TODO app") give way to the
+    one line with the word that is asked about ("persist")."""
+    store = MemoryStore(memdir, project="p")
+    topic = [f"- The TODO app's {part} is done and the TODO app builds cleanly with npm run "
+             f"build; the TODO app layout keeps the header, the list and the footer aligned."
+             for part in ("header", "list", "footer", "filter", "form", "styles", "types",
+                          "tests", "readme", "icons", "routes", "hooks")]
+    detail = ("- localStorage persistence across sessions: the todos are saved on every "
+              "change and read back when the page loads, so a reload keeps the list, the "
+              "filters and the completed state exactly as they were before")
+    _record(store, "fe5e1c67-9f0e-4c2b-8a77-2d1f0c9b3a10", "2025-09-03T00:52:00Z",
+            "/orchestrator create TODO app by Next.js",
+            [("/orchestrator create TODO app by Next.js",
+              "\n".join(topic[:6] + [detail] + topic[6:]))])
+    result = recall(store, "How does the TODO app persist todos?", embedder=None)
+    assert result.label == LABEL_B_RECORD
+    passage = result.memories[0].record.passage
+    assert "localStorage persistence" in passage
+    assert len(passage) <= 900
+
+
+@needs_semantic
+def test_words_alone_do_not_pass_when_the_text_means_something_else(memdir):
+    """'How do we shard the users table?' against a memory about transcript annotations
+    that names users and a table in passing: words pass the gate, meaning does not."""
+    store = MemoryStore(memdir, project="p")
+    fact = _fact("transcript-annotations", "Transcript annotations with message references",
+                 body="Annotations reference transcript messages through a join resource; "
+                      "the LiveView renders them beside the terminal output. Users see a "
+                      "badge per annotation and the review table lists them by session. "
+                      "Tests cover the hook controller, the Ash resources and the renderer.")
+    store.commit([store.write(fact)], "mem: fact\n")
+    question = "How do we shard the users table?"
+    assert recall(store, question, embedder=None, records=False).state == "B"  # words pass
+    assert recall(store, question, embedder=embed.load_wordllama()).state == "C"

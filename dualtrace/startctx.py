@@ -1,0 +1,230 @@
+"""The SessionStart text, kept ready: the hook prints it without building it.
+
+Building the text (settings, the memory store, the index, session records, the MCP
+registry) costs the SessionStart hook ~70 ms of imports and queries on an idle machine
+and several times that under load, before every session. So the text is stored in
+``<state>/session-start/<key>.json`` with a *signature* of everything it was built
+from, and the hook prints it when the signature still holds:
+
+- the memory directory and the person's own memory: file count, total size and the
+  newest mtime of every file and folder (a commit, an edit, a rename, a delete or a
+  ``git reset`` all change it), outside ``.git`` and ``.dualtrace``;
+- the settings files: the user config, and ``dualtrace.toml`` / ``.git`` at every level
+  from the cwd up (where the project root and its settings come from);
+- the MCP registry (whether the text says the tools are connected) and the memory
+  dir's conflict list;
+- the cache key itself: cwd, host, the hook's command and every ``DUALTRACE_*``
+  variable.
+
+Anything else means a miss: the hook builds the text as before and stores it. The
+worker rebuilds the stored texts of a memory directory after each commit to it, so the
+next session's hook finds a fresh one. Texts that show open conflicts are never stored
+(showing them marks them shown, which the full path does). The cached text comes from
+memory files, which are redacted; the state dir gets no other text.
+
+Imported on the hook path: standard library only, nothing at module level beyond os
+and json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+
+DIR = "session-start"
+SKIP = frozenset({".git", ".dualtrace"})
+MAX_FILES = 20_000  # a bigger tree is not signed (a miss every time, never a wrong hit)
+
+
+def cache_key(cwd: str, host: str, command: str) -> str:
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("DUALTRACE_"))
+    raw = json.dumps([os.path.abspath(cwd), host, command, env])
+    return f"{zlib.crc32(raw.encode('utf-8')):08x}-{len(raw)}"
+
+
+def cache_path(state: str, key: str) -> str:
+    return os.path.join(state, DIR, key + ".json")
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _git_mark(path: str) -> str | list[int] | None:
+    """A ``.git`` as the project root sees it: a folder (its mtime moves with every git
+    command, so only that it is one), a worktree's ``.git`` file (its stat), or None."""
+    if os.path.isdir(path):
+        return "dir"
+    return _stat(path)
+
+
+def _tree(root: str | None) -> list[int] | None:
+    """[files, total size, newest mtime of a file or folder, a checksum of the names]
+    under ``root`` (names too: a rename within one clock tick keeps every mtime)."""
+    if not root:
+        return None
+    try:
+        top = os.stat(root)
+    except OSError:
+        return None
+    files, size, newest, names = 0, 0, top.st_mtime_ns, 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name in SKIP and folder == root:
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            newest = max(newest, st.st_mtime_ns)
+            names ^= zlib.crc32(entry.path.encode("utf-8", "surrogateescape"))
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            else:
+                files += 1
+                size += st.st_size
+                if files > MAX_FILES:
+                    return None
+    return [files, size, newest, names]
+
+
+def _ancestors(cwd: str) -> list[str]:
+    path = os.path.realpath(cwd)
+    out = [path]
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        out.append(parent)
+        path = parent
+
+
+def signature(cwd: str, memory_dir: str, user_memory: str | None,
+              files: list[str]) -> list | None:
+    """What the text was built from, as plain JSON values (see the module docstring):
+    the two trees, ``files`` (settings, the MCP registry) and the levels above the cwd.
+    None when it cannot be signed (a tree too big to walk on every session)."""
+    memory, own = _tree(memory_dir), _tree(user_memory)
+    if memory is None or (user_memory and own is None and os.path.isdir(user_memory)):
+        return None
+    levels = [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
+              for p in _ancestors(cwd)]
+    return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files], levels]
+
+
+def read(state: str, key: str, cwd: str) -> str | None:
+    """The stored text for this key when its signature still holds, else None."""
+    try:
+        with open(cache_path(state, key), encoding="utf-8") as fh:
+            entry = json.load(fh)
+        if entry.get("cwd") != cwd:
+            return None
+        sig = entry["signature"]
+        now = signature(cwd, sig[0], sig[2], sig[4])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    text = entry.get("text")
+    return text if now is not None and now == sig and isinstance(text, str) else None
+
+
+def write(state: str, key: str, entry: dict) -> None:
+    """Store one entry (cwd, host, command, memory_dir, signature, text), atomically."""
+    folder = os.path.join(state, DIR)
+    os.makedirs(folder, exist_ok=True)
+    path = cache_path(state, key)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(entry, fh, ensure_ascii=False)
+    os.replace(tmp, path)
+
+
+def entries(state: str) -> list[tuple[str, dict]]:
+    """Every stored entry, with its key (for the worker's rebuild)."""
+    folder = os.path.join(state, DIR)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                entry = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(entry, dict):
+            out.append((name[:-5], entry))
+    return out
+
+
+# ------------------------------------------------------------------ building (not on the hit path)
+
+def build(state: str, host: str, cwd: str, command: str,
+          memory_dir: str | None = None) -> tuple[str | None, list | None]:
+    """The SessionStart text for ``cwd`` as the hook shows it (None: nothing to show),
+    and the signature to store it under (None: do not store it)."""
+    from dualtrace import config
+    from dualtrace.memfs import inject
+
+    ws = config.workspace(cwd or None, memory_dir=memory_dir)
+    if config.is_disabled(ws.settings):
+        return None, None
+    user_memory = config.user_memory_dir(ws.settings)
+    if not ws.memory_dir.is_dir():
+        # Nothing stored for this project yet (never create a memory dir from a hook);
+        # the person's own preferences still follow them into it.
+        return inject.own_preferences_context(user_memory, ws.settings), None
+    from dualtrace.hooks.mcp_registration import REGISTRY, available
+    from dualtrace.memfs.conflicts import FILE as CONFLICTS
+    from dualtrace.memfs.conflicts import open_conflicts
+    from dualtrace.memfs.store import MemoryStore
+
+    store = MemoryStore(ws.memory_dir, project=ws.project, create=False)
+    files = [os.path.join(state, config.USER_CONFIG), os.path.join(state, REGISTRY),
+             str(store.state_path / CONFLICTS)]
+    # Signed before reading: a change made while the text is built makes the next
+    # read miss, never hit a text older than the files.
+    sig = signature(cwd, str(ws.memory_dir), str(user_memory) if user_memory else None,
+                    files)
+    if open_conflicts(store):
+        sig = None  # showing them marks them shown: only the full path does that
+    text = inject.session_start_context(
+        store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
+        command=command)
+    return text, sig
+
+
+def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
+                    memory_dir: str | None = None) -> str | None:
+    text, sig = build(state, host, cwd, command, memory_dir)
+    if text is not None and sig is not None:
+        write(state, key, {"cwd": cwd, "host": host, "command": command,
+                           "memory_dir": sig[0], "signature": sig, "text": text})
+    return text
+
+
+def refresh(state: str, memory_dir: str) -> int:
+    """Rebuild the stored texts of ``memory_dir`` (the worker, after a commit to it), so
+    the next session's hook finds them fresh. Returns how many were rebuilt."""
+    done = 0
+    for key, entry in entries(state):
+        if entry.get("memory_dir") != memory_dir:
+            continue
+        try:
+            build_and_store(state, key, str(entry["host"]), str(entry["cwd"]),
+                            str(entry["command"]), memory_dir)
+            done += 1
+        except (KeyError, OSError):
+            continue
+    return done
