@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from dualtrace.encoder.session import Event, Session
 
@@ -158,7 +159,7 @@ def quarantine(session: Session) -> tuple[Session, int]:
     total = 0
     events: list[Event] = []
     for e in session.events:
-        change: dict[str, str] = {}
+        change: dict[str, Any] = {}
         fields = ("result", "text", "detail") if e.kind != "user" or e.agent else ("result",)
         for name in fields:
             value = getattr(e, name)
