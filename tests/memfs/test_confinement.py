@@ -141,3 +141,22 @@ def test_commit_refuses_a_symlink_path(store, memdir):
     log = subprocess.run(["git", "log", "--format=%s"], cwd=memdir, capture_output=True,
                          text=True, check=True).stdout
     assert "mem: x" not in log
+
+
+def test_session_records_through_links_are_never_read(store, memdir, tmp_path):
+    from dualtrace.memfs.inject import session_start_context
+    from dualtrace.memfs.sessions import list_records, read_record
+
+    month = memdir / "sessions" / "2026-06"
+    month.mkdir(parents=True)
+    os.symlink("../../.git/config", month / "2026-06-01-deadbeef.md")
+    outside = tmp_path / "records-outside"
+    outside.mkdir()
+    (outside / "2026-06-02-cafecafe.md").write_text(f"---\ntype: session\nsession: x\n---\n{LEAK}\n")
+    os.symlink(outside, memdir / "sessions" / "2026-07")
+    assert list_records(memdir) == []
+    for ref in ("sessions/2026-06/2026-06-01-deadbeef.md", "sessions/2026-07/2026-06-02-cafecafe.md"):
+        with pytest.raises(DualtraceError) as err:
+            read_record(memdir, ref)
+        _no_leak(str(err.value))
+    _no_leak(session_start_context(store, Settings()))
