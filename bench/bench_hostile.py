@@ -45,15 +45,18 @@ def defences(on: bool):
         return
     from dualtrace.encoder import hostile, plan
 
-    saved = (hostile.quarantine, plan._refuse_instructions, plan.PlanBuilder._backed_decision)
+    saved = (hostile.quarantine, plan._refuse_instructions, plan.PlanBuilder._backed_decision,
+             plan.rule_backing)
     hostile.quarantine = lambda session: (session, 0)
     plan._refuse_instructions = lambda op, provenance: None
     plan.PlanBuilder._backed_decision = staticmethod(lambda op, provenance: op)
+    plan.rule_backing = lambda provenance, text: None
     try:
         yield
     finally:
         hostile.quarantine, plan._refuse_instructions = saved[0], saved[1]
         plan.PlanBuilder._backed_decision = staticmethod(saved[2])
+        plan.rule_backing = saved[3]
 
 
 def run(hc, backend: str, on: bool, tmp: Path) -> dict:

@@ -293,5 +293,15 @@ def decision_backing(provenance: Provenance, texts: Iterable[str]) -> tuple[str 
                 "neither the user's words or agreement nor the session's edits, commands or "
                 "commits back it", False)
     return None, said >= 0.4
-__all__ = ["WITHHELD", "Provenance", "decision_backing", "instruction_like",
+def rule_backing(provenance: Provenance, text: str) -> str | None:
+    """Why a convention or preference is refused, or None: a rule the team follows comes
+    from the user (their words or their agreement), never from a file or page alone."""
+    said, _done, only_tool = provenance.support(text)
+    if only_tool >= 0.3 and said < 0.4:
+        return ("not a convention or preference: it comes from a tool output (a file or a "
+                "page), and the user neither said nor agreed to it")
+    return None
+
+
+__all__ = ["WITHHELD", "Provenance", "decision_backing", "rule_backing", "instruction_like",
            "normal", "quarantine", "withhold"]

@@ -27,7 +27,13 @@ from dualtrace.encoder.grounding import (
     specifics,
     timeline_line,
 )
-from dualtrace.encoder.hostile import WITHHELD, Provenance, decision_backing, instruction_like
+from dualtrace.encoder.hostile import (
+    WITHHELD,
+    Provenance,
+    decision_backing,
+    instruction_like,
+    rule_backing,
+)
 from dualtrace.encoder.matching import best_match, distinct_failures
 from dualtrace.encoder.operations import (
     MomentDraft,
@@ -278,6 +284,10 @@ class PlanBuilder:
         op = replace(op, anchor=anchor)
         tier = self.route(op)
         if op.type in formats.BULLET_TYPES:
+            if self.ctx.provenance is not None:
+                why = rule_backing(self.ctx.provenance, op.bullet or op.description)
+                if why:
+                    raise Rejected(why)
             return self._bullet(op, tier)
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,
