@@ -345,7 +345,7 @@ def state_file(memory_dir: Path) -> Path:
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
-    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.atomic import write_text as atomic_write_text
 
     atomic_write_text(path, json.dumps(state, indent=1) + "\n")
 

@@ -505,8 +505,9 @@ def _is_memory_ref(store, target: str) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="Print state, label and memories as JSON.")
 @click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True,
               help="Most memories to return (aggregation questions return every match).")
-@click.option("--type", "kind", default=None,
-              type=click.Choice(TYPES), help="Only memories of this type.")
+@click.option("--type", "kind", default=None, type=click.Choice([*TYPES, "session"]),
+              help="Only memories of this type; session: only session records (the "
+                   "sessions' own words).")
 def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, limit: int,
            kind: str | None) -> None:
     """Answer QUESTION from memory: STATE A (fact + moment), B (fact) or C (abstain)."""

@@ -345,10 +345,9 @@ def set_user_setting(key: str, value: str) -> Path:
         parsed = table_value
     if parsed.get(key) != value:
         raise DualtraceError(f"cannot set {key} in {path}; edit it by hand")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, path)
+    from dualtrace.atomic import write_text
+
+    write_text(path, new, fsync=False, keep_mode=True)
     return path
 
 

@@ -104,7 +104,7 @@ def saved() -> list[Cursor]:
 
 
 def save(cursor: Cursor) -> None:
-    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.atomic import write_text as atomic_write_text
 
     if cursor.path.endswith(".zst"):
         from dataclasses import replace

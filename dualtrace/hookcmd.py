@@ -157,7 +157,9 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
         raise HookError(f"unknown host {host!r}") from None
     info = adapter.normalize(payload, event, state)
     lines = info.pop("lines", None) or []
-    if adapter.KEEPS_OWN_TRANSCRIPT and event in KEPT_EVENTS:
+    # ``kept: False``: the host wrote this session's transcript after all (Letta Code's
+    # own transcript.jsonl): nothing to redact or append, queue it like any host's.
+    if adapter.KEEPS_OWN_TRANSCRIPT and event in KEPT_EVENTS and info.pop("kept", True):
         # dualtrace writes this host's transcript from the payloads, in the state dir,
         # so their text is redacted first, and the redactor is too slow for a hook: a
         # detached child redacts, then writes and queues in the order the hooks came.

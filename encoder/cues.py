@@ -23,7 +23,7 @@ _CODE_NAME = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b\w+\(\)")
 
 # A command that runs a test suite (any ecosystem).
 TEST_COMMAND = re.compile(
-    r"\b(?:pytest|py\.test|tox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
+    r"\b(?:pytest|py\.test|tox|nox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
     r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
 )

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session, truncate_middle
 
 CHARS_PER_TOKEN = 4
@@ -39,11 +40,6 @@ _NOISE_CMD = re.compile(
     r"^\s*(?:cd\s+\S+\s*&&\s*)?(?:ls|ll|cat|head|tail|less|grep|rg|ag|find|fd|pwd|echo|wc|tree|"
     r"which|type|file|stat|du|df|env|printenv|sed\s+-n|nl|bd\s+(?:show|ready|list)|"
     r"git\s+(?:status|diff|log|show|branch|remote|rev-parse|ls-files|blame|stash\s+list))\b"
-)
-_TEST_CMD = re.compile(
-    r"\b(?:pytest|py\.test|tox|nox|unittest|mix\s+test|go\s+test|cargo\s+test|jest|vitest|"
-    r"mocha|rspec|phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
-    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test)\b"
 )
 # An assistant message that explains (a cause, a fix, a choice) rather than narrates
 # ("Let me check ..."): kept as long as failures and first edits are.
@@ -217,7 +213,7 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
         elif e.kind == "command":
             cmd = rel(e.command) or e.text
             failed = e.is_error or (e.exit_code not in (None, 0))
-            is_test = bool(_TEST_CMD.search(cmd))
+            is_test = bool(TEST_COMMAND.search(cmd))
             key = _cmd_key(cmd)
             if not failed and not is_test and _NOISE_CMD.match(cmd):
                 noise["command"] += 1

@@ -34,8 +34,10 @@ class Host(Protocol):
     def normalize(self, payload: dict, event: str, state: str) -> dict:
         """``{"session_id", "transcript", "cwd", "agent_id", "ignore"}`` (``ignore``: a
         reason to do nothing; ``lines``: raw payload text for a transcript dualtrace
-        keeps, see ``keep``). Payload text never goes into the queue, which is in the
-        state dir: the worker reads the session from its transcript."""
+        keeps, see ``keep``; ``kept: False``: a KEEPS_OWN_TRANSCRIPT host wrote this
+        one's transcript itself, so nothing is kept). Payload text never goes into the
+        queue, which is in the state dir: the worker reads the session from its
+        transcript."""
         ...
 
     def keep(self, state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:

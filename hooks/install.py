@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from dualtrace import config
+from dualtrace.atomic import write_text
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 
@@ -178,10 +179,8 @@ def _dump(data: dict, old_text: str | None) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # The agent's own settings file: it keeps its permissions (it used to get the umask's).
+    write_text(path, text, fsync=False, keep_mode=True)
 
 
 def _created_registry() -> Path:

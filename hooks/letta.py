@@ -1,16 +1,28 @@
-"""Letta Code: its Stop payloads carry no transcript, so dualtrace keeps one.
+"""Letta Code: read its own local transcripts, or keep one from hook payloads.
 
-This module is the Letta ``Host`` (hooks/host.py); standard library only.
+This module is the Letta ``Host`` (hooks/host.py); standard library only at module
+level (it is imported on the hook fast path).
 
-Each Stop (user + assistant message) and PostToolUse (tool call) payload is appended
-to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
-(``{"role", "content"}`` per line), which the transcript reader understands; the
-session is encoded from that file. Imported on the hook fast path: stdlib only.
+Letta Code writes ``$LETTA_TRANSCRIPT_ROOT/<agent>/<conversation>/transcript.jsonl``
+(default root ``~/.letta/transcripts``; both path segments sanitized to
+``[A-Za-z0-9._-]``), one JSON record per line: ``{"kind": "user" | "assistant" |
+"reasoning" | "error", "text", "captured_at", "source_line_id", "source_message_id"}``
+or ``{"kind": "tool_call", "name", "argsText", "resultText", "resultOk", ...}``, with a
+``state.json`` beside it (its reflection cursor; not ours). When that file exists for
+the conversation a hook fires in, it is the session's transcript and the session id is
+its conversation folder's name.
 
-That file is in the state dir, where no secret may land, so nothing is written by the
-hook itself: ``normalize`` turns a payload into ``lines``, and dualtrace.hookcmd hands
+Older Letta Code versions write no transcript, and their Stop payloads carry no
+transcript path: then each Stop (user + assistant message) and PostToolUse payload is
+appended to ``<state>/letta/<conversation>.jsonl`` in the plain chat format
+(``{"role", "content"}`` per line). The reader below reads both.
+
+That payload log is in the state dir, where no secret may land, so nothing is written by
+the hook itself: ``normalize`` turns a payload into ``lines``, and dualtrace.hookcmd hands
 them to a detached child that redacts them and then, in the order the hooks arrived,
-calls ``keep`` (the redactor costs ~0.3 s to load, far over a hook's budget).
+calls ``keep`` (the redactor costs ~0.3 s to load, far over a hook's budget). When Letta
+wrote the transcript, ``normalize`` says so (``kept: False``) and the hook queues the
+session directly, as for the other hosts.
 """
 
 from __future__ import annotations
@@ -20,8 +32,14 @@ import os
 import time
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing costs ~4 ms: this module is on the hook fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from dualtrace.encoder.session import Session
+
 HOST = NAME = "letta"
-TRANSCRIPT_FORMAT = "plain"  # the file append() writes
+TRANSCRIPT_FORMAT = "letta"  # Letta Code's transcript.jsonl, or the plain lines keep() writes
 # Letta hook event -> (our event, timeout seconds, matcher or None); PostToolUse feeds
 # the transcript dualtrace keeps.
 EVENTS: dict[str, tuple[str, int, str | None]] = {
@@ -34,10 +52,94 @@ EVENTS: dict[str, tuple[str, int, str | None]] = {
 TIMEOUT_UNIT = 1000  # Letta's settings count milliseconds
 SCOPES = ("user", "project", "local")
 REQUIRES_TRANSCRIPT = False
-SWEEP_ON_START = False  # session-start re-checks the sessions next to the transcript
-KEEPS_OWN_TRANSCRIPT = True
+# Session-start re-checks this agent's other conversations (those with a transcript of
+# Letta's own that dualtrace has encoded before and that grew since).
+SWEEP_ON_START = True
+KEEPS_OWN_TRANSCRIPT = True  # when Letta wrote none
 DIR = "letta"
 MAX_FIELD_CHARS = 200_000
+ROOT_ENV = "LETTA_TRANSCRIPT_ROOT"
+NATIVE_FILE = "transcript.jsonl"
+PREFILTER_TYPES: frozenset[bytes] = frozenset()  # record types the line reader may drop unparsed
+
+
+# ------------------------------------------------------------------ Letta's own transcripts
+
+
+def transcripts_root() -> str:
+    root = os.environ.get(ROOT_ENV, "").strip()
+    return root or os.path.join(os.path.expanduser("~"), ".letta", "transcripts")
+
+
+def segment(value: str) -> str:
+    """A path segment as Letta Code names its folders: [A-Za-z0-9._-], others -> "_"."""
+    out = "".join(c if (c.isascii() and (c.isalnum() or c in "._-")) else "_" for c in value)
+    # "." / ".." would leave the folder (Letta's own rule keeps them; no real id is one).
+    return out if out.strip(".") else "unknown"
+
+
+def agent_root(agent: str) -> str:
+    return os.path.join(transcripts_root(), segment(agent))
+
+
+def native_path(agent: str, conversation: str) -> str:
+    return os.path.join(agent_root(agent), segment(conversation), NATIVE_FILE)
+
+
+def is_native(path: str) -> bool:
+    return os.path.basename(path) == NATIVE_FILE
+
+
+def latest_native(agent: str) -> str | None:
+    """The agent's transcript written last: Stop payloads name no conversation, and the
+    conversation that just finished a turn is the one Letta appended to."""
+    best: tuple[float, str] | None = None
+    for path in _agent_transcripts(agent_root(agent)):
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            continue
+        if best is None or mtime > best[0]:
+            best = (mtime, path)
+    return best[1] if best else None
+
+
+def _agent_transcripts(folder: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(folder, name, NATIVE_FILE)
+        if os.path.isfile(path):
+            out.append(path)
+    return out
+
+
+def _conversations(payload: dict) -> list[str]:
+    """Conversation ids the payload (or Letta's env) names, most specific first."""
+    out = []
+    for value in (payload.get("conversation_id"), os.environ.get("LETTA_CONVERSATION_ID"),
+                  payload.get("session_id")):
+        if isinstance(value, str) and value.strip() and value not in out:
+            out.append(value)
+    return out
+
+
+def native_for(payload: dict, event: str) -> str | None:
+    """The transcript Letta Code keeps for this payload's conversation, if it exists."""
+    agent = agent_id(payload)
+    if not agent:
+        return None
+    names = _conversations(payload)
+    for name in names:
+        path = native_path(agent, name)
+        if os.path.isfile(path):
+            return path
+    if not names and event in ("stop", "post-tool-use", "session-end"):
+        return latest_native(agent)
+    return None
 
 
 def conversation_key(payload: dict) -> str:
@@ -134,10 +236,12 @@ def detect(payload: dict) -> bool:
 
 
 def normalize(payload: dict, event: str, state: str) -> dict:
-    """Writes nothing: Stop and PostToolUse text comes back as ``lines`` (raw), and
-    every event that touches the transcript is finished by ``keep`` in the hook's
-    detached child (which also adopts the agent-keyed file; see ``resolve_transcript``)."""
-    return {
+    """Letta's own transcript when it has one for this conversation (``kept: False``: the
+    hook queues it directly). Else this writes nothing: Stop and PostToolUse text comes
+    back as ``lines`` (raw), and every event that touches the transcript is finished by
+    ``keep`` in the hook's detached child (which also adopts the agent-keyed file; see
+    ``resolve_transcript``)."""
+    out = {
         "session_id": conversation_key(payload),
         "transcript": transcript_path(state, conversation_key(payload)),
         "cwd": payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR")
@@ -146,6 +250,17 @@ def normalize(payload: dict, event: str, state: str) -> dict:
         "ignore": None,
         "lines": records(payload, event) if event in ("stop", "post-tool-use") else [],
     }
+    native = native_for(payload, event)
+    if native:
+        out.update(session_id=session_of(native), transcript=native, lines=[], kept=False)
+    elif event == "session-start":
+        # A new conversation has no transcript yet; naming where it will be lets the
+        # session-start sweep look at this agent's other conversations (none: no sweep).
+        agent = agent_id(payload)
+        names = _conversations(payload)
+        out["transcript"] = native_path(agent, names[0] if names else "_") if agent and \
+            os.path.isdir(agent_root(agent)) else None
+    return out
 
 
 def context_output(event: str, text: str) -> str:
@@ -162,20 +277,173 @@ def settings_path(scope: str, root: Path, home: Path) -> Path:
 
 
 def project_transcripts(root: Path) -> list[Path]:
-    return []  # kept per conversation in the state dir, with no project of their own
+    # Letta's transcripts name no working directory: which are this project's is not
+    # knowable from the files (backfill takes their folder as an explicit path).
+    return []
 
 
 def find_transcript(session_id: str) -> str | None:
+    """A conversation's own transcript, by its folder name, under any agent."""
+    want = segment(session_id)
+    try:
+        agents = sorted(os.listdir(transcripts_root()))
+    except OSError:
+        return None
+    for agent in agents:
+        path = os.path.join(transcripts_root(), agent, want, NATIVE_FILE)
+        if os.path.isfile(path):
+            return path
     return None
 
 
 def session_of(transcript: str) -> str:
+    if is_native(transcript):
+        return os.path.basename(os.path.dirname(transcript))
     return os.path.basename(transcript).removesuffix(".jsonl")
 
 
 def sibling_transcripts(transcript: str) -> list[str]:
-    return []
+    """The same agent's other conversations (Letta's own transcripts only: the payload
+    logs dualtrace keeps carry no project, so the sweep leaves them alone)."""
+    if not is_native(transcript):
+        return []
+    return _agent_transcripts(os.path.dirname(os.path.dirname(transcript)))
 
 
 def memory_dir(agent_id: str | None) -> str | None:
     return memfs_dir(agent_id)
+
+
+# ------------------------------------------------------------------ the reader
+
+# Tool names across Letta Code's toolsets (Claude-, Codex- and Gemini-style).
+_SHELL_TOOLS = frozenset({"Bash", "Shell", "ShellCommand", "shell", "shell_command",
+                          "exec_command", "run_shell_command", "RunShellCommand"})
+_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "write_file", "replace"})
+_PATCH_TOOLS = frozenset({"ApplyPatch", "apply_patch"})
+
+
+def read(reader: Any, *, last_assistant_message: str | None = None) -> Session:
+    """Letta Code's transcript records, or the plain lines of dualtrace's payload log."""
+    from dualtrace.encoder.session import SessionBuilder
+    from dualtrace.hooks import plain
+
+    path = str(reader.path)
+    b = SessionBuilder(HOST, path)
+    if is_native(path):
+        b.session_id = session_of(path)
+    lines: dict[str, int] = {}  # source_line_id -> event index: a rewritten line replaces
+    for rec in reader.records():
+        kind = rec.get("kind")
+        if isinstance(kind, str):
+            _native_record(b, rec, kind, lines)
+        elif "role" in rec:
+            plain.add_record(b, rec)
+        else:
+            b.noise["record:unknown"] += 1
+    b.add_stop_message(last_assistant_message)
+    return b.finish(reader)
+
+
+def _native_record(b: Any, rec: dict, kind: str, lines: dict[str, int]) -> None:
+    from dualtrace.encoder.session import MAX_TEXT_CHARS, Event, truncate_middle
+
+    ts = _str(rec, "captured_at") or None
+    b.saw_time(ts)
+    line_id = _str(rec, "source_line_id") or None
+    uid = _str(rec, "source_message_id") or line_id
+    if kind == "tool_call":
+        _tool_call(b, rec, ts, uid)
+        return
+    text = _str(rec, "text")
+    if kind == "user":
+        text = _strip_reminders(text)
+    text = text.strip()
+    if not text:
+        return
+    if kind == "user":
+        event = Event("user", ts, text=truncate_middle(text, MAX_TEXT_CHARS), uuid=uid)
+    elif kind == "assistant":
+        event = Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS), uuid=uid)
+    elif kind == "reasoning":
+        event = Event("assistant", ts, text=truncate_middle(text, MAX_TEXT_CHARS),
+                      detail="thinking", uuid=uid)
+    elif kind == "error":
+        event = Event("error", ts, text=truncate_middle(text, 500), is_error=True,
+                      detail="letta-error", uuid=uid)
+    else:
+        b.noise[f"kind:{kind}"] += 1
+        return
+    key = f"{kind}:{line_id}" if line_id else None
+    if key and key in lines:
+        b.replace_at(lines[key], text=event.text)
+        return
+    index = b.add(event)
+    if key:
+        lines[key] = index
+
+
+def _str(rec: dict, key: str) -> str:
+    value = rec.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _strip_reminders(text: str) -> str:
+    """Letta Code wraps what it injects into a user turn in <system-reminder> tags."""
+    import re
+
+    return re.sub(r"<system-reminder>.*?</system-reminder>", "", text, flags=re.S)
+
+
+def _tool_call(b: Any, rec: dict, ts: str | None, uid: str | None) -> None:
+    from dualtrace.encoder.session import (
+        MAX_RESULT_CHARS,
+        Event,
+        commit_events,
+        truncate_middle,
+    )
+    from dualtrace.hooks.codex import _PATCH_FILE, _PATCH_KIND, _command_of
+
+    name = _str(rec, "name") or "tool"
+    raw = _str(rec, "argsText")
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        parsed = {}
+    args = parsed if isinstance(parsed, dict) else {}
+    output = _str(rec, "resultText")
+    ok = rec.get("resultOk")
+    failed = ok is False
+    result = truncate_middle(output, MAX_RESULT_CHARS)
+    patch = next((v for v in (args.get("input"), args.get("patch"), raw)
+                  if isinstance(v, str) and "*** Begin Patch" in v), None)
+    if name in _PATCH_TOOLS or (patch and name not in _SHELL_TOOLS):
+        for verb, path in _PATCH_FILE.findall(patch or ""):
+            b.add(Event("edit", ts, tool=name, path=path.strip(), edit_kind=_PATCH_KIND[verb],
+                        is_error=failed, result=result if failed else None, uuid=uid))
+        return
+    if name in _SHELL_TOOLS:
+        command: str = _command_of(args) if args else raw
+        code = None if ok is None else (0 if ok else 1)
+        b.add(Event("command", ts, tool=name, command=command, exit_code=code,
+                    is_error=failed, result=result, uuid=uid))
+        for ev in commit_events(command, output, ts, ok is True):
+            b.add(ev)
+        return
+    file_path = next((v for v in (args.get("file_path"), args.get("path"),
+                                  args.get("notebook_path")) if isinstance(v, str) and v), None)
+    if name in _EDIT_TOOLS:
+        change = ""
+        if isinstance(args.get("old_string"), str) and isinstance(args.get("new_string"), str):
+            change = f"- {args['old_string']}\n+ {args['new_string']}"
+        elif isinstance(args.get("edits"), list):
+            change = f"{len(args['edits'])} edits"
+        elif isinstance(args.get("content"), str):
+            change = f"{args['content'].count(chr(10)) + 1} lines written"
+        b.add(Event("edit", ts, text=change and truncate_middle(change, 600), tool=name,
+                    path=file_path, edit_kind="modify", is_error=failed,
+                    result=result if failed else None, uuid=uid))
+        return
+    summary = raw if len(raw) <= 300 else truncate_middle(raw, 300)
+    b.add(Event("tool", ts, text=summary, tool=name, path=file_path, is_error=failed,
+                result=result, uuid=uid))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dualtrace import config
+from dualtrace.atomic import write_json, write_text
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks.install import read_json_object
 
@@ -274,10 +275,7 @@ def _remember(agent: str, scope: str, root: Path, on: bool) -> None:
     path = config.state_dir() / REGISTRY
     item = {"host": agent, "scope": scope, "root": str(root) if scope != "user" else ""}
     items = [i for i in registered() if i != item] + ([item] if on else [])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(items, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    write_json(path, items, fsync=False, indent=1, ensure_ascii=True)
 
 
 # ------------------------------------------------------------------ files
@@ -290,15 +288,7 @@ def _write(path: Path, text: str, old: str | None) -> list[str]:
         lines.append(f"  backup: {backup}")
     else:
         _created(path, True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if old is not None:
-        try:
-            shutil.copymode(path, tmp)
-        except OSError:
-            pass
-    os.replace(tmp, path)
+    write_text(path, text, fsync=False, keep_mode=True)
     return lines
 
 

@@ -20,11 +20,12 @@ from dualtrace.errors import TranscriptError
 from dualtrace.sanitize import safe_session_id
 
 # Transcript formats -> the module whose ``read`` parses them. A host names its format
-# (Host.TRANSCRIPT_FORMAT); Letta's payloads carry no transcript, so the hook keeps one
-# in the plain chat format (hooks/letta.py).
+# (Host.TRANSCRIPT_FORMAT). Letta Code's own transcript.jsonl is "letta"; when it wrote
+# none, the hook keeps one in the plain chat format, which the letta reader reads too.
 READERS = {
     "claude-code": "dualtrace.hooks.claude_code",
     "codex": "dualtrace.hooks.codex",
+    "letta": "dualtrace.hooks.letta",
     "plain": "dualtrace.hooks.plain",
 }
 FORMATS = tuple(READERS)
@@ -47,6 +48,7 @@ _DETECT_LINES = 40
 _DETECT_MAX_LINE = 4 * 1024 * 1024
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_LETTA_KINDS = frozenset({"user", "assistant", "reasoning", "error", "tool_call"})
 _CLAUDE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation",
      "summary", "attachment", "custom-title", "agent-name", "tag", "last-prompt"}
@@ -217,7 +219,7 @@ def _parse(line: bytes) -> Any:
 
 
 def detect_format(path: Path) -> str:
-    """claude-code, codex or plain, from the first records of the file."""
+    """claude-code, codex, letta or plain, from the first records of the file."""
     votes = {name: 0 for name in FORMATS}
     seen = 0
     with open_bytes(path) as fh:
@@ -234,7 +236,7 @@ def detect_format(path: Path) -> str:
                 continue
             seen += 1
             kind = _record_format(obj)
-            if kind in ("claude-code", "codex"):
+            if kind in ("claude-code", "codex", "letta"):
                 return kind  # their record shapes are unambiguous: no need to read on
             if kind:
                 votes[kind] += 1
@@ -243,7 +245,7 @@ def detect_format(path: Path) -> str:
     best = max(FORMATS, key=lambda name: votes[name])
     if votes[best] == 0:
         raise TranscriptError(
-            f"unknown transcript format: {path} (expected Claude Code, Codex or plain "
+            f"unknown transcript format: {path} (expected Claude Code, Codex, Letta Code or plain "
             '{"role", "content"} JSONL)'
         )
     return best
@@ -260,6 +262,8 @@ def _record_format(obj: dict[str, Any]) -> str | None:
         or "snapshot" in obj
     ):
         return "claude-code"
+    if obj.get("kind") in _LETTA_KINDS and ("captured_at" in obj or "source_line_id" in obj):
+        return "letta"
     if isinstance(obj.get("role"), str) and "content" in obj:
         return "plain"
     return None

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from dualtrace.memfs.atomic import atomic_write_text
+from dualtrace.atomic import write_text as atomic_write_text
 
 FILE = "conflicts.json"
 LOCK = "conflicts.lock"

@@ -17,12 +17,15 @@ import pulls pydantic for ~150 ms), and the package is located without importing
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import logging
 import os
+import re
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,35 +56,63 @@ class Embedder(Protocol):
 
 
 class WordLlamaEmbedder:
-    """Mean of WordLlama's static token vectors, normalised (what WordLlama's embed does)."""
+    """Mean of WordLlama's static token vectors, normalised (what WordLlama's embed does).
+
+    Built for a new process that embeds one question and a few hundred lines (the
+    ``dualtrace recall`` CLI): the token table is memory-mapped (only the rows a text
+    uses are read), and the Rust tokenizer (~40-100 ms to build from its JSON) is loaded
+    only for big batches. Small batches go through ``_PieceBPE``, the same BPE in
+    Python, exact to the token (tests/memfs/test_embed.py compares the two).
+    """
+
+    # Below this many characters per call (and until the Rust tokenizer is loaded
+    # anyway) the Python BPE is cheaper than building the Rust one.
+    PYTHON_BPE_CHARS = 50_000
 
     def __init__(self, weights: Path, tokenizer: Path, *, name: str) -> None:
         import numpy as np
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
 
-        # fp16 as on disk (16 MB): converting the whole table costs ~30 ms per process,
-        # converting the gathered rows of a batch almost nothing.
-        table = load_file(str(weights))["embedding.weight"]
-        self._table = table
+        self._table = _map_table(weights)
         self._np = np
-        self._tok = Tokenizer.from_file(str(tokenizer))
-        self._tok.no_padding()
-        self._tok.no_truncation()
+        self._tokenizer_path = tokenizer
+        self._tok: Any = None
+        self._bpe: _PieceBPE | None = None
         self.name = name
-        self.dim = int(table.shape[1])
+        self.dim = int(self._table.shape[1])
+
+    def _rust(self) -> Any:
+        if self._tok is None:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self._tokenizer_path))
+            tok.no_padding()
+            tok.no_truncation()
+            self._tok = tok
+        return self._tok
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text (no special tokens), as the model's tokenizer gives them."""
+        texts = [t or "" for t in texts]
+        if self._tok is None and sum(map(len, texts)) <= self.PYTHON_BPE_CHARS:
+            if self._bpe is None:
+                self._bpe = _PieceBPE.load(self._tokenizer_path)
+            if self._bpe is not None:
+                ids = [self._bpe.encode(t) for t in texts]
+                if all(i is not None for i in ids):
+                    return ids  # type: ignore[return-value]
+        encodings = self._rust().encode_batch(texts, add_special_tokens=False)
+        return [e.ids for e in encodings]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         np = self._np
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64,
-                              count=len(encodings))
+        encoded = self.token_ids(texts)
+        lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
         if not lengths.sum():
             return out
-        ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64,
+        ids = np.fromiter((i for e in encoded for i in e), dtype=np.int64,
                           count=int(lengths.sum()))
         np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
         # One gather and one segmented sum for the whole batch (a loop of per-text
@@ -94,6 +125,217 @@ class WordLlamaEmbedder:
         norms[norms == 0] = 1.0
         out[rows] = sums / norms
         return out
+
+
+def _map_table(weights: Path) -> Any:
+    """The safetensors file's one tensor as a read-only memory map (no copy, no import of
+    safetensors): 8 bytes of header length, a JSON header, then the raw little-endian data."""
+    import numpy as np
+
+    with weights.open("rb") as fh:
+        size = int.from_bytes(fh.read(8), "little")
+        header = json.loads(fh.read(size))
+    info = header.get("embedding.weight")
+    dtypes = {"F16": np.float16, "F32": np.float32}
+    if not isinstance(info, dict) or info.get("dtype") not in dtypes:
+        raise ImportError(f"unexpected tensor layout in {weights}")
+    begin, end = info["data_offsets"]
+    shape = tuple(info["shape"])
+    dtype = np.dtype(dtypes[info["dtype"]]).newbyteorder("<")
+    if end - begin != dtype.itemsize * shape[0] * shape[1]:
+        raise ImportError(f"tensor size does not match its shape in {weights}")
+    return np.memmap(weights, dtype=dtype, mode="r", offset=8 + size + begin, shape=shape)
+
+
+class _PieceBPE:
+    """WordLlama's tokenizer (a SentencePiece-style BPE) in Python, for short texts.
+
+    The tokenizer JSON says: normalise by prepending "▁" and replacing every space
+    with "▁"; no pre-tokenizer; BPE with byte fallback. Two properties of its
+    vocabulary make a small, exact Python version possible (both are checked against
+    the JSON before it is used, ``_verified_vocab``):
+    - no token has a "▁" after another character, so no merge crosses the start of
+      a "▁"-run: a text's BPE is the BPE of each "▁+word" piece in turn, and
+      pieces repeat, so they are memoised;
+    - the merges are exactly the splits of a token into two tokens, ranked by the
+      merged token's id, then the left part's id (runs of "▁" last), so the
+      vocabulary alone gives every rank and the 61k merges need not be loaded;
+    - every token that starts with "▁" is its own BPE, so a piece found in the
+      vocabulary is one token (most words are).
+    Texts holding a special token's literal text (``<s>``) return None: the Rust
+    tokenizer handles those.
+    """
+
+    MEMO_CAP = 200_000
+
+    def __init__(self, tokens: list[str], specials: tuple[str, ...]) -> None:
+        self.vocab = dict(zip(tokens, range(len(tokens)), strict=True))
+        self.specials = specials
+        self.memo: dict[str, list[int]] = {}
+        self._unk = self.vocab.get("<unk>", 0)
+
+    @classmethod
+    def load(cls, tokenizer: Path) -> _PieceBPE | None:
+        """From the cached, verified token list; built (and verified) once per tokenizer."""
+        try:
+            st = tokenizer.stat()
+            stamp = f"{CACHE_FORMAT} {tokenizer.resolve()} {st.st_size} {st.st_mtime_ns}"
+        except OSError:
+            return None
+        cache = _cache_file(tokenizer)
+        if cache is not None:
+            try:
+                head, _, body = cache.read_text(encoding="utf-8").partition("\n")
+                if head == stamp:
+                    return cls._from_cache(body)
+            except (OSError, ValueError):
+                pass
+        found = _verified_vocab(tokenizer)
+        body = "unsupported" if found is None else json.dumps(
+            {"specials": list(found[1]), "tokens": "\n".join(found[0])}, ensure_ascii=False)
+        if cache is not None:
+            with contextlib.suppress(OSError):
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+                tmp.write_text(stamp + "\n" + body, encoding="utf-8")
+                os.replace(tmp, cache)
+        return None if found is None else cls(*found)
+
+    @classmethod
+    def _from_cache(cls, body: str) -> _PieceBPE | None:
+        if body == "unsupported":
+            return None
+        data = json.loads(body)
+        return cls(data["tokens"].split("\n"), tuple(data["specials"]))
+
+    def encode(self, text: str) -> list[int] | None:
+        if not text:
+            return []
+        if any(s in text for s in self.specials):
+            return None
+        out: list[int] = []
+        memo = self.memo
+        if len(memo) > self.MEMO_CAP:
+            memo.clear()
+        for piece in _PIECE.findall(SPACE + text.replace(" ", SPACE)):
+            ids = memo.get(piece)
+            if ids is None:
+                ids = memo[piece] = self._bpe(piece)
+            out.extend(ids)
+        return out
+
+    def _bpe(self, piece: str) -> list[int]:
+        vocab = self.vocab
+        if piece[:1] == SPACE and piece in vocab:
+            return [vocab[piece]]  # every such token is its own BPE (checked, see above)
+        return self._merge(piece)
+
+    def _merge(self, piece: str) -> list[int]:
+        vocab = self.vocab
+        size = len(vocab)
+        never = 3 * size * size  # above every rank
+
+        def rank_of(left: str, right: str) -> int:
+            merged = left + right
+            rid = vocab.get(merged)
+            if rid is None:
+                return never
+            return (rid + size if not merged.strip(SPACE) else rid) * size + vocab[left]
+
+        symbols: list[str] = []
+        for ch in piece:
+            if ch in vocab:
+                symbols.append(ch)
+            else:  # byte fallback: the character's UTF-8 bytes as <0xNN> tokens
+                symbols.extend(f"<0x{b:02X}>" for b in ch.encode("utf-8"))
+        # Merge the lowest-ranked adjacent pair (leftmost on ties) until none is left:
+        # the order the Rust BPE's priority queue merges in. ranks[i] is the rank of
+        # (symbols[i], symbols[i + 1]); a merge changes only its two neighbours.
+        ranks = [rank_of(a, b) for a, b in zip(symbols, symbols[1:], strict=False)]
+        while ranks:
+            best = min(ranks)
+            if best == never:
+                break
+            i = ranks.index(best)
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+            del ranks[i]
+            if i > 0:
+                ranks[i - 1] = rank_of(symbols[i - 1], symbols[i])
+            if i < len(ranks):
+                ranks[i] = rank_of(symbols[i], symbols[i + 1])
+        return [vocab.get(s, self._unk) for s in symbols]
+
+
+CACHE_FORMAT = "dualtrace-piece-bpe-1"
+
+
+def _cache_file(tokenizer: Path) -> Path | None:
+    """Where the verified token list is kept: the state directory's cache (derived data)."""
+    try:
+        from dualtrace.paths import state_dir
+
+        return Path(state_dir()) / "cache" / f"bpe-{tokenizer.parent.parent.name}-{tokenizer.stem}.txt"
+    except Exception:  # noqa: BLE001 - no state directory: parse the JSON every time
+        return None
+
+
+# sha256 of wordllama 0.4.0.post1's l2_supercat tokenizer JSON, whose merges were checked
+# against the rule in _PieceBPE (tests/memfs/test_embed.py checks it again, and the
+# Python BPE against the Rust tokenizer). Any other file gets the full check, once.
+VERIFIED_TOKENIZERS = frozenset({
+    "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
+})
+
+
+def _verified_vocab(tokenizer: Path, *, trust_known: bool = True,
+                    ) -> tuple[list[str], tuple[str, ...]] | None:
+    """(tokens by id, special tokens) when the JSON is the BPE ``_PieceBPE`` reproduces."""
+    import hashlib
+
+    try:
+        raw = tokenizer.read_bytes()
+        known = trust_known and hashlib.sha256(raw).hexdigest() in VERIFIED_TOKENIZERS
+        data = json.loads(raw.decode("utf-8"))
+        model = data["model"]
+        expected = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": SPACE},
+            {"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]}
+        if (model.get("type") != "BPE" or not model.get("byte_fallback")
+                or data.get("pre_tokenizer") is not None or data.get("normalizer") != expected
+                or model.get("dropout") or model.get("continuing_subword_prefix")
+                or model.get("end_of_word_suffix") or model.get("ignore_merges")):
+            return None
+        vocab: dict[str, int] = model["vocab"]
+        tokens = sorted(vocab, key=vocab.__getitem__)
+        if [vocab[t] for t in tokens] != list(range(len(tokens))) or any(
+                "\n" in t or SPACE in t.lstrip(SPACE) for t in tokens):
+            return None
+        specials = tuple(t["content"] for t in data.get("added_tokens", []))
+        if known:
+            return tokens, specials
+        merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+                  for m in model["merges"]]
+        splits = {(t[:i], t[i:]) for t in tokens for i in range(1, len(t))
+                  if t[:i] in vocab and t[i:] in vocab}
+        if set(merges) != splits or len(merges) != len(splits):
+            return None
+
+        def rank(m: tuple[str, ...]) -> tuple[bool, int, int]:
+            merged = m[0] + m[1]
+            return (not merged.strip(SPACE), vocab[merged], vocab[m[0]])
+
+        if sorted(merges, key=rank) != merges:
+            return None
+        bpe = _PieceBPE(tokens, specials)
+        if any(bpe._merge(t) != [i] for i, t in enumerate(tokens) if t[:1] == SPACE):
+            return None
+        return tokens, specials
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+SPACE = "\u2581"
+_PIECE = re.compile(SPACE + "+[^" + SPACE + "]*|[^" + SPACE + "]+")
 
 
 def _package_dir(name: str) -> Path | None:
@@ -120,7 +362,7 @@ def load_wordllama() -> WordLlamaEmbedder | None:
     try:
         return WordLlamaEmbedder(weights, tokenizer,
                                  name=f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}")
-    except ImportError as exc:  # numpy / tokenizers / safetensors absent
+    except (ImportError, OSError, ValueError) as exc:  # numpy absent, weights unreadable
         log.info("semantic recall unavailable: %s", exc)
         return None
 

@@ -210,18 +210,22 @@ def raw_segments(front: str) -> dict[str, str]:
     return {k: v.rstrip("\n") for k, v in segments.items()}
 
 
-_SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*): ?(.*)$")
+_SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(?: (.*))?$")
+# YAML's white space is the space and the tab only (str.strip() also strips U+00A0 ...).
+_YAML_SPACE = " \t"
 _PLAIN = re.compile(r"^[^\[\]{}'\"&*!|>%@`#,?:\s-][^#]*$|^-?\d+$")
 _FLOW_ITEM = re.compile(r"^[A-Za-z0-9_./@+-]+$")
 _NUMERIC_START = frozenset("0123456789+-.")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-_YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n"})
+# Plain words YAML 1.1 gives a meaning of its own ("=" and "<<" are its value and merge keys).
+_YAML_WORDS = frozenset({"yes", "no", "true", "false", "null", "~", "on", "off", "y", "n",
+                         "=", "<<"})
 
 
 def _fast_value(raw: str) -> tuple[bool, Any]:
     """Parse the simple values dualtrace itself writes; (False, None) means 'ask YAML'."""
-    raw = raw.strip()
+    raw = raw.strip(_YAML_SPACE)
     if raw == "":
         return True, None
     if raw.lower() in _YAML_WORDS:
@@ -232,7 +236,8 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
             return False, None
         return True, inner.replace("''", "'")
     if raw[0] == "[" and raw[-1] == "]":
-        items = [i.strip() for i in raw[1:-1].split(",")] if raw[1:-1].strip() else []
+        items = [i.strip(_YAML_SPACE) for i in raw[1:-1].split(",")] \
+            if raw[1:-1].strip(_YAML_SPACE) else []
         if all(_FLOW_ITEM.match(i) and i[0] not in _NUMERIC_START
                and i.lower() not in _YAML_WORDS for i in items):
             return True, items
@@ -241,7 +246,7 @@ def _fast_value(raw: str) -> tuple[bool, Any]:
         out: dict[str, Any] = {}
         for item in raw[1:-1].split(","):
             key, sep, value = item.partition(":")
-            key, value = key.strip(), value.strip()
+            key, value = key.strip(_YAML_SPACE), value.strip(_YAML_SPACE)
             if not sep or not _FLOW_ITEM.match(key) or not _INT.match(value) \
                     or key[0] in _NUMERIC_START or key.lower() in _YAML_WORDS:
                 return False, None
@@ -274,12 +279,12 @@ def _fast_front(front: str) -> dict[str, Any] | None:
     """
     data: dict[str, Any] = {}
     for line in front.split("\n"):
-        if not line.strip():
+        if not line.strip(_YAML_SPACE):
             continue
         match = _SIMPLE_LINE.match(line)
         if not match or match.group(1) in data:
             return None
-        ok, value = _fast_value(match.group(2))
+        ok, value = _fast_value(match.group(2) or "")
         if not ok:
             return None
         data[match.group(1)] = value

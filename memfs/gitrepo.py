@@ -288,7 +288,7 @@ class MemoryRepo:
             current = ""
         if ".dualtrace/" in current.split():
             return
-        from dualtrace.memfs.atomic import atomic_write_text
+        from dualtrace.atomic import write_text as atomic_write_text
 
         text = current + ("" if not current or current.endswith("\n") else "\n") + GITIGNORE
         atomic_write_text(path, text)

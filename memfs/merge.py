@@ -579,7 +579,7 @@ def run_driver(argv: list[str]) -> int:
             + f"dualtrace could not merge this file ({type(exc).__name__}); the other "
             "version is kept below as it was.\n\n" + _quoted(theirs) + "\n",
             (f"{path}: internal merge error {type(exc).__name__}: {exc}",))
-    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.atomic import write_text as atomic_write_text
 
     atomic_write_text(Path(ours_file), result.text)
     if result.conflicts:

@@ -146,6 +146,16 @@ _AGGREGATE = re.compile(
     r"\b(list|all|every|each|history of|so far|have we had|have we made|have i made|"
     r"what (incidents|decisions|conventions|preferences|patterns|mistakes|learnings|outages)|"
     r"which (incidents|decisions|conventions|patterns))\b", re.I)
+# "How many sessions ...", "which sessions ...", "list the sessions about ...": every
+# session whose record is about the topic, by date, instead of the best few passages.
+_SESSIONS_AGG = re.compile(
+    r"\b(how many|which|what|list|all|every|count)\b(?:\W+\w+){0,3}?\W+(sessions|times)\b"
+    r"|\bsessions\b(?:\W+\w+){0,4}?\W+(so far|have we had|did we have)\b", re.I)
+# The question's words that ask for the listing, not for a topic.
+_SESSIONS_AGG_WORDS = frozenset(
+    "session sessions times time list every count far history had spend spent worked "
+    "working discussed talked".split())
+SESSIONS_AGG_CANDIDATES = 400
 _TOKEN = re.compile(r"[a-z0-9]+")
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
 _FILE_REF = re.compile(
@@ -243,7 +253,11 @@ class RecallResult:
         if self.state == "C":
             return f"{ABSTAIN}\n{LABEL_C}\n{OFFER}\n"
         head = [self.label]
-        if self.aggregation:
+        if self.aggregation and all(m.record is not None for m in self.memories):
+            count = len(self.memories)
+            head.append(f"{count} matching session{'s' if count != 1 else ''}, oldest first "
+                        "(by date):")
+        elif self.aggregation:
             head.append(f"{len(self.memories)} matching memories, oldest first (by Timeline):")
         parts = ["\n".join(head)]
         for n, memory in enumerate(self.memories, 1):
@@ -496,6 +510,9 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
             record_gate: Gate) -> RecallResult:
     semantic = qvec is not None
     agg = aggregation_types(question)
+    if records and (only is None or only == SESSION_TYPE) and index.chunk_count and (
+            _SESSIONS_AGG.search(question) or (only == SESSION_TYPE and agg is not None)):
+        return _aggregate_sessions(index, question)
     if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), settings, project_root)
     terms = content_terms(question)
@@ -927,6 +944,63 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
     memories.sort(key=_timeline_key)
     state = "A" if any(m.state == "A" for m in memories) else "B"
     return RecallResult(question, state, tuple(memories), aggregation=True, terms=tuple(topic))
+
+
+def _aggregate_sessions(index: Index, question: str) -> RecallResult:
+    """Every session whose record covers the question's topic, oldest first (one each).
+
+    Words alone decide (the coverage gate of curated memories): a count must not grow
+    with sessions that merely resemble the topic. With no topic words ("how many
+    sessions have we had?") every recorded session is listed.
+    """
+    topic = [t for t in content_terms(question, keep_type_words=False)
+             if t not in _SESSIONS_AGG_WORDS]
+    best: dict[str, tuple[float, Doc]] = {}
+    weights: dict[str, float] = {}
+    if topic:
+        units = [u for u in _score(index, topic, (SESSION_TYPE,), (),
+                                   candidates=SESSIONS_AGG_CANDIDATES, chunks=True)
+                 if u.coverage >= THRESHOLD and u.ids]
+        docs = index.docs(u.ids[0] for u in units)
+        for unit in units:
+            doc = docs.get(unit.ids[0])
+            if doc is None:
+                continue
+            # Shown: the session's best turn (its open ends only when no turn matched).
+            rank = unit.final + (1.0 if doc.data.get("section") == "turn" else 0.0)
+            if doc.path not in best or rank > best[doc.path][0]:
+                best[doc.path] = (rank, doc)
+        total = index.chunk_count or 1
+        weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))),
+                          0.2) for t in topic}
+    else:
+        def first(doc: Doc) -> tuple[bool, int]:  # the first turn, else any section
+            return (doc.data.get("section") != "turn", int(doc.data.get("turn") or 0))
+
+        for doc in index.docs_of_type((SESSION_TYPE,)):
+            if doc.path not in best or first(doc) < first(best[doc.path][1]):
+                best[doc.path] = (1.0, doc)
+    if not best:
+        return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
+
+    def when(item: tuple[float, Doc]) -> tuple[str, str, str]:
+        data = item[1].data
+        return (str(data.get("date") or "9999"), str(data.get("time") or ""), item[1].path)
+
+    out = []
+    for score, doc in sorted(best.values(), key=when):
+        data = doc.data
+        text = str(data.get("text", ""))
+        passage = (_passage(text, topic, None, None, weights=weights) if topic
+                   else "\n".join(_lines(text)[:2]))
+        rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
+                            date=str(data.get("date") or ""), time=data.get("time"),
+                            heading=str(data.get("heading", "")).lstrip("# "),
+                            description=str(data.get("description", "")),
+                            passage=passage, project=data.get("project"))
+        out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
+                                  stored=rec.date, score=score, record=rec))
+    return RecallResult(question, "B", tuple(out), aggregation=True, terms=tuple(topic))
 
 
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")

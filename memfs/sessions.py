@@ -627,7 +627,7 @@ def local_record_file(root: Path, rel: str) -> Path:
 
 
 def write_local_record(root: Path, rel: str, text: str) -> None:
-    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.atomic import write_text as atomic_write_text
 
     atomic_write_text(local_record_file(root, rel), text)
 

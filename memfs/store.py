@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError, FormatError, PathError
 from dualtrace.memfs import formats
 from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined, walk_md
-from dualtrace.memfs.atomic import atomic_write_text
 from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
 
 STATE_FOLDER = ".dualtrace"

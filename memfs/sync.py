@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import date as _date
 from pathlib import Path
 
+from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError
-from dualtrace.memfs.atomic import atomic_write_text
 
 DRIVER = "dualtrace"
 ATTRIBUTES = ".gitattributes"
@@ -243,10 +243,8 @@ def _write_status(root: Path, **updates: object) -> None:
     data = read_status(root)
     data.update(updates)
     path = root / ".dualtrace" / STATUS
-    tmp = path.with_name(f".{STATUS}.{os.getpid()}.tmp")
     try:  # replace, without fsync: a status line is not worth a disk flush per sync
-        tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(data, indent=1) + "\n", fsync=False)
     except OSError:
         pass  # status is a convenience; the sync itself stands
 

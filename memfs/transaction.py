@@ -20,8 +20,8 @@ import json
 from dataclasses import dataclass
 
 from dualtrace import faults
+from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError, GitError
-from dualtrace.memfs.atomic import atomic_write_text
 from dualtrace.memfs.store import MemoryStore
 
 JOURNAL = "txn.json"  # in the store's gitignored state folder

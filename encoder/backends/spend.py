@@ -24,6 +24,7 @@ import os
 import time
 from typing import Any
 
+from dualtrace.atomic import write_json
 from dualtrace.errors import BackendError
 
 LEDGER = "spend.json"
@@ -108,10 +109,7 @@ def record(backend: str, *, input_tokens: int = 0, output_tokens: int = 0,
             entry["cost_usd"] = round(float(entry.get("cost_usd") or 0) + float(cost_usd or 0), 6)
             for old in sorted(data)[:-KEEP_DAYS]:
                 del data[old]
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
-            os.replace(tmp, path)
+            write_json(path, data, fsync=False, indent=1, sort_keys=True, ensure_ascii=True)
     except (OSError, Timeout, ValueError):
         return  # the ledger is an account, not a reason to lose an encode
 

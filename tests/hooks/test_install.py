@@ -160,3 +160,17 @@ def test_plugin_files_point_at_the_hook_command():
     assert all(inst.is_ours({"command": c}) for c in commands)
     assert {c.split()[-1] for c in commands} == {"stop", "session-end", "session-start",
                                                  "prompt", "pre-compact"}
+
+
+def test_install_and_uninstall_keep_the_settings_files_permissions(tmp_path):
+    """A private settings file stays private (install used to rewrite it with the umask's
+    mode, e.g. 0644)."""
+    settings = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"theme": "dark"}))
+    os.chmod(settings, 0o600)
+    assert cli("install").returncode == 0
+    assert "hooks" in json.loads(settings.read_text())
+    assert settings.stat().st_mode & 0o777 == 0o600
+    assert cli("uninstall").returncode == 0
+    assert settings.stat().st_mode & 0o777 == 0o600

@@ -44,7 +44,7 @@ def test_callers_read_the_registry():
     install_cmd = cli.commands["install"]
     agent = next(p for p in install_cmd.params if p.name == "agent")
     assert tuple(agent.type.choices) == registry.names()
-    assert transcripts.format_for_host("letta") == "plain"
+    assert transcripts.format_for_host("letta") == "letta"  # its own and the payload log
     assert transcripts.format_for_host("codex") == "codex"
     assert transcripts.format_for_host(None) is None
 

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from dualtrace.memfs import embed
+from tests.conftest import CORPUS
 
 SEMANTIC = embed.load_wordllama() is not None
 needs_semantic = pytest.mark.skipif(not SEMANTIC, reason="dualtrace[semantic] not installed")
@@ -89,3 +90,98 @@ def test_prompt_hook_path_never_imports_numpy(tmp_path):
         assert "numpy" not in loaded and "tokenizers" not in loaded, sorted(loaded)
     """, tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------- the Python BPE path
+
+TRICKY = [
+    "why did we use the retry cache for Postgres JSON-logging?",
+    "  two  spaces\tand a tab\nand a newline\r\n", "émoji 🎉 中文 テスト ñandú",
+    " ", "    ", "\u2581literal\u2581marks\u2581", "trailing space ", "x" * 500,
+    "    def f(x):\n        return {'a': [1, 2.5e-3, 0x1F]}  # comment",
+    "~/path/to/file.py:123 --flag=value && rm -rf build/ || echo \"done\"",
+    "ALLCAPS CamelCase snake_case kebab-case dotted.name 2026-03-25T09:12:03Z",
+    "zero\u200bwidth \u00a0nbsp \U0001f9d1\u200d\U0001f4bb combined e\u0301",
+]
+
+
+def _corpus_texts(limit: int = 1500) -> list[str]:
+    """Message texts of the shared real transcripts (none when the corpus is absent)."""
+    import json
+
+    out: list[str] = []
+    for path in sorted(CORPUS.rglob("*.jsonl"))[:40]:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                content = (json.loads(line).get("message") or {}).get("content")
+            except (ValueError, AttributeError):
+                continue
+            parts = [content] if isinstance(content, str) else [
+                c.get("text") for c in content or [] if isinstance(c, dict)]
+            out += [p[:1500] for p in parts if isinstance(p, str) and p.strip()]
+            if len(out) >= limit:
+                return out
+    return out
+
+
+@needs_semantic
+def test_the_installed_tokenizer_passes_the_full_check_of_the_python_bpe_rule():
+    e = embed.load_wordllama()
+    import hashlib
+
+    raw = e._tokenizer_path.read_bytes()
+    assert embed._verified_vocab(e._tokenizer_path, trust_known=False) is not None
+    # The shortcut for known files names only files that pass the full check.
+    assert hashlib.sha256(raw).hexdigest() in embed.VERIFIED_TOKENIZERS
+
+
+@needs_semantic
+def test_python_bpe_gives_the_rust_tokenizers_ids_and_vectors():
+    e = embed.load_wordllama()
+    bpe = embed._PieceBPE.load(e._tokenizer_path)
+    assert bpe is not None
+    rust = e._rust()
+    texts = TRICKY + _corpus_texts()
+    checked = 0
+    for text in texts:
+        ours = bpe.encode(text)
+        assert ours == rust.encode(text, add_special_tokens=False).ids, repr(text[:200])
+        checked += 1
+    assert checked == len(texts)
+    # A special token's literal text goes to the Rust tokenizer (it splits those out).
+    assert bpe.encode("a </s> b") is None
+    fresh = embed.load_wordllama()  # Python BPE path (small batch, no Rust loaded yet)
+    assert fresh._tok is None
+    small = fresh.embed(TRICKY + ["a </s> b"])
+    assert fresh._tok is not None  # the special token made it fall back, for that batch
+    slow = embed.load_wordllama()
+    slow.PYTHON_BPE_CHARS = 0  # always the Rust tokenizer
+    import numpy as np
+
+    assert np.allclose(small, slow.embed(TRICKY + ["a </s> b"]), atol=1e-6)
+
+
+@needs_semantic
+def test_a_short_embed_in_a_new_process_needs_neither_tokenizers_nor_safetensors(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    state = tmp_path / "state"
+    code = """
+        import sys
+        from dualtrace.memfs.embed import get_embedder
+        e = get_embedder()
+        v = e.embed(["what logging approach did we settle on", "structured JSON logs"])
+        assert v[0] @ v[1] > 0.3, v[0] @ v[1]
+        heavy = sorted(m for m in ("tokenizers", "safetensors") if m in sys.modules)
+        assert not heavy, heavy
+        print("ok")
+    """
+    first = _run(code, home, DUALTRACE_HOME=str(state))
+    assert first.returncode == 0 and first.stdout.strip() == "ok", first.stderr
+    cache = list((state / "cache").glob("bpe-*.txt"))
+    assert len(cache) == 1  # the verified token list, derived once per state directory
+    cache[0].write_text("garbage", encoding="utf-8")  # a broken cache is rebuilt
+    again = _run(code, home, DUALTRACE_HOME=str(state))
+    assert again.returncode == 0 and again.stdout.strip() == "ok", again.stderr
+    assert cache[0].read_text(encoding="utf-8").startswith(embed.CACHE_FORMAT)
+    assert not any(home.rglob("*"))

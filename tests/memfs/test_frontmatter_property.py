@@ -46,6 +46,11 @@ def _norm(value):
 @given(LINES)
 @example([("stored", "2026-03-02 10:05")])
 @example([("related", "[a, b]"), ("scores", "{durability: 2, scope: 3}")])
+@example([("type", "\xa0")])  # YAML's white space is space and tab, not U+00A0
+@example([("scores", "{a: 2\xa0}")])
+@example([("type", "x\u2003")])
+@example([("type", "=")])  # YAML 1.1's value key: safe_load refuses it
+@example([("type", "<<")])
 def test_fast_frontmatter_means_what_yaml_means(lines):
     front = "\n".join(f"{key}: {value}" for key, value in lines)
     fast = _fast_front(front)
@@ -56,6 +61,12 @@ def test_fast_frontmatter_means_what_yaml_means(lines):
     except yaml.YAMLError:
         raise AssertionError(f"fast parser accepted what YAML rejects: {front!r}") from None
     assert _norm(fast) == _norm(slow or {}), front
+
+
+def test_a_colon_without_a_space_is_not_a_key():
+    assert _fast_front("type:decision") is None
+    assert yaml.safe_load("type:decision") == "type:decision"
+    assert _fast_front("type:") == {"type": None}
 
 
 def test_what_dualtrace_writes_stays_on_the_fast_path():

@@ -30,7 +30,7 @@ def test_cli_choices_and_tool_schemas_follow_the_table():
 
     names = [t.name for t in MEMORY_TYPES]
     recall = next(p for p in cli.commands["recall"].params if p.name == "kind")
-    assert list(recall.type.choices) == names
+    assert list(recall.type.choices) == [*names, "session"]  # + session records
     store_tool = next(t for t in TOOLS if t["name"] == "store_memory")
     assert store_tool["input_schema"]["properties"]["type"]["enum"] == names
     assert list(TOOL_TYPES) == names

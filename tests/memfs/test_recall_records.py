@@ -250,17 +250,17 @@ def test_vector_snapshot_follows_the_generation_and_survives_corruption(store):
         pytest.skip("semantic recall switched off (DUALTRACE_EMBEDDER=off)")
     state = index_path(store.root).parent
     recall(store, "how do we hide a vis-group in the timeline?")
-    first = sorted(p.name for p in state.glob("vectors.*.npz"))
+    first = sorted(p.name for p in state.glob("vectors.*.vec"))
     assert len(first) == 2  # chunks and memories
     _record(store, "ccccdddd-0000-1111-2222-333344445555", "2026-03-03T10:00:00Z",
             "Third session", [("Move the nightly export to a cron job.", "Cron runs it at 2am.")])
     index_mod._VECTOR_CACHE.clear()  # a new process
     result = recall(store, "when does the nightly export cron job run?")
     assert result.memories and result.memories[0].record.session.startswith("ccccdddd")
-    second = sorted(p.name for p in state.glob("vectors.*.npz"))
+    second = sorted(p.name for p in state.glob("vectors.*.vec"))
     assert len(second) == 2 and second != first  # the old generation's files are gone
-    for path in state.glob("vectors.*.npz"):
-        path.write_bytes(b"not a numpy file")
+    for path in state.glob("vectors.*.vec"):
+        path.write_bytes(b"not a vector snapshot")
     index_mod._VECTOR_CACHE.clear()
     again = recall(store, "when does the nightly export cron job run?")
     assert again.memories[0].record.session.startswith("ccccdddd")

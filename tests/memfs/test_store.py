@@ -244,7 +244,7 @@ SLOW_WRITER = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from dualtrace.memfs import atomic
+    from dualtrace import atomic
 
     real_replace = os.replace
     def slow_replace(src, dst):
@@ -252,7 +252,7 @@ SLOW_WRITER = textwrap.dedent(
         time.sleep(30)
         real_replace(src, dst)
     os.replace = slow_replace
-    atomic.atomic_write_text(Path(sys.argv[1]), "---\\ndescription: NEW" + "y" * 100000)
+    atomic.write_text(Path(sys.argv[1]), "---\\ndescription: NEW" + "y" * 100000)
     """
 )
 
@@ -282,10 +282,10 @@ def test_never_deletes(memdir):
 
 
 def test_atomic_write_creates_parent(tmp_path):
-    from dualtrace.memfs.atomic import atomic_write_text
+    from dualtrace.atomic import write_text
 
     target = tmp_path / "a" / "b" / "c.md"
-    atomic_write_text(target, "hello")
+    write_text(target, "hello")
     assert target.read_text() == "hello"
     assert [p.name for p in target.parent.iterdir()] == ["c.md"]
 

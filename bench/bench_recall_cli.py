@@ -1,0 +1,156 @@
+"""`dualtrace recall` as a new process: where its time goes, against baselines in the same run.
+
+    python bench/bench_recall_cli.py [--store DIR] [--runs 30] [--memories 10000]
+        [--records 1000] [--importtime]
+
+The store (10,000 memories + 1,000 session records by default, built with
+bench/bench_recall.py's generators, vectors computed as the worker does) is built once
+in DIR and reused on later runs (``--store``; a temp dir otherwise). Then, round robin
+so that every command sees the same machine noise, each of these runs ``--runs`` times:
+
+- ``python -c pass``                                 the interpreter alone (the floor)
+- ``python -c "import numpy"``                       the semantic path's unavoidable import
+- ``dualtrace --version``                            console script + click + the CLI module
+- ``dualtrace recall Q`` with DUALTRACE_EMBEDDER=off the lexical read path
+- ``dualtrace recall Q``                             the hybrid read path (WordLlama + FTS5)
+
+Questions are drawn like bench_recall's (a different one each run; a third of them
+never-stored). Reported: median and p90 in ms, and each median as a ratio to the
+``python -c pass`` median of the same run (the machine is shared and noisy), plus the
+child's CPU time (user + sys), which scheduling noise inflates far less than wall time. With
+``--importtime`` one semantic recall runs under ``-X importtime`` and the heaviest
+imports are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_recall  # noqa: E402  (bench/ is not a package)
+
+
+def build_store(root: Path, memories: int, records: int) -> list[str]:
+    """Build (or reuse) the store; returns the memories' anchors for the questions."""
+    from dualtrace.memfs import embed
+    from dualtrace.memfs import index as index_mod
+
+    marker = root / ".bench-anchors"
+    if marker.is_file():
+        return marker.read_text().split()
+    root.mkdir(parents=True)
+    if records:
+        bench_recall.build_records(root, records)
+    anchors = bench_recall.build(root, memories)
+    index_mod.reindex(root)
+    model = embed.get_embedder()
+    if model is not None:
+        with index_mod.Index.open(root) as index:
+            index.ensure_vectors(model)
+    marker.write_text("\n".join(anchors))
+    return anchors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--store", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--memories", type=int, default=10000)
+    parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--importtime", action="store_true")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="dt-bench-cli-"))
+    store = args.store or tmp / "store"
+    start = time.perf_counter()
+    anchors = build_store(store / "memory", args.memories, args.records)
+    built = time.perf_counter() - start
+    root = store / "memory"
+    qs = bench_recall.questions(root, anchors, random.Random(5), args.runs)
+
+    state = tmp / "state"
+    state.mkdir()
+    env = {**os.environ, "DUALTRACE_MEMORY_DIR": str(root), "DUALTRACE_HOME": str(state)}
+    # Bytecode cached like an installed package (this dev environment may disable it).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(store / "pycache")
+    lexical = {**env, "DUALTRACE_EMBEDDER": "off"}
+    exe = str(Path(sys.executable).with_name("dualtrace"))
+    py = sys.executable
+    commands = {
+        "python -c pass": lambda q: ([py, "-c", "pass"], env),
+        'python -c "import numpy"': lambda q: ([py, "-c", "import numpy"], env),
+        "dualtrace --version": lambda q: ([exe, "--version"], env),
+        "dualtrace recall (lexical)": lambda q: ([exe, "recall", q], lexical),
+        "dualtrace recall (semantic)": lambda q: ([exe, "recall", q], env),
+    }
+    # Warm the OS page cache and the bytecode cache once; not timed.
+    for make in commands.values():
+        cmd, e = make(qs[0])
+        subprocess.run(cmd, capture_output=True, env=e, cwd=str(tmp), check=False)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    states: dict[str, dict[str, int]] = {}
+    for i in range(args.runs):
+        for name, make in commands.items():
+            cmd, e = make(qs[i % len(qs)])
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            begin = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=str(tmp),
+                                  check=False)
+            times[name].append((time.perf_counter() - begin) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append((after.ru_utime - before.ru_utime
+                              + after.ru_stime - before.ru_stime) * 1000)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr.strip()}")
+            if "recall" in name:
+                found = re.search(r"^\(STATE ([ABC]) ", done.stdout, re.M)
+                state_ = found.group(1) if found else "?"
+                counts = states.setdefault(name, {})
+                counts[state_] = counts.get(state_, 0) + 1
+    base = statistics.median(times["python -c pass"])
+    base_cpu = statistics.median(cpu["python -c pass"])
+    load = os.getloadavg()[0]
+    print(f"store: {args.memories:,} memories + {args.records:,} records at {root} "
+          f"({'reused' if built < 1 else f'built in {built:.0f} s'}); {args.runs} runs each, "
+          f"round robin; load average {load:.1f}")
+    print()
+    print("| command | wall p50 | wall p90 | p50 / python -c pass | CPU p50 (user+sys) | "
+          "CPU / python -c pass |")
+    print("|---|---|---|---|---|---|")
+    for name, values in times.items():
+        med = statistics.median(values)
+        med_cpu = statistics.median(cpu[name])
+        print(f"| `{name}` | {med:.0f} ms | {bench_recall.pct(values, 90):.0f} ms | "
+              f"{med / base:.2f} | {med_cpu:.0f} ms | {med_cpu / base_cpu:.2f} |")
+    for name, counts in states.items():
+        print(f"states {name}: {dict(sorted(counts.items()))}")
+    if args.importtime:
+        done = subprocess.run([exe, "recall", qs[0]], capture_output=True, text=True,
+                              env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=str(tmp),
+                              check=False)
+        rows = []
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "|" in line:
+                parts = line[len("import time:"):].split("|")
+                if parts[1].strip().isdigit():
+                    rows.append((int(parts[1]), parts[2].rstrip()))
+        print("\nheaviest imports (cumulative us, one semantic recall):")
+        for us, name in sorted(rows, reverse=True)[:15]:
+            print(f"  {us:>7} {name}")
+
+
+if __name__ == "__main__":
+    main()

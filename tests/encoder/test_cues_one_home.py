@@ -1,0 +1,23 @@
+"""Phrase cues and the test-command pattern have one home: encoder/cues.py."""
+
+from __future__ import annotations
+
+import re
+
+from dualtrace.encoder import cues
+from tests.conftest import REPO_ROOT
+
+
+def test_the_test_command_pattern_is_spelled_only_in_cues():
+    spelled = re.compile(r"py\\\\?\.test")  # the regex text r"py\.test" of a test-runner list
+    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
+                   for p in (REPO_ROOT / pkg).rglob("*.py") if spelled.search(p.read_text("utf-8")))
+    assert where == ["encoder/cues.py"]
+
+
+def test_every_test_runner_the_digest_knew_is_a_test_command():
+    for command in ("pytest -q", "python -m py.test", "tox -e py311", "nox -s tests",
+                    "python -m unittest", "mix test", "go test ./...", "cargo test",
+                    "npx jest", "pnpm run test", "make check", "./gradlew test"):
+        assert cues.TEST_COMMAND.search(command), command
+    assert not cues.TEST_COMMAND.search("ls tests/")
