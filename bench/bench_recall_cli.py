@@ -1,7 +1,7 @@
 """`dualtrace recall` as a new process: where its time goes, against baselines in the same run.
 
     python bench/bench_recall_cli.py [--store DIR] [--runs 30] [--memories 10000]
-        [--records 1000] [--importtime]
+        [--records 1000] [--importtime] [--baseline-exe OTHER_VENV/bin/dualtrace]
 
 The store (10,000 memories + 1,000 session records by default, built with
 bench/bench_recall.py's generators, vectors computed as the worker does) is built once
@@ -69,6 +69,10 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--baseline-exe", type=Path, default=None,
+                        help="Another build's dualtrace console script (e.g. a venv of an "
+                             "older commit): its recall runs in the same round robin, on a "
+                             "copy of the store (its index files may differ).")
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="dt-bench-cli-"))
@@ -88,6 +92,15 @@ def main() -> None:
     lexical = {**env, "DUALTRACE_EMBEDDER": "off"}
     exe = str(Path(sys.executable).with_name("dualtrace"))
     py = sys.executable
+    base_env = None
+    if args.baseline_exe is not None:
+        import shutil
+
+        copy = store / "baseline-memory"
+        if not copy.is_dir():
+            shutil.copytree(root, copy, symlinks=True)
+        base_env = {**env, "DUALTRACE_MEMORY_DIR": str(copy),
+                    "PYTHONPYCACHEPREFIX": str(store / "pycache-baseline")}
     commands = {
         "python -c pass": lambda q: ([py, "-c", "pass"], env),
         'python -c "import numpy"': lambda q: ([py, "-c", "import numpy"], env),
@@ -95,6 +108,11 @@ def main() -> None:
         "dualtrace recall (lexical)": lambda q: ([exe, "recall", q], lexical),
         "dualtrace recall (semantic)": lambda q: ([exe, "recall", q], env),
     }
+    if base_env is not None:
+        bexe = str(args.baseline_exe)
+        commands["baseline recall (lexical)"] = lambda q: (
+            [bexe, "recall", q], {**base_env, "DUALTRACE_EMBEDDER": "off"})
+        commands["baseline recall (semantic)"] = lambda q: ([bexe, "recall", q], base_env)
     # Warm the OS page cache and the bytecode cache once; not timed.
     for make in commands.values():
         cmd, e = make(qs[0])

@@ -57,6 +57,31 @@ def report(root: Path) -> None:
     where = sorted(str(p.relative_to(root)) for p in code
                    if TYPE_WORDS.search(p.read_text(encoding="utf-8")))
     print(f"files spelling a memory type's folder/name: {len(where)} {where}")
+    # Places outside config.py that resolve the project or read the settings themselves
+    # (the target: the CLI's workspace_for, the worker's per-job settings, the hook).
+    resolving = re.compile(r"\b(?:config\.)?(?:project_root|load_settings)\(")
+    places = sorted(f"{p.relative_to(root)}:{n}" for p in code if p.name != "config.py"
+                    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                    if resolving.search(line) and not line.lstrip().startswith(("def ", "#")))
+    print(f"places resolving the project/settings outside config.py: {len(places)} {places}")
+    writers = sorted(str(p.relative_to(root)) for p in code
+                     if "os.replace(" in p.read_text(encoding="utf-8"))
+    print(f"files calling os.replace (own temp+replace writers): {len(writers)} {writers}")
+    dups = _duplicate_pairs(root)
+    if dups is not None:
+        print(f"duplicate pairs (`duplicates --most 200`, 6+ shared lines): {dups}")
+
+
+def _duplicate_pairs(root: Path) -> str | None:
+    """The first line of the `duplicates` tool's report, when that tool is installed."""
+    import shutil
+    import subprocess
+
+    if shutil.which("duplicates") is None:
+        return None
+    out = subprocess.run(["duplicates", "--most", "200", "--seconds", "120"], cwd=root,
+                         capture_output=True, text=True).stdout
+    return out.splitlines()[0] if out else None
 
 
 def main(argv: list[str]) -> None:

@@ -75,7 +75,7 @@ class AgentMemory:
 
         if self._empty():
             return f"{ABSTAIN}\n{LABEL_C}\n{OFFER}\n"
-        result = do_recall(self.root, question, limit=limit, type=kind, settings=self.settings,
+        result = do_recall(self.root, question, limit=limit, type=kind, stale_days=self.settings.stale_days,
                            project_root=self.project_root)
         from dualtrace.encoder.redact import redact_text
 

@@ -519,7 +519,7 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
     ws = workspace_for(memory_dir)
     _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
     result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
-                       settings=ws.settings, project_root=ws.root)
+                       stale_days=ws.settings.stale_days, project_root=ws.root)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -2,7 +2,7 @@
 
 ``DUALTRACE_FAULT="<point>:<action>[,<point>:<action>...]"`` arms points; code calls
 ``faults.point("<point>")`` at the window. Unset (every real run), a point costs one
-environment lookup. Actions:
+environment lookup. Each armed point fires once per process. Actions:
 
 ``kill``      SIGKILL this process (a crash: nothing after the point runs)
 ``stop``      SIGSTOP this process (a paused or swapped-out process; the test SIGCONTs it)
@@ -15,7 +15,7 @@ Points:
                     journaled, the git commit has not run
 ``txn-committed``   memfs.transaction: git committed, the journal not yet removed
 ``txn-write``       memfs.transaction: before each file write (``enospc``: disk full)
-``worker-settings`` worker: while it reads a project's settings to schedule a job
+``worker-settings`` worker: while it loads a project's settings (to schedule a job)
 """
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ from __future__ import annotations
 import os
 
 ENV = "DUALTRACE_FAULT"
+_fired: set[str] = set()
 
 
 def point(name: str) -> None:
     spec = os.environ.get(ENV)
-    if not spec:
+    if not spec or name in _fired:
         return
     for item in spec.split(","):
         where, _, action = item.strip().partition(":")
         if where == name:
+            _fired.add(name)
             _fire(name, action)
 
 

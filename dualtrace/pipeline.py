@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date as _date
 from pathlib import Path
@@ -140,65 +141,81 @@ def encode_session(
     when a model backend fails: encode offline instead, or raise (the default by hand;
     the worker passes "offline" unless the config says "none").
     """
-    from dualtrace.encoder import gates as gates_mod
-    from dualtrace.encoder.digest import build_digest
-    from dualtrace.encoder.redact import Redactor
-    from dualtrace.hooks.transcripts import format_for_host, read_transcript
-
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-
-    def lap(name: str, since: float) -> float:
-        now = time.perf_counter()
-        timings[name] = round((now - since) * 1000, 2)
-        return now
-
+    started, timings = time.perf_counter(), _Laps()
+    lap = timings.lap
     path = Path(transcript).expanduser().resolve()
-    if workspace is None:
-        # The project is the current directory's (config.Workspace), never the
-        # session's cwd: settings, memory dir and project name follow one rule.
-        workspace = config.workspace(memory_dir=memory_dir, settings=settings)
-    elif memory_dir is not None or settings is not None:
-        workspace = replace(workspace, settings=settings or workspace.settings,
-                            memory_dir=Path(memory_dir).expanduser().resolve() if memory_dir
-                            else workspace.memory_dir)
+    workspace = _workspace_of(workspace, memory_dir, settings)
     settings = workspace.settings
     memory_dir = workspace.memory_dir
     report = EncodeReport(transcript=str(path), memory_dir=str(memory_dir), dry_run=dry_run)
 
     cursor = cursors.Cursor(str(path)) if force else cursors.load(path, str(memory_dir))
     t = time.perf_counter()
-    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
-                              last_assistant_message=last_assistant_message)
+    session = _read_part(path, cursor, host, last_assistant_message)
     t = lap("read", t)
-    if not session.session_id:
-        # A part read from a cursor may not carry the id (Codex names it once, at the
-        # top): the label saved with the cursor keeps first and later encodes alike.
-        # Plain chats and some hosts carry no id at all: the file name is the name.
-        session = replace(session, session_id=safe_session_id(cursor.session_id or path.stem))
     report.session_id = session.session_id
     report.host = session.host
     report.cursor = (cursor.offset or 0, session.cursor)
 
-    def advance() -> None:
+    def advance(to: int = session.cursor) -> None:
         if not dry_run:
-            cursors.save(cursors.Cursor(str(path), session.cursor, cursors.inode_of(path),
+            cursors.save(cursors.Cursor(str(path), to, cursors.inode_of(path),
                                         session.session_id, str(memory_dir),
                                         cursors.current_head(memory_dir)))
 
-    if session.cwd:
-        try:
-            cwd = Path(session.cwd).resolve()
-            if cwd == memory_dir or memory_dir in cwd.parents:
-                report.skipped = "the session ran inside the memory directory itself"
-                advance()
-                return _done(report, started, timings)
-        except OSError:
-            pass
-    if not session.events:
-        report.skipped = "nothing new in the transcript since the last encode"
+    report.skipped = _nothing_to_encode(session, memory_dir)
+    if report.skipped:
         advance()
         return _done(report, started, timings)
+
+    redacted, digest, verdict = _condense(session, settings, budget, report, lap, t)
+    if verdict.skip_backend:
+        report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
+        if not dry_run:
+            _record_gated(path, workspace, redacted, report, cursor.offset or 0, session.cursor)
+        advance()
+        return _done(report, started, timings)
+
+    store, scratch = _open_store(memory_dir, settings, workspace.project, dry_run)
+    try:
+        start = cursor.offset or 0
+        key = hashlib.sha256(str(cursors.logical_path(path)).encode("utf-8")).hexdigest()[:12]
+        done_to = None if force else store.git.committed_range(key, start)
+        if done_to is not None:
+            # Committed by a run that died before saving its cursor: do not encode it twice.
+            report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
+            advance(done_to)
+            return _done(report, started, timings)
+        _encode_into(store, backend, redacted, digest, verdict, settings, fallback, path, host,
+                     (f"Dualtrace-Range: {key} {start}-{session.cursor}",), dry_run, report, lap)
+    finally:
+        store.close()
+        if scratch is not None:
+            scratch.cleanup()
+    if not report.commit and not dry_run and not report.skipped:
+        report.skipped = "nothing worth storing"
+    advance()
+    return _done(report, started, timings)
+
+
+def _record_gated(path: Path, workspace: config.Workspace, redacted: Session,
+                  report: EncodeReport, range_start: int, range_end: int) -> None:
+    """A session the gates skip still gets its record when the user asked for something
+    (or it is a later part of a recorded session): nothing said is lost."""
+    settings, memory_dir = workspace.settings, workspace.memory_dir
+    if settings.session_records != "off" and (
+            _worth_recording(redacted) or _has_record(memory_dir, settings,
+                                                      redacted.session_id)):
+        _record_alone(path, memory_dir, settings, redacted, report, project=workspace.project,
+                      range_start=range_start, range_end=range_end)
+
+
+def _condense(session: Session, settings: Settings, budget: int | None, report: EncodeReport,
+              lap: Callable[[str, float], float], t: float):
+    """Redact the session, digest it and run the gates (each timed into the report)."""
+    from dualtrace.encoder import gates as gates_mod
+    from dualtrace.encoder.digest import build_digest
+    from dualtrace.encoder.redact import Redactor
 
     redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
@@ -208,25 +225,97 @@ def encode_session(
     t = lap("digest", t)
     verdict = gates_mod.evaluate(redacted)
     report.gates = _plain(verdict)
-    t = lap("gates", t)
-    if verdict.skip_backend:
-        report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
-        if not dry_run and settings.session_records != "off" and (
-                _worth_recording(redacted) or _has_record(memory_dir, settings,
-                                                          session.session_id)):
-            # No memory in it, but the user asked for something (or it is a later part
-            # of a recorded session): its turns are kept in the session's record, so
-            # nothing said is lost.
-            _record_alone(path, memory_dir, settings, redacted, report,
-                          project=workspace.project, range_start=cursor.offset or 0,
-                          range_end=session.cursor)
-        advance()
-        return _done(report, started, timings)
+    lap("gates", t)
+    return redacted, digest, verdict
 
-    from dualtrace.encoder.backends import EncodeRequest, get_backend
-    from dualtrace.encoder.backends.spend import BudgetExceeded, action
-    from dualtrace.encoder.context import relevant_memories
-    from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts, PlanBuilder
+
+def _encode_into(store, backend, redacted, digest, verdict, settings: Settings,
+                 fallback: str | None, path: Path, host: str | None,
+                 range_trailer: tuple[str, ...], dry_run: bool, report: EncodeReport,
+                 lap: Callable[[str, float], float]) -> None:
+    """Under the store's lock: the backend proposes, the plan is written in one commit
+    (or shown as a diff for a dry run); the report gets the operations."""
+    from dualtrace.encoder.backends import get_backend
+    from dualtrace.encoder.plan import Context, Grounding, LazyArtifacts
+
+    # A name from the registry, or a backend object (backfill's batch helpers).
+    engine = get_backend(backend, settings) if isinstance(backend, str) else backend
+    day = redacted.date or _date.today().isoformat()
+    grounding = Grounding(_grounding_text(redacted, digest), day,
+                          LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
+
+    from dualtrace.encoder.hostile import Provenance
+
+    provenance = Provenance.of(redacted)
+
+    def context(engine_name: str) -> Context:
+        return Context(redacted.session_id, engine_name, day, grounding, store.project,
+                       range_trailer, provenance)
+
+    with store.lock():
+        t = time.perf_counter()
+        engine, builder, usage = _run_backend(engine, store, context, redacted, digest,
+                                              verdict, settings, fallback, path, report)
+        if settings.session_records != "off":
+            _attach_record(builder, redacted, store, settings, report,
+                           whole=lambda: _whole_session(path, host, settings))
+        report.backend = engine.name
+        report.usage = usage.to_dict()
+        report.operations = [o.to_dict() for o in builder.outcomes]
+        report.message = builder.message()
+        t = lap("backend", t)
+        if dry_run:
+            report.diff = builder.diff()
+        else:
+            _write_plan(store, builder, settings, report)
+        lap("apply", t)
+
+
+def _workspace_of(workspace: config.Workspace | None, memory_dir: str | Path | None,
+                  settings: Settings | None) -> config.Workspace:
+    """The run's Workspace; an explicit memory dir or settings override the given one."""
+    if workspace is None:
+        # The project is the current directory's (config.Workspace), never the
+        # session's cwd: settings, memory dir and project name follow one rule.
+        return config.workspace(memory_dir=memory_dir, settings=settings)
+    if memory_dir is not None or settings is not None:
+        return replace(workspace, settings=settings or workspace.settings,
+                       memory_dir=Path(memory_dir).expanduser().resolve() if memory_dir
+                       else workspace.memory_dir)
+    return workspace
+
+
+def _read_part(path: Path, cursor: cursors.Cursor, host: str | None,
+               last_assistant_message: str | None) -> Session:
+    """The transcript from the cursor on, named by its session id."""
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
+
+    session = read_transcript(path, cursor=cursor.offset or 0, fmt=format_for_host(host),
+                              last_assistant_message=last_assistant_message)
+    if not session.session_id:
+        # A part read from a cursor may not carry the id (Codex names it once, at the
+        # top): the label saved with the cursor keeps first and later encodes alike.
+        # Plain chats and some hosts carry no id at all: the file name is the name.
+        session = replace(session, session_id=safe_session_id(cursor.session_id or path.stem))
+    return session
+
+
+def _nothing_to_encode(session: Session, memory_dir: Path) -> str | None:
+    """Why this part is skipped before any work, or None."""
+    if session.cwd:
+        try:
+            cwd = Path(session.cwd).resolve()
+            if cwd == memory_dir or memory_dir in cwd.parents:
+                return "the session ran inside the memory directory itself"
+        except OSError:
+            pass
+    if not session.events:
+        return "nothing new in the transcript since the last encode"
+    return None
+
+
+def _open_store(memory_dir: Path, settings: Settings, project: str, dry_run: bool):
+    """The store to plan against, and the temporary folder a dry run plans in (or None)."""
     from dualtrace.memfs.store import MemoryStore
 
     scratch = None
@@ -238,89 +327,53 @@ def encode_session(
 
         scratch = tempfile.TemporaryDirectory(prefix="dualtrace-dry-run-")
         store_root = Path(scratch.name) / (memory_dir.name or "memory")
-    store = MemoryStore(
-        store_root,
-        author=(settings.author_name, settings.author_email),
-        project=workspace.project,
-    )
-    start = cursor.offset or 0
-    key = hashlib.sha256(str(cursors.logical_path(path)).encode("utf-8")).hexdigest()[:12]
-    done_to = None if force else store.git.committed_range(key, start)
-    if done_to is not None:
-        # Committed by a run that died before saving its cursor: do not encode it twice.
-        report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
-        if not dry_run:
-            cursors.save(cursors.Cursor(str(path), done_to, cursors.inode_of(path),
-                                        session.session_id, str(memory_dir),
-                                        cursors.current_head(memory_dir)))
-        store.close()
-        return _done(report, started, timings)
-    range_trailer = (f"Dualtrace-Range: {key} {start}-{session.cursor}",)
-    # A name from the registry, or a backend object (backfill's batch helpers).
-    engine = get_backend(backend, settings) if isinstance(backend, str) else backend
-    day = redacted.date or _date.today().isoformat()
-    from dualtrace.encoder.hostile import Provenance
+    store = MemoryStore(store_root, author=(settings.author_name, settings.author_email),
+                        project=project)
+    return store, scratch
 
-    provenance = Provenance.of(redacted)
-    grounding = Grounding(_grounding_text(redacted, digest), day,
-                          LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
+
+def _run_backend(engine, store, context, redacted, digest, verdict, settings: Settings,
+                 fallback: str | None, path: Path, report: EncodeReport):
+    """Run the backend on the session; over budget or failing, the offline encoder
+    instead when the settings allow it. Returns (engine, builder, usage)."""
+    from dualtrace.encoder.backends import EncodeRequest, get_backend
+    from dualtrace.encoder.backends.spend import BudgetExceeded, action
+    from dualtrace.encoder.context import relevant_memories
+    from dualtrace.encoder.plan import PlanBuilder
+
+    def run(engine):
+        ctx = context(engine.name)
+        builder = PlanBuilder(store, ctx)
+        request = EncodeRequest(redacted, digest, verdict,
+                                relevant_memories(builder.facts(), digest.text), settings, ctx)
+        return engine, builder, engine.encode(request, builder)
+
     try:
-        with store.lock():
-            t = time.perf_counter()
+        return run(engine)
+    except BudgetExceeded as exc:
+        if action(settings) == "wait":
+            raise  # the worker keeps the job queued until the budget resets
+        report.notes.append(f"{exc}; encoded offline instead")
+        return run(get_backend("offline", settings))
+    except BackendError as exc:
+        if engine.name == "offline":
+            raise
+        if (fallback or settings.fallback) != "offline":
+            from dualtrace.encoder.backends import offline_hint
 
-            def run(engine):
-                ctx = Context(redacted.session_id, engine.name, day, grounding, store.project,
-                              range_trailer, provenance)
-                builder = PlanBuilder(store, ctx)
-                request = EncodeRequest(redacted, digest, verdict,
-                                        relevant_memories(store, digest.text), settings, ctx)
-                usage = engine.encode(request, builder)
-                return builder, usage
+            raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
+        report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
+        return run(get_backend("offline", settings))
 
-            try:
-                builder, usage = run(engine)
-            except BudgetExceeded as exc:
-                if action(settings) == "wait":
-                    raise  # the worker keeps the job queued until the budget resets
-                report.notes.append(f"{exc}; encoded offline instead")
-                engine = get_backend("offline", settings)
-                builder, usage = run(engine)
-            except BackendError as exc:
-                if engine.name == "offline":
-                    raise
-                if (fallback or settings.fallback) != "offline":
-                    from dualtrace.encoder.backends import offline_hint
 
-                    raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
-                report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
-                engine = get_backend("offline", settings)
-                builder, usage = run(engine)
-            if settings.session_records != "off":
-                _attach_record(builder, redacted, store, settings, report,
-                               whole=lambda: _whole_session(path, host, settings))
-            report.backend = engine.name
-            report.usage = usage.to_dict()
-            report.operations = [o.to_dict() for o in builder.outcomes]
-            report.message = builder.message()
-            t = lap("backend", t)
-            if dry_run:
-                report.diff = builder.diff()
-            else:
-                report.commit, report.user_commit = _commit(store, builder, settings)
-                local = builder.local_record()
-                if local is not None:  # kept in the gitignored state: indexed, never pushed
-                    from dualtrace.memfs.sessions import write_local_record
+def _write_plan(store, builder, settings: Settings, report: EncodeReport) -> None:
+    """Commit the plan (and the personal part to the user's memory); keep a local record."""
+    report.commit, report.user_commit = _commit(store, builder, settings)
+    local = builder.local_record()
+    if local is not None:  # kept in the gitignored state: indexed, never pushed
+        from dualtrace.memfs.sessions import write_local_record
 
-                    write_local_record(store.root, *local)
-            lap("apply", t)
-    finally:
-        store.close()
-        if scratch is not None:
-            scratch.cleanup()
-    if not report.commit and not dry_run and not report.skipped:
-        report.skipped = "nothing worth storing"
-    advance()
-    return _done(report, started, timings)
+        write_local_record(store.root, *local)
 
 
 def _worth_recording(session) -> bool:
@@ -365,7 +418,7 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
-        redact=redactor.redact)
+        redact=redactor.redact, summary=builder.summary)
     turns = len(record.turns)
     builder.attach_record(record.path, text, commit=not local,
                           detail=f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
@@ -398,6 +451,15 @@ def _commit(store, builder, settings: Settings) -> tuple[str | None, str | None]
     project = builder.changeset() if settings.preferences == "both" else \
         builder.changeset(only=lambda rel: not transaction.is_personal(rel))
     return transaction.commit(store, project), user_sha
+
+
+class _Laps(dict[str, float]):
+    """Milliseconds per stage of one encode (the report's timings_ms)."""
+
+    def lap(self, name: str, since: float) -> float:
+        now = time.perf_counter()
+        self[name] = round((now - since) * 1000, 2)
+        return now
 
 
 def _done(report: EncodeReport, started: float, timings: dict[str, float]) -> EncodeReport:

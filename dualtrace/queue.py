@@ -411,8 +411,20 @@ def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5,
     return {
         "state_dir": state, "counts": counts, "jobs": listed,
         "worker": {"running": running, "pid": pid if running else None},
-        "runs": read_runs(state, runs, memory_dir),
+        "runs": read_runs(state, runs, memory_dir), "free_bytes": free_bytes(state),
     }
+
+
+FULL_BYTES = 1 << 20  # below this, a hook's job write or a run record may not fit
+
+
+def free_bytes(state: str) -> int | None:
+    """Bytes free for us on the state directory's filesystem (None: unknown)."""
+    try:
+        st = os.statvfs(state)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def format_status(summary: dict) -> list[str]:
@@ -424,6 +436,11 @@ def format_status(summary: dict) -> list[str]:
         f"{c.get(PARKED, 0)} failed" + (f", {c['corrupt']} corrupt" if c.get("corrupt") else ""),
         "worker:     " + (f"running (pid {worker['pid']})" if worker["running"] else "idle"),
     ]
+    free = summary.get("free_bytes")
+    if free is not None and free < FULL_BYTES:
+        lines.append(f"state dir:  FULL ({free // 1024} KiB free in {summary['state_dir']}): "
+                     "sessions cannot be queued; free space, and the next session start "
+                     "catches them up")
     for job in summary["jobs"]:
         if job["status"] == PARKED or job.get("error"):
             lines.append(f"  {job['status']:<8} {job['session']}  attempts {job['attempts']}: "

@@ -10,17 +10,28 @@ exponential backoff up to ``max_attempts`` times, then parked with its error unt
 ``dualtrace retry``. A job left ``running`` by a dead worker is recovered at start.
 The worker waits for debounced jobs that come due within ``MAX_WAIT`` and exits
 when nothing is pending; the next hook starts a new one.
+
+Idle, it does not re-read the queue: it sleeps until the next job is due and polls
+only the queue folder's mtime (a hook's write renames a file into it). The queue
+lock is held only to claim, finish or fail one job and to decide to exit; job
+files are read and settings loaded outside it, so a worker paused at any moment
+(SIGSTOP, a laptop lid) blocks a hook for no longer than one small file write.
+
+A full state directory (ENOSPC) stops the worker with one line in its log; the
+jobs stay queued, and the next session start's sweep also queues sessions whose
+hooks could not write their job.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from dualtrace import config, queue
+from dualtrace import config, faults, queue
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 
@@ -29,6 +40,10 @@ MAX_WAIT_SECONDS = 900.0
 RETRY_BASE_SECONDS = 30.0
 SWEEP_MAX_AGE_DAYS = 7.0
 SETTINGS_TTL = 60.0
+# A queue folder mtime this recent may share its (coarse) clock tick with a write
+# that follows it: look again instead of trusting it.
+FRESH_NS = 50_000_000
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -48,6 +63,7 @@ class Worker:
         self.lock = queue.FileLock(os.path.join(self.s, "worker.lock"))
         self._settings: dict[str, tuple[float, config.Settings]] = {}
         self.current_memdir: str | None = None
+        self.scans = 0  # full reads of the queue (for tests and the log)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -61,11 +77,12 @@ class Worker:
             self.log("start")
             self.recover_stale()
             while True:
-                claimed = self.claim()
+                jobs, stamp = self.scan()
+                claimed = self.claim(jobs)
                 if claimed is not None:
                     self.process(*claimed)
                     continue
-                wait = self.idle_wait()
+                wait = self.idle_wait(jobs, stamp)
                 if wait is None:
                     # A hook that could not get the queue lock deferred its touch to
                     # queue/incoming/ and saw this worker alive: stay for it.
@@ -75,45 +92,100 @@ class Worker:
                         continue
                     released = True  # released under the queue lock in idle_wait
                     break
-                time.sleep(wait)
+                self.nap(wait, stamp)
+        except OSError as exc:
+            if exc.errno not in FULL_ERRNOS:
+                raise
+            # Nothing more can be recorded; the job files stay as they are (a job left
+            # running is recovered by the next worker) and nothing is lost.
+            self.log(f"state directory {self.s} is full ({exc.strerror}): stopping; "
+                     "queued sessions run when space is free", stderr=True)
+            self.lock.release()
+            released = True
+            return 0
         finally:
             if not released:
                 self.lock.release()
-        self.log("idle, exiting")
+        self.log(f"idle, exiting ({self.scans} queue scans)")
         return 0
 
-    def idle_wait(self) -> float | None:
+    def scan(self) -> tuple[list[dict], tuple[int, int] | None]:
+        """Every job, and the queue folder's stamp taken before reading them.
+
+        No lock: job files are replaced atomically, so a read sees a whole file; a
+        write after the stamp changes the folder's mtime (see ``nap``).
+        """
+        self.scans += 1
+        if queue.has_incoming(self.s):
+            with queue.queue_lock(self.s):
+                queue.fold_incoming(self.s)  # touches hooks deferred while the lock was held
+        stamp = self._stamp()
+        return queue.list_jobs(self.s), stamp
+
+    def _stamp(self) -> tuple[int, int] | None:
+        """The queue folder's and its incoming folder's mtimes (None: no queue)."""
+        try:
+            st = os.stat(queue.queue_dir(self.s))
+        except OSError:
+            return None
+        try:
+            incoming = os.stat(queue.incoming_dir(self.s)).st_mtime_ns
+        except OSError:
+            incoming = 0
+        return st.st_mtime_ns, incoming
+
+    def nap(self, seconds: float, stamp: tuple[int, int] | None) -> None:
+        """Sleep up to ``seconds``; wake early when a job file is written."""
+        deadline = time.monotonic() + seconds
+        fresh = stamp is None or time.time_ns() - max(stamp) < FRESH_NS
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(self.poll, left))
+            if fresh or self._stamp() != stamp:
+                return
+
+    def idle_wait(self, jobs: list[dict], stamp: tuple[int, int] | None) -> float | None:
         """Seconds to sleep before the next scan, or None to exit.
 
         Exit is decided and the worker lock released while holding the queue lock:
         a hook that queues a job after that sees the lock free and starts a worker.
+        The lock covers one stat: the dues were computed from ``jobs`` before.
         """
-        with queue.queue_lock(self.s):
-            queue.fold_incoming(self.s)
-            now = time.time()
-            dues = [self.due(job) for job in queue.list_jobs(self.s)
-                    if job.get("status") == queue.PENDING]
-            if not dues or min(dues) - now > self.max_wait:
+        now = time.time()
+        dues = [self.due(job) for job in jobs if job.get("status") == queue.PENDING]
+        if not dues or min(dues) - now > self.max_wait:
+            with queue.queue_lock(self.s):
+                if self._stamp() != stamp or stamp is None:
+                    return 0.0  # a job was written since the scan: look again
                 try:
                     os.unlink(os.path.join(self.s, "worker.pid"))
                 except OSError:
                     pass
                 self.lock.release()
                 return None
-        return max(0.01, min(self.poll, min(dues) - now))
+        return max(0.0, min(dues) - now)
 
     def recover_stale(self) -> None:
         """We hold the worker lock, so any job marked running belongs to a dead worker."""
+        jobs, _stamp = self.scan()
+        stale = [j for j in jobs if j.get("_corrupt") or j.get("status") == queue.RUNNING]
+        for job in stale:
+            self.settings_for(job.get("cwd"))  # loaded before the lock, not under it
+        if not stale:
+            return
         with queue.queue_lock(self.s):
-            for job in queue.list_jobs(self.s):
+            for job in stale:
                 if job.get("_corrupt"):
                     self.log(f"removing corrupt job file {job['id']}")
                     _unlink(queue.job_path(self.s, job["id"]))
                     continue
-                if job.get("status") != queue.RUNNING:
+                current = queue.read_json(queue.job_path(self.s, job["id"]))
+                if not current or current.get("status") != queue.RUNNING:
                     continue
-                reason = f"worker pid {job.get('worker_pid')} died during the job"
-                self._fail(job, reason, backoff=False)
+                reason = f"worker pid {current.get('worker_pid')} died during the job"
+                self._fail(current, reason, backoff=False)
                 self.log(f"recovered {job['id']}: {reason}")
 
     # ---------------------------------------------------------------- scheduling
@@ -123,6 +195,7 @@ class Worker:
         hit = self._settings.get(key)
         if hit and time.monotonic() - hit[0] < SETTINGS_TTL:
             return hit[1]
+        faults.point("worker-settings")
         try:
             settings = config.load_settings(config.project_root(cwd) if cwd else None)
         except DualtraceError as exc:
@@ -151,30 +224,40 @@ class Worker:
                 return owned
         return str(config.resolve_memory_dir(None, job.get("cwd"), settings))
 
-    def claim(self) -> tuple[dict, int, str | None] | None:
-        """Mark the next ready job running; sweeps first, then the current memory dir."""
+    def claim(self, jobs: list[dict]) -> tuple[dict, int, str | None] | None:
+        """Mark the next ready job running; sweeps first, then the current memory dir.
+
+        Chosen from the scan without the lock (settings and memory directories are
+        resolved there); under the lock only that job is re-read and marked.
+        """
+        now = time.time()
+        ready = [j for j in jobs if j.get("status") == queue.PENDING and self.due(j) <= now]
+        if not ready:
+            return None
+        sweeps = [j for j in ready if j.get("kind") == "sweep"]
+        memdirs: dict[str, str | None] = {}
+        for job in ready:
+            if job.get("kind") != "sweep":
+                try:
+                    memdirs[job["id"]] = self.memory_dir_for(job)
+                except DualtraceError:
+                    memdirs[job["id"]] = None
+        same = [j for j in ready if memdirs.get(j["id"]) == self.current_memdir]
+        chosen = (sweeps or same or ready)[0]
+        path = queue.job_path(self.s, chosen["id"])
         with queue.queue_lock(self.s):
-            queue.fold_incoming(self.s)  # touches hooks deferred while the lock was held
-            now = time.time()
-            ready = [j for j in queue.list_jobs(self.s)
-                     if j.get("status") == queue.PENDING and self.due(j) <= now]
-            if not ready:
-                return None
-            sweeps = [j for j in ready if j.get("kind") == "sweep"]
-            memdirs: dict[str, str | None] = {}
-            for job in ready:
-                if job.get("kind") != "sweep":
-                    try:
-                        memdirs[job["id"]] = self.memory_dir_for(job)
-                    except DualtraceError:
-                        memdirs[job["id"]] = None
-            same = [j for j in ready if memdirs.get(j["id"]) == self.current_memdir]
-            job = (sweeps or same or ready)[0]
-            memdir = memdirs.get(job["id"])
-            job.update(status=queue.RUNNING, worker_pid=os.getpid(), started_at=now,
-                       immediate=False)
-            queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
-            return job, int(job.get("rev") or 0), memdir
+            current = queue.read_json(path)
+            if not current or current.get("_corrupt") or \
+                    current.get("status") != queue.PENDING or self.due(current) > time.time():
+                return None  # changed since the scan; the next scan sees it
+            current.update(status=queue.RUNNING, worker_pid=os.getpid(), started_at=now,
+                           immediate=False)
+            queue.atomic_write_json(path, current)
+        memdir = memdirs.get(current["id"])
+        if (current.get("memory_dir"), current.get("cwd")) != (chosen.get("memory_dir"),
+                                                               chosen.get("cwd")):
+            memdir = None  # re-resolved by encode
+        return current, int(current.get("rev") or 0), memdir
 
     # ---------------------------------------------------------------- running
 
@@ -215,6 +298,7 @@ class Worker:
         record["finished_at"] = time.time()
         record["duration"] = round(record["finished_at"] - started, 3)
         queue.append_line(os.path.join(self.s, queue.RUNS), record)
+        self.settings_for(job.get("cwd"))  # for _fail, loaded before the lock
         if record.get("deferred_until"):
             self.log(f"{job['id']}: deferred until the budget resets")
             with queue.queue_lock(self.s):
@@ -341,22 +425,32 @@ class Worker:
         """Queue this project's transcripts that grew since we last encoded them.
 
         Only sessions dualtrace has seen before count (a seen record exists): a
-        first install must not bill a model for every old session on disk.
+        first install must not bill a model for every old session on disk. The
+        exception is a session that was never queued although dualtrace was already
+        recording this project (its transcript changed after the project's first
+        seen record): its hooks could not write a job (a full state directory, a
+        crash). It is queued debounced, so a session still going on is left alone
+        until it is quiet.
         """
         name = job.get("host") or registry.DEFAULT
         host = registry.get(name)
         current = job.get("transcript") or ""
         horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
-        queued = 0
+        candidates = []
         for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
             if path == current:
                 continue
             session = host.session_of(path)
             jid = queue.job_id(name, session)
-            if os.path.exists(queue.job_path(self.s, jid)):
-                continue
             seen = queue.read_json(os.path.join(self.s, queue.SEEN, jid + ".json"))
-            if not seen or seen.get("_corrupt"):
+            candidates.append((path, session, jid, None if seen and seen.get("_corrupt")
+                               else seen))
+        recording_since = min((float(seen["at"]) for *_, seen in candidates
+                               if seen and isinstance(seen.get("at"), (int, float))),
+                              default=None)
+        queued = missed = 0
+        for path, session, jid, seen in candidates:
+            if os.path.exists(queue.job_path(self.s, jid)):
                 continue
             try:
                 st = os.stat(path)
@@ -364,7 +458,11 @@ class Worker:
                 continue
             if st.st_mtime < horizon:
                 continue
-            if path == seen.get("transcript"):
+            if not seen:
+                if recording_since is None or st.st_mtime <= recording_since:
+                    continue
+                missed += 1
+            elif path == seen.get("transcript"):
                 if st.st_size <= int(seen.get("size") or 0):
                     continue
             elif st.st_mtime <= float(seen.get("mtime") or 0):
@@ -373,10 +471,11 @@ class Worker:
                 # once when it is newer than the record (the cursor skips what is done).
                 continue
             queue.touch(self.s, host=name, session_id=session, event="sweep",
-                        immediate=True, transcript=path, cwd=job.get("cwd"),
+                        immediate=bool(seen), transcript=path, cwd=job.get("cwd"),
                         memory_dir=job.get("memory_dir"))
             queued += 1
-        self.log(f"sweep {os.path.dirname(current)}: queued {queued}")
+        self.log(f"sweep {os.path.dirname(current)}: queued {queued}"
+                 + (f" ({missed} never queued by their hooks)" if missed else ""))
 
     def _finish(self, job: dict, rev: int, seen: dict | None) -> None:
         path = queue.job_path(self.s, job["id"])
@@ -409,14 +508,20 @@ class Worker:
             job["not_before"] = time.time() + delay
         queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
 
-    def log(self, message: str) -> None:
+    def log(self, message: str, stderr: bool = False) -> None:
         line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
         try:
             with open(os.path.join(self.s, queue.LOGS, "worker.log"), "a",
                       encoding="utf-8") as fh:
                 fh.write(line)
         except OSError:
-            pass
+            stderr = True  # e.g. the state directory is full: at least say it once
+        if stderr:
+            try:
+                sys.stderr.write("dualtrace worker: " + line.split(" ", 2)[2])
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def sync_key(memdir: str) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dualtrace.encoder.backends import MemoryBrief
 from dualtrace.encoder.matching import tokens
 from dualtrace.memfs.formats import Fact
-from dualtrace.memfs.store import MemoryStore
 
 
 def brief(fact: Fact) -> MemoryBrief:
@@ -20,11 +21,13 @@ def brief(fact: Fact) -> MemoryBrief:
     )
 
 
-def relevant_memories(store: MemoryStore, text: str, limit: int = 25) -> tuple[MemoryBrief, ...]:
-    """Facts sharing the most subject words with the session, best first."""
+def relevant_memories(facts: Iterable[Fact], text: str, limit: int = 25) -> tuple[MemoryBrief, ...]:
+    """Of the stored ``facts``, those sharing the most subject words with the session, best
+    first. The caller passes the plan's facts (``PlanBuilder.facts()``): one scan of the
+    store per encode serves both."""
     wanted = tokens(text)
     scored = []
-    for fact in store.scan().facts():
+    for fact in facts:
         theirs = tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
         if not theirs:
             continue

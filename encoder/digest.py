@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dualtrace.encoder.backends.pricing import CHARS_PER_TOKEN, estimate_tokens
 from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session, truncate_middle
 
-CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET = 8000
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate used everywhere in dualtrace: ceil(len(text) / 4)."""
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 # Tools whose calls only look things up: dropped as noise (still counted).
@@ -139,17 +135,8 @@ def _cmd_key(command: str) -> str:
     return " ".join(command.split()[:3])
 
 
-def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[str], list[str]]:
-    rel = _Relativizer(session.cwd)
-    items: list[_Item] = []
-    noise: Counter[str] = Counter()
-    files: dict[str, list[str]] = {}
-    commits: list[str] = []
-    failing: dict[str, str] = {}  # command key -> first failing hh:mm
-    events = session.events
-    last_assistant = max((i for i, e in enumerate(events)
-                          if e.kind == "assistant" and e.detail != "thinking"), default=-1)
-    # The agent's last word before the user speaks again: what it reports it did.
+def _turn_finals(events: Sequence[Event]) -> set[int]:
+    """The agent's last word before the user speaks again: what it reports it did."""
     turn_final: set[int] = set()
     pending: int | None = None
     for i, e in enumerate(events):
@@ -160,119 +147,184 @@ def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[s
         elif e.kind == "user" and pending is not None:
             turn_final.add(pending)
             pending = None
-    seen_paths: set[str] = set()
-    prev_edit: tuple[str, int] | None = None  # (path, item index) to fold repeats
-    prev_cmd: tuple[str, bool, int] | None = None
-    for i, e in enumerate(events):
+    return turn_final
+
+
+class _Items:
+    """The digest's items, one event at a time.
+
+    A handler returns True to keep the fold state (the previous edit and command), so
+    that a repeat right after it folds into it; otherwise the state is reset.
+    """
+
+    def __init__(self, session: Session, stats: dict[str, Any]) -> None:
+        self.rel = _Relativizer(session.cwd)
+        self.stats = stats
+        self.items: list[_Item] = []
+        self.noise: Counter[str] = Counter()
+        self.files: dict[str, list[str]] = {}
+        self.commits: list[str] = []
+        self.failing: dict[str, str] = {}  # command key -> first failing hh:mm
+        self.seen_paths: set[str] = set()
+        self.prev_edit: tuple[str, int] | None = None  # (path, item index) to fold repeats
+        self.prev_cmd: tuple[str, bool, int] | None = None
+        events = session.events
+        self.last_assistant = max((i for i, e in enumerate(events)
+                                   if e.kind == "assistant" and e.detail != "thinking"), default=-1)
+        self.turn_final = _turn_finals(events)
+
+    def add(self, i: int, e: Event) -> None:
         sub = f"[{e.agent}] " if e.agent and e.kind != "subagent" else ""
-        if e.kind == "user":
-            items.append(_Item(e.ts, 0, "user", lambda c, e=e, s=sub: f"{s}USER: "
-                               f"{_short(rel(e.text), c['user'])}"))
-        elif e.kind == "assistant":
-            thinking = e.detail == "thinking"
-            explains = not thinking and e.agent is None and (
-                i in turn_final or bool(_EXPLAINS.search(e.text[:2000]))
-                or (len(e.text) >= 120 and not _NARRATION.match(e.text)))
-            prio = 1 if i == last_assistant or explains else (3 if thinking else 2)
-            label = "THINKING" if thinking else "ASSISTANT"
-            cap = "thinking" if thinking else "assistant"
-            items.append(_Item(e.ts, prio, "assistant", lambda c, e=e, s=sub, lab=label, k=cap:
-                               f"{s}{lab}: {_short(rel(e.text), c[k])}"
-                               if c[k] else ""))
-        elif e.kind == "compaction":
-            items.append(_Item(e.ts, 1, "compaction", lambda c, e=e: "COMPACTED (summary of earlier"
-                               f" context): {_short(rel(e.text), c['compaction'])}"))
-        elif e.kind == "commit":
-            ref = f" {e.detail}" if e.detail else ""
-            line = f"{e.text or 'commit'}{ref}".strip()
-            commits.append(f"{_hhmm(e.ts)} {line}")
-            items.append(_Item(e.ts, 0, "commit", lambda c, s=sub, ln=line: f"{s}COMMIT: {ln}"))
-        elif e.kind == "error":
-            items.append(_Item(e.ts, 1, "error", lambda c, e=e, s=sub:
-                               f"{s}ERROR: {_short(e.text, c['result'])}"))
-        elif e.kind == "edit":
-            path = rel(e.path) or "?"
-            if e.is_error:
-                items.append(_Item(e.ts, 3, "edit", lambda c, p=path, e=e, s=sub:
-                                   f"{s}EDIT FAILED {p}: {_error_excerpt(e.result, c['result'])}"))
-                continue
-            files.setdefault(path, []).append(e.edit_kind or "modify")
-            if prev_edit and prev_edit[0] == path and items and prev_edit[1] == len(items) - 1:
-                old = items[-1]
-                items[-1] = _Item(old.ts, old.priority, "edit", old.render, old.count + 1)
-                stats["folded"] += 1
-                continue
-            # The files section lists every file with its edit count: a later edit of a
-            # file already shown says little and goes before the agent's explanations.
-            items.append(_Item(e.ts, 3 if path in seen_paths else 1, "edit",
-                               lambda c, p=path, e=e, s=sub: f"{s}EDIT {p} ({e.edit_kind or 'modify'})"
-                               if c["edit"] else ""))
-            seen_paths.add(path)
-            prev_edit = (path, len(items) - 1)
-            continue
-        elif e.kind == "command":
-            cmd = rel(e.command) or e.text
-            failed = e.is_error or (e.exit_code not in (None, 0))
-            is_test = bool(TEST_COMMAND.search(cmd))
-            key = _cmd_key(cmd)
-            if not failed and not is_test and _NOISE_CMD.match(cmd):
-                noise["command"] += 1
-                continue
-            if prev_cmd and prev_cmd[0] == cmd and prev_cmd[1] == failed and \
-                    prev_cmd[2] == len(items) - 1:
-                old = items[-1]  # a retry with the same outcome: fold it
-                items[-1] = _Item(old.ts, old.priority, old.kind, old.render, old.count + 1)
-                stats["folded"] += 1
-                continue
-            if failed:
-                failing.setdefault(key, _hhmm(e.ts))
-                label = "TEST FAIL" if is_test else f"FAILED (exit {e.exit_code})"
-                items.append(_Item(e.ts, 1, "command", lambda c, cmd=cmd, e=e, s=sub, lab=label:
-                                   f"{s}{lab}: $ {_short(cmd, c['command'])} -> "
-                                   f"{_error_excerpt(e.result, c['result'])}"))
+        handler = _ITEM_HANDLERS.get(e.kind)
+        if handler is None or not handler(self, i, e, sub):
+            self.prev_edit = None
+            self.prev_cmd = None
+
+    def file_lines(self) -> list[str]:
+        out = []
+        for path, kinds in self.files.items():
+            counts = Counter(kinds)
+            desc = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in counts.items())
+            out.append(f"{path} ({desc})")
+        return out
+
+    def _fold_into_last(self) -> None:
+        old = self.items[-1]
+        self.items[-1] = _Item(old.ts, old.priority, old.kind, old.render, old.count + 1)
+        self.stats["folded"] += 1
+
+    def _user(self, i: int, e: Event, sub: str) -> bool:
+        rel = self.rel
+        self.items.append(_Item(e.ts, 0, "user", lambda c, e=e, s=sub: f"{s}USER: "
+                                f"{_short(rel(e.text), c['user'])}"))
+        return False
+
+    def _assistant(self, i: int, e: Event, sub: str) -> bool:
+        rel = self.rel
+        thinking = e.detail == "thinking"
+        explains = not thinking and e.agent is None and (
+            i in self.turn_final or bool(_EXPLAINS.search(e.text[:2000]))
+            or (len(e.text) >= 120 and not _NARRATION.match(e.text)))
+        prio = 1 if i == self.last_assistant or explains else (3 if thinking else 2)
+        label = "THINKING" if thinking else "ASSISTANT"
+        cap = "thinking" if thinking else "assistant"
+        self.items.append(_Item(e.ts, prio, "assistant", lambda c, e=e, s=sub, lab=label, k=cap:
+                                f"{s}{lab}: {_short(rel(e.text), c[k])}"
+                                if c[k] else ""))
+        return False
+
+    def _compaction(self, i: int, e: Event, sub: str) -> bool:
+        rel = self.rel
+        self.items.append(_Item(e.ts, 1, "compaction", lambda c, e=e: "COMPACTED (summary of "
+                                f"earlier context): {_short(rel(e.text), c['compaction'])}"))
+        return False
+
+    def _commit(self, i: int, e: Event, sub: str) -> bool:
+        ref = f" {e.detail}" if e.detail else ""
+        line = f"{e.text or 'commit'}{ref}".strip()
+        self.commits.append(f"{_hhmm(e.ts)} {line}")
+        self.items.append(_Item(e.ts, 0, "commit", lambda c, s=sub, ln=line: f"{s}COMMIT: {ln}"))
+        return False
+
+    def _error(self, i: int, e: Event, sub: str) -> bool:
+        self.items.append(_Item(e.ts, 1, "error", lambda c, e=e, s=sub:
+                                f"{s}ERROR: {_short(e.text, c['result'])}"))
+        return False
+
+    def _edit(self, i: int, e: Event, sub: str) -> bool:
+        path = self.rel(e.path) or "?"
+        items = self.items
+        if e.is_error:
+            items.append(_Item(e.ts, 3, "edit", lambda c, p=path, e=e, s=sub:
+                               f"{s}EDIT FAILED {p}: {_error_excerpt(e.result, c['result'])}"))
+            return True
+        self.files.setdefault(path, []).append(e.edit_kind or "modify")
+        if self.prev_edit and self.prev_edit[0] == path and items \
+                and self.prev_edit[1] == len(items) - 1:
+            self._fold_into_last()
+            return True
+        # The files section lists every file with its edit count: a later edit of a
+        # file already shown says little and goes before the agent's explanations.
+        items.append(_Item(e.ts, 3 if path in self.seen_paths else 1, "edit",
+                           lambda c, p=path, e=e, s=sub: f"{s}EDIT {p} ({e.edit_kind or 'modify'})"
+                           if c["edit"] else ""))
+        self.seen_paths.add(path)
+        self.prev_edit = (path, len(items) - 1)
+        return True
+
+    def _command(self, i: int, e: Event, sub: str) -> bool:
+        cmd = self.rel(e.command) or e.text
+        failed = e.is_error or (e.exit_code not in (None, 0))
+        is_test = bool(TEST_COMMAND.search(cmd))
+        key = _cmd_key(cmd)
+        if not failed and not is_test and _NOISE_CMD.match(cmd):
+            self.noise["command"] += 1
+            return True
+        if self.prev_cmd and self.prev_cmd[0] == cmd and self.prev_cmd[1] == failed and \
+                self.prev_cmd[2] == len(self.items) - 1:
+            self._fold_into_last()  # a retry with the same outcome
+            return True
+        if failed:
+            self.failing.setdefault(key, _hhmm(e.ts))
+            label = "TEST FAIL" if is_test else f"FAILED (exit {e.exit_code})"
+            self.items.append(_Item(e.ts, 1, "command", lambda c, cmd=cmd, e=e, s=sub, lab=label:
+                                    f"{s}{lab}: $ {_short(cmd, c['command'])} -> "
+                                    f"{_error_excerpt(e.result, c['result'])}"))
+        else:
+            before = self.failing.pop(key, None)
+            if before is not None:
+                label = "TEST PASS" if is_test else "OK"
+                note = f" (failed at {before}, now passes)"
+                prio = 1
             else:
-                before = failing.pop(key, None)
-                if before is not None:
-                    label = "TEST PASS" if is_test else "OK"
-                    note = f" (failed at {before}, now passes)"
-                    prio = 1
-                else:
-                    label, note = ("TEST PASS" if is_test else "RAN"), ""
-                    prio = 1 if is_test else 2
-                items.append(_Item(e.ts, prio, "command", lambda c, cmd=cmd, s=sub, lab=label,
-                                   n=note: f"{s}{lab}: $ {_short(cmd, c['command'])}{n}"))
-            prev_cmd = (cmd, failed, len(items) - 1)
-            prev_edit = None
-            continue
-        elif e.kind == "subagent":
-            items.append(_Item(e.ts, 1, "subagent", lambda c, e=e: (
-                f"SUBAGENT{' ' + e.detail.splitlines()[0] if e.detail and ' tool calls' not in e.detail.splitlines()[0] else ''}"
-                f": {_short(rel(e.text), c['subagent'] // 3)} -> "
-                f"{_short(rel(_subagent_result(e)), c['subagent'])}")))
-        elif e.kind == "tool":
-            name = e.tool or "tool"
-            if e.is_error:
-                items.append(_Item(e.ts, 2, "tool", lambda c, e=e, n=name, s=sub:
-                                   f"{s}TOOL FAILED {n} {_short(rel(e.text), c['command'])}: "
-                                   f"{_error_excerpt(e.result, c['result'])}"))
-            elif name in _NOISE_TOOLS:
-                noise["tool"] += 1
-                continue
-            elif name == "AskUserQuestion":
-                items.append(_Item(e.ts, 0, "tool", lambda c, e=e, s=sub:
-                                   f"{s}ASKED USER -> {_short(rel(e.result), c['user'])}"))
-            else:
-                items.append(_Item(e.ts, 3, "tool", lambda c, e=e, n=name, s=sub:
-                                   f"{s}TOOL {n}: {_short(rel(e.text), c['command'])}"))
-        prev_edit = None
-        prev_cmd = None
-    stats["noise_dropped"] = dict(noise)
-    file_lines = []
-    for path, kinds in files.items():
-        counts = Counter(kinds)
-        desc = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in counts.items())
-        file_lines.append(f"{path} ({desc})")
-    return items, file_lines, commits
+                label, note = ("TEST PASS" if is_test else "RAN"), ""
+                prio = 1 if is_test else 2
+            self.items.append(_Item(e.ts, prio, "command", lambda c, cmd=cmd, s=sub, lab=label,
+                                    n=note: f"{s}{lab}: $ {_short(cmd, c['command'])}{n}"))
+        self.prev_cmd = (cmd, failed, len(self.items) - 1)
+        self.prev_edit = None
+        return True
+
+    def _subagent(self, i: int, e: Event, sub: str) -> bool:
+        rel = self.rel
+        self.items.append(_Item(e.ts, 1, "subagent", lambda c, e=e: (
+            f"SUBAGENT{' ' + e.detail.splitlines()[0] if e.detail and ' tool calls' not in e.detail.splitlines()[0] else ''}"
+            f": {_short(rel(e.text), c['subagent'] // 3)} -> "
+            f"{_short(rel(_subagent_result(e)), c['subagent'])}")))
+        return False
+
+    def _tool(self, i: int, e: Event, sub: str) -> bool:
+        rel = self.rel
+        name = e.tool or "tool"
+        if e.is_error:
+            self.items.append(_Item(e.ts, 2, "tool", lambda c, e=e, n=name, s=sub:
+                                    f"{s}TOOL FAILED {n} {_short(rel(e.text), c['command'])}: "
+                                    f"{_error_excerpt(e.result, c['result'])}"))
+        elif name in _NOISE_TOOLS:
+            self.noise["tool"] += 1
+            return True
+        elif name == "AskUserQuestion":
+            self.items.append(_Item(e.ts, 0, "tool", lambda c, e=e, s=sub:
+                                    f"{s}ASKED USER -> {_short(rel(e.result), c['user'])}"))
+        else:
+            self.items.append(_Item(e.ts, 3, "tool", lambda c, e=e, n=name, s=sub:
+                                    f"{s}TOOL {n}: {_short(rel(e.text), c['command'])}"))
+        return False
+
+
+# Event kind -> its handler; any other kind adds nothing.
+_ITEM_HANDLERS = {"user": _Items._user, "assistant": _Items._assistant,
+                  "compaction": _Items._compaction, "commit": _Items._commit,
+                  "error": _Items._error, "edit": _Items._edit, "command": _Items._command,
+                  "subagent": _Items._subagent, "tool": _Items._tool}
+
+
+def _items(session: Session, stats: dict[str, Any]) -> tuple[list[_Item], list[str], list[str]]:
+    collected = _Items(session, stats)
+    for i, e in enumerate(session.events):
+        collected.add(i, e)
+    stats["noise_dropped"] = dict(collected.noise)
+    return collected.items, collected.file_lines(), collected.commits
 
 
 def _subagent_result(e: Event) -> str:

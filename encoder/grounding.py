@@ -109,6 +109,32 @@ def check_moment(draft: MomentDraft, anchor: str, grounding: Grounding) -> None:
         )
 
 
+SUMMARY_MAX = 600
+
+
+def check_summary(text: str, grounding: Grounding) -> str:
+    """A model's summary paragraph for the session record, as it will be written.
+
+    Validated like a moment: every specific it asserts (path, call, error name, number,
+    SHA, date) must be in the session. It is one plain paragraph of at most
+    ``SUMMARY_MAX`` characters (it sits in the record above the session's own words,
+    marked as the model's, and must not look like a heading or a quote of the session).
+    """
+    paragraph = " ".join(text.split())
+    if not paragraph:
+        raise Rejected("session summary is empty")
+    if len(paragraph) > SUMMARY_MAX:
+        raise Rejected(f"session summary is {len(paragraph)} characters; at most {SUMMARY_MAX}")
+    if paragraph[:1] in "#>|-*`" or "\n" in text.strip() and re.search(r"^\s*#", text, re.M):
+        raise Rejected("session summary must be one plain paragraph (no headings, quotes or "
+                       "lists)")
+    invented = sorted(s for s in specifics(paragraph) if not grounding.has(s))
+    if invented:
+        raise Rejected("session summary mentions specifics that are not in the session (no "
+                       "invented specifics): " + ", ".join(invented[:8]))
+    return paragraph
+
+
 def timeline_line(anchor: str, what: str, marker: str) -> str:
     what = " ".join(what.split()).rstrip(".")
     marker = " ".join(marker.split()).strip("[]")

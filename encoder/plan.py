@@ -164,6 +164,8 @@ class PlanBuilder:
     writes: int = 0  # operations that stored or updated a memory
     # The session record (issue 11): (path, text, committed?, commit line when alone).
     record: tuple[str, str, bool, OpLine] | None = None
+    # The backend's summary paragraph for that record, checked like a moment: (by, text).
+    summary: tuple[str, str] | None = None
 
     # ---- state
 
@@ -598,6 +600,13 @@ class PlanBuilder:
             if o.path and o.action != "skip":
                 out.setdefault(o.path, "stored" if o.action in ("store", "bullet") else "updated")
         return list(out.items())
+
+    def set_summary(self, text: str) -> None:
+        """Keep the backend's summary paragraph for the session record, after the moment
+        checks (``Rejected`` tells the model why: an invented specific, a heading)."""
+        from dualtrace.encoder.grounding import check_summary
+
+        self.summary = (self.ctx.backend, check_summary(text, self.ctx.grounding))
 
     def attach_record(self, rel: str, text: str, *, commit: bool, detail: str) -> None:
         """Write the session record with this plan; committed ones are linked from the

@@ -391,9 +391,18 @@ def merge(old: SessionRecord | None, new: SessionRecord) -> SessionRecord:
         files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed))[:MAX_FILES],
         checks=tuple(checks.values())[-MAX_CHECKS:], memories=tuple(memories.items()),
         turns=old.turns + new.turns, open_ends=new.open_ends, parts=old.parts + 1,
-        omitted=old.omitted + new.omitted, summary=new.summary or old.summary,
+        omitted=old.omitted + new.omitted, summary=_summaries(old.summary, new.summary),
         summary_by=new.summary_by or old.summary_by,
     )
+
+
+SUMMARY_PARAGRAPHS = 3
+
+
+def _summaries(old: str | None, new: str | None) -> str | None:
+    """Each part's model paragraph in turn (a model sees only its part): the last few."""
+    paragraphs = [p for text in (old, new) if text for p in text.split("\n\n") if p.strip()]
+    return "\n\n".join(paragraphs[-SUMMARY_PARAGRAPHS:]) or None
 
 
 def _size(record: SessionRecord) -> int:
@@ -522,13 +531,16 @@ def _water_level(lengths: list[int], target: int) -> int:
 def record_for(session: Session, root: Path, *, project: str | None,
                memories: Iterable[tuple[str, str]], local: bool = False,
                budget: int = DEFAULT_BUDGET, redact: Callable[[str], str] | None = None,
-               fresh: bool = False) -> tuple[SessionRecord, str]:
+               fresh: bool = False, summary: tuple[str, str] | None = None,
+               ) -> tuple[SessionRecord, str]:
     """The record of ``session`` after this encode, and its rendered text.
 
     ``session`` is the (redacted) part being encoded now; when the session already has
     a record (an earlier part), the new turns are appended to it in place. ``fresh``
     (the part starts at the transcript's beginning: ``encode --force``, a re-created
     memory directory) rewrites the record from this session instead, at the same path.
+    ``summary``: (backend, paragraph) a model backend wrote for this part, already
+    checked like a moment (PlanBuilder.set_summary); the offline encoder never writes one.
     """
     sid = session.session_id or "unknown"
     existing_rel = find_record(root, sid)
@@ -547,6 +559,7 @@ def record_for(session: Session, root: Path, *, project: str | None,
         started=session.started, ended=session.ended, description=built.description,
         commits=tuple(built.commits), files_changed=tuple(built.files), checks=tuple(built.checks),
         memories=tuple(memories), turns=tuple(built.turns), open_ends=tuple(built.open_ends),
+        summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
     merged = merge(old, new)
     # The budget is for the whole file: what the frontmatter takes, the body cannot.

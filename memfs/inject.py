@@ -254,7 +254,8 @@ def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) ->
     cap = _cap(settings, "prompt_chars", 2000)
     # Lexical only (the hook's 200 ms budget has no room for numpy and a model), and a
     # session-record passage only above the stricter prompt gate.
-    result = recall(store, prompt[:4000], limit=limit, settings=settings, embedder=None,
+    result = recall(store, prompt[:4000], limit=limit,
+                    stale_days=int(getattr(settings, "stale_days", 180)), embedder=None,
                     record_gate=PROMPT_RECORD_GATE)
     if result.state == "C" or not result.memories:
         return None

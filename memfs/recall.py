@@ -87,6 +87,9 @@ RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_LEX_SEM_FLOOR = 0.0
 RECORD_RERANK = 8
+# Nearest chunks taken into the fusion (each costs a coverage lookup per question word).
+RECORD_SEM_CANDIDATES = 30
+RECORD_COVERED = 16  # chunk candidates whose word coverage is computed
 RECORDS_SHOWN = 3
 RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
 CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
@@ -442,18 +445,15 @@ def _root_of(store: Any) -> Path:
 
 
 def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None,  # noqa: A002
-           settings: Any = None, project_root: Path | str | None = None,
+           stale_days: int = 180, project_root: Path | str | None = None,
            index: Index | None = None, embedder: Any = _AUTO, records: bool = True,
            record_gate: Gate | None = None) -> RecallResult:
     """Answer ``question`` from the memory store (a MemoryStore or its root path).
 
+    ``stale_days``: older memories carry the staleness note (the ``stale_days`` setting).
     ``embedder``: the semantic model (default: the installed one, if any; None = lexical
     only). ``records``: broaden to session records before abstaining.
     """
-    if settings is None:
-        from dualtrace.config import Settings
-
-        settings = Settings()
     if embedder is _AUTO:
         from dualtrace.memfs.embed import get_embedder  # None without the extra
 
@@ -473,7 +473,7 @@ def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None
 
                 logging.getLogger(__name__).warning("semantic recall off for this query: %s", exc)
                 qvec = None
-        args = {"limit": max(limit, 1), "only": type, "settings": settings,
+        args = {"limit": max(limit, 1), "only": type, "stale_days": stale_days,
                 "project_root": project_root, "qvec": qvec, "embedder": embedder,
                 "records": records, "record_gate": record_gate or RECORD_GATE}
         result = _recall(index, question, **args)
@@ -505,7 +505,7 @@ def temporal_order(question: str) -> str | None:
     return None
 
 
-def _recall(index: Index, question: str, *, limit: int, only: str | None, settings: Any,
+def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
             record_gate: Gate) -> RecallResult:
     semantic = qvec is not None
@@ -514,7 +514,8 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
             _SESSIONS_AGG.search(question) or (only == SESSION_TYPE and agg is not None)):
         return _aggregate_sessions(index, question)
     if agg is not None and only != SESSION_TYPE:
-        return _aggregate(index, question, agg if not only else (only,), settings, project_root)
+        return _aggregate(index, question, agg if not only else (only,), stale_days,
+                          project_root)
     terms = content_terms(question)
     order = temporal_order(question)
     if order is not None:
@@ -526,14 +527,15 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, settin
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
         passing = [u for u in units if MEMORY_GATE.passes(u, semantic)]
         _complete(index, passing[:limit])
-        memories = [_materialise(index, u, settings, project_root) for u in passing[:limit]]
+        memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
-        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order)
+        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order,
+                                   max(limit, RECORDS_SHOWN))
     if order is not None and passages:
         # "When did we first / what did we do last time": the episodes answer, by date.
         shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
@@ -620,6 +622,14 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         # nearest documents only (``sem``), as measured on sde-bench.
         for unit in ranked:
             unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
+    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
+        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
+        # lookup per question word and candidate) is computed for the best of a first
+        # fusion of the bm25 and the cosine order, not for every candidate.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
+        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
+        for unit in ranked:
+            unit.fused = 0.0
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         about: set[int] = set()
@@ -647,12 +657,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
     if qvec is not None:
         # Reciprocal-rank fusion of the lexical and the semantic order.
-        lex = sorted((u for u in ranked if u.bm25 > 0), key=lambda u: -u.final)
-        sem = sorted((u for u in ranked if u.sem > 0), key=lambda u: -u.sem)
-        for r, unit in enumerate(lex):
-            unit.fused += 1.0 / (RRF_K + r + 1)
-        for r, unit in enumerate(sem):
-            unit.fused += 1.0 / (RRF_K + r + 1)
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
         for unit in ranked:
             if unit.superseded_by:
                 unit.fused *= SUPERSEDED_FACTOR
@@ -660,6 +665,14 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
     else:
         ranked.sort(key=lambda u: -u.final)
     return _successors_first(ranked) if not chunks else ranked
+
+
+def _fuse(units: list[_Unit], lexical: list[_Unit], key: Any) -> None:
+    """Reciprocal-rank fusion into ``fused``: the lexical order (by ``key``) and the cosine."""
+    for r, unit in enumerate(sorted(lexical, key=key)):
+        unit.fused += 1.0 / (RRF_K + r + 1)
+    for r, unit in enumerate(sorted((u for u in units if u.sem > 0), key=lambda u: -u.sem)):
+        unit.fused += 1.0 / (RRF_K + r + 1)
 
 
 WINDOW_LINES = 40
@@ -729,7 +742,7 @@ def _semantic_hits(index: Index, qvec: Any,
     if not ids or matrix.shape[1] != qvec.shape[0]:
         return [], None
     sims = matrix @ qvec.astype(np.float32)
-    n = min(SEM_CANDIDATES * (3 if chunks else 1), len(ids))
+    n = min(RECORD_SEM_CANDIDATES if chunks else SEM_CANDIDATES, len(ids))
     top = np.argpartition(-sims, n - 1)[:n]
     return [(ids[i], float(sims[i])) for i in top], _CosineLookup(ids, sims)
 
@@ -758,8 +771,8 @@ _WORD = re.compile(r"[A-Za-z0-9_.#/-]+")
 
 
 def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: Any,
-                    embedder: Any, order: str | None) -> list[RecalledMemory]:
-    """One result per session: its passing chunks' best lines, as a quoted passage."""
+                    embedder: Any, order: str | None, most: int) -> list[RecalledMemory]:
+    """One result per session (at most ``most``): its passing chunks' best lines, quoted."""
     total = index.chunk_count or 1
     weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))), 0.2)
                for t in terms}
@@ -784,8 +797,7 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
             data = group[0][1].data
             return f"{data.get('date') or ''} {data.get('time') or ''}"
         picked.sort(key=when, reverse=(order == "last"))
-    else:
-        picked = picked[: RECORDS_SHOWN * 2]
+    picked = picked[:most]  # a passage costs a line-by-line pass: only for what is shown
     out = []
     for group in picked:
         unit, doc = group[0]
@@ -827,10 +839,14 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         return ""
     weights = weights or {}
     found_in: list[set[str]] = []
+    matched: dict[str, set[str]] = {}  # words repeat across lines: match each once
     for line in lines:
         found: set[str] = set()
         for word in _WORD.findall(line):
-            found |= _stem_match(word, terms)
+            hit = matched.get(word)
+            if hit is None:
+                hit = matched[word] = _stem_match(word, terms)
+            found |= hit
         found_in.append(found)
     # Within the passage a word found on most lines is its topic ("the TODO app"), not
     # the detail asked for ("persist"): words count less the more lines share them.
@@ -924,7 +940,7 @@ def _successors_first(units: list[_Unit]) -> list[_Unit]:
     return out
 
 
-def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: Any,
+def _aggregate(index: Index, question: str, types: tuple[str, ...], stale_days: int,
                project_root: Path | str | None) -> RecallResult:
     topic = content_terms(question, keep_type_words=False)
     topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")]
@@ -940,7 +956,7 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], settings: An
         return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
     if topic:
         _complete(index, units)
-    memories = [_materialise(index, u, settings, project_root) for u in units]
+    memories = [_materialise(index, u, stale_days, project_root) for u in units]
     memories.sort(key=_timeline_key)
     state = "A" if any(m.state == "A" for m in memories) else "B"
     return RecallResult(question, state, tuple(memories), aggregation=True, terms=tuple(topic))
@@ -1023,7 +1039,7 @@ def _timeline_key(memory: RecalledMemory) -> tuple[str, str]:
 # ------------------------------------------------------------------ materialise
 
 
-def _materialise(index: Index, unit: _Unit, settings: Any,
+def _materialise(index: Index, unit: _Unit, stale_days: int,
                  project_root: Path | str | None) -> RecalledMemory:
     from dualtrace.memfs import formats
 
@@ -1049,7 +1065,7 @@ def _materialise(index: Index, unit: _Unit, settings: Any,
             fact = formats.SystemFile(path=linked, description="")
         path, kind, conf = moment.path, moment_doc.type, moment.confidence
         stored = moment.updated or moment.stored
-    stale = _staleness(stored, [fact, moment], settings, project_root)
+    stale = _staleness(stored, [fact, moment], stale_days, project_root)
     return RecalledMemory(path=path, type=kind, confidence=conf, stored=stored,
                           score=unit.coverage, fact=fact, moment=moment, bullet=bullet,
                           superseded_by=_superseded_by(unit), stale=stale)
@@ -1077,11 +1093,11 @@ def _moment(formats: Any, data: dict[str, Any]) -> Any:
     )
 
 
-def _staleness(stored: str, records: list[Any], settings: Any,
+def _staleness(stored: str, records: list[Any], stale_days: int,
                project_root: Path | str | None) -> str | None:
     """The docs/PROTOCOL.md §10 staleness note, or None.
 
-    Stale when the memory is older than ``settings.stale_days``, or when a project
+    Stale when the memory is older than ``stale_days``, or when a project
     file it names was modified after the day it was stored (file mtime: no git
     process on the recall path).
     """
@@ -1090,7 +1106,7 @@ def _staleness(stored: str, records: list[Any], settings: Any,
     except ValueError:
         return None
     note = STALE_NOTE.format(date=day.isoformat())
-    if (_dt.date.today() - day).days > int(getattr(settings, "stale_days", 180)):
+    if (_dt.date.today() - day).days > stale_days:
         return note
     if project_root is None:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from dualtrace.config import Settings
 from dualtrace.errors import DualtraceError
@@ -61,6 +61,28 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def add_tokens(self, api_usage: Any) -> None:
+        """Add the token counts of one API reply's ``usage`` object."""
+        for key, count in api_tokens(api_usage).items():
+            setattr(self, key, getattr(self, key) + count)
+
+
+class Tokens(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+def api_tokens(api_usage: Any) -> Tokens:
+    """Our four token counts from a Messages API ``usage`` object (Claude Code's JSON
+    result has the same fields); absent or null counts are 0."""
+    u = api_usage if isinstance(api_usage, dict) else {}
+    return Tokens(input_tokens=int(u.get("input_tokens") or 0),
+                  output_tokens=int(u.get("output_tokens") or 0),
+                  cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
+                  cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0))
 
 
 class Backend(Protocol):

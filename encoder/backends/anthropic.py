@@ -33,7 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings, api_key
-from dualtrace.encoder.backends import EncodeRequest, Usage, spend
+from dualtrace.encoder.backends import EncodeRequest, Usage, api_tokens, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 from dualtrace.memfs.types import MEMORY_TYPES
@@ -138,8 +138,18 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "finish",
-        "description": "End the encoding run with a one-line summary.",
-        "input_schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+        "description": "End the encoding run with a one-line summary of what you stored, and "
+                       "optionally a session_summary for the session's record.",
+        "input_schema": {"type": "object", "properties": {
+            "summary": {"type": "string"},
+            "session_summary": {
+                "type": "string",
+                "description": "One short plain paragraph (at most 600 characters): what the "
+                               "session set out to do, what it did or concluded, what was "
+                               "left open. Only what the session shows: every path, number, "
+                               "commit or error name must be in it. Shown in the session "
+                               "record, marked as yours."},
+        }},
     },
 ]
 
@@ -150,7 +160,7 @@ TOOLS: list[dict[str, Any]] = [
 def system_text(mode: str = "tools") -> str:
     from dualtrace.prompts import render
 
-    return render("encoder_system.j2", mode=mode)
+    return render("encoder_system.j2", mode=mode, types=MEMORY_TYPES)
 
 
 def _text_of(obj: Any) -> str:
@@ -361,6 +371,11 @@ class MemoryTools:
     def _t_finish(self, data: dict[str, Any]) -> str:
         from dualtrace.encoder.redact import redact_text
 
+        paragraph = data.get("session_summary")
+        if isinstance(paragraph, str) and paragraph.strip():
+            # Checked before finishing: a refused summary is reported like any refused
+            # call, and the model may call finish again (with a fixed one or none).
+            self.builder.set_summary(redact_text(paragraph))
         self.finished = True
         summary = data.get("summary")
         self.summary = redact_text(summary.strip()[:500]) if isinstance(summary, str) else ""
@@ -378,14 +393,6 @@ def message_dict(message: Any) -> dict[str, Any]:
     if callable(dump):
         return dump(mode="json", exclude_none=True, warnings=False)
     raise BackendError(f"unexpected response object {type(message).__name__}")
-
-
-def add_usage(usage: Usage, message: dict[str, Any]) -> None:
-    u = message.get("usage") or {}
-    usage.input_tokens += int(u.get("input_tokens") or 0)
-    usage.output_tokens += int(u.get("output_tokens") or 0)
-    usage.cache_read_tokens += int(u.get("cache_read_input_tokens") or 0)
-    usage.cache_write_tokens += int(u.get("cache_creation_input_tokens") or 0)
 
 
 def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -497,11 +504,11 @@ class AnthropicBackend:
                 body = {**params, "messages": _with_breakpoint(messages)}
                 reply = message_dict(self._call(client, body, deadline, usage))
             usage.turns = turn
-            add_usage(usage, reply)
-            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1,
-                                 **_usage_kw(reply))
+            usage.add_tokens(reply.get("usage"))
+            tokens = api_tokens(reply.get("usage"))
+            turn_cost = cost_usd(settings.model, batch=batch_turn and turn == 1, **tokens)
             usage.cost_usd += turn_cost
-            spend.record(self.name, cost_usd=turn_cost, **_usage_kw(reply))
+            spend.record(self.name, cost_usd=turn_cost, **tokens)
             content = [b for b in reply.get("content") or [] if isinstance(b, dict)]
             calls = [b for b in content if b.get("type") == "tool_use"]
             if reply.get("stop_reason") == "max_tokens":
@@ -573,16 +580,6 @@ class AnthropicBackend:
             return min(retry_after, 300.0) * (1 + random.uniform(0, 0.1))
         ceiling = min(self.retry_cap, self.retry_base * (2 ** attempt))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-def _usage_kw(reply: dict[str, Any]) -> dict[str, Any]:
-    u = reply.get("usage") or {}
-    return {
-        "input_tokens": int(u.get("input_tokens") or 0),
-        "output_tokens": int(u.get("output_tokens") or 0),
-        "cache_read_tokens": int(u.get("cache_read_input_tokens") or 0),
-        "cache_write_tokens": int(u.get("cache_creation_input_tokens") or 0),
-    }
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings
-from dualtrace.encoder.backends import EncodeRequest, Usage, spend
+from dualtrace.encoder.backends import EncodeRequest, Usage, api_tokens, spend
 from dualtrace.encoder.backends.anthropic import MemoryTools, system_text, user_text
 from dualtrace.encoder.backends.pricing import cost_usd
 from dualtrace.errors import BackendError
@@ -189,11 +189,9 @@ class ClaudeCliBackend:
 
 
 def _add_usage(usage: Usage, result: dict[str, Any], model: str) -> None:
-    u = result["usage"] if isinstance(result.get("usage"), dict) else {}
-    usage.input_tokens = int(u.get("input_tokens") or 0)
-    usage.output_tokens = int(u.get("output_tokens") or 0)
-    usage.cache_read_tokens = int(u.get("cache_read_input_tokens") or 0)
-    usage.cache_write_tokens = int(u.get("cache_creation_input_tokens") or 0)
+    # Claude Code reports the whole run at once: its counts replace ours.
+    for key, count in api_tokens(result.get("usage")).items():
+        setattr(usage, key, count)
     reported = result.get("total_cost_usd")
     if isinstance(reported, (int, float)):
         usage.cost_usd = round(float(reported), 6)  # Claude Code's own figure

@@ -9,7 +9,6 @@ Batches API halves every price. Unknown models are priced like the Sonnet class
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,9 +67,13 @@ def cost_usd(model: str | None, *, input_tokens: int = 0, output_tokens: int = 0
     return round(total * (BATCH_DISCOUNT if batch else 1.0), 6)
 
 
+CHARS_PER_TOKEN = 4
+
+
 def estimate_tokens(text: str) -> int:
-    """About four characters per token for English and code (the tokenizer is not local)."""
-    return math.ceil(len(text) / 4) if text else 0
+    """The one token estimate (digest budgets, prompt sizes, cost): ceil(len(text) / 4),
+    about four characters per token for English and code (the tokenizer is not local)."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def estimate_request_tokens(params: dict[str, Any]) -> int:

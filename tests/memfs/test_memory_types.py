@@ -34,3 +34,16 @@ def test_cli_choices_and_tool_schemas_follow_the_table():
     store_tool = next(t for t in TOOLS if t["name"] == "store_memory")
     assert store_tool["input_schema"]["properties"]["type"]["enum"] == names
     assert list(TOOL_TYPES) == names
+
+
+def test_the_encoder_prompt_lists_the_types_from_the_table(monkeypatch):
+    from dualtrace.encoder.backends import anthropic
+    from dualtrace.memfs.types import MEMORY_TYPES, MemoryType
+
+    text = anthropic.system_text("tools")
+    for t in MEMORY_TYPES:
+        assert f"- {t.name}: {t.meaning} " in text
+    assert "- preference: how the human likes to work. Stored as a bullet in system/human.md.\n" in text
+    runbook = MemoryType("runbook", "runbooks", (), None, "an operational procedure.")
+    monkeypatch.setattr(anthropic, "MEMORY_TYPES", (*MEMORY_TYPES, runbook))
+    assert "- runbook: an operational procedure. Folder runbooks/.\n" in anthropic.system_text("tools")

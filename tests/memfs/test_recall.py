@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from dualtrace.config import Settings
 from dualtrace.memfs import formats
 from dualtrace.memfs.recall import ABSTAIN, LABEL_A, LABEL_B, LABEL_C, THRESHOLD, recall
 from dualtrace.memfs.store import MemoryStore
@@ -165,19 +164,20 @@ def test_staleness_by_age_and_by_changed_project_file(memdir, tmp_path):
     fresh = _fact("fresh-thing", "Fresh giraffe decision in src/app.py",
                   stored=(today - dt.timedelta(days=3)).isoformat())
     store.commit([store.write(old), store.write(fresh)], "mem: test\n")
-    settings = Settings(stale_days=180)
     note = "but the referenced files may have changed since then."
-    aged = recall(store, "zebra decision", settings=settings).memories[0]
+    aged = recall(store, "zebra decision", stale_days=180).memories[0]
     assert aged.stale and aged.stale.startswith(f"I have this stored from {old.stored}")
     project = tmp_path / "project"
     (project / "src").mkdir(parents=True)
     (project / "src" / "app.py").write_text("x = 1\n")
     stamp = (dt.datetime.now() - dt.timedelta(days=10)).timestamp()
     os.utime(project / "src" / "app.py", (stamp, stamp))
-    assert recall(store, "giraffe decision", settings=settings,
+    assert recall(store, "giraffe decision", stale_days=180,
                   project_root=project).memories[0].stale is None
+    # The setting's value decides the age: three days is old for stale_days = 2.
+    assert recall(store, "giraffe decision", stale_days=2).memories[0].stale
     os.utime(project / "src" / "app.py", None)  # modified now, after the stored day
-    changed = recall(store, "giraffe decision", settings=settings, project_root=project)
+    changed = recall(store, "giraffe decision", stale_days=180, project_root=project)
     assert changed.memories[0].stale and note in changed.memories[0].stale
     assert note in changed.render()
 
