@@ -85,7 +85,7 @@ def test_index_and_recall_never_see_linked_files(store, memdir):
     with Index.open(memdir) as index:
         paths = {d.path for d in index.docs_of_type(("decision", "incident"))}
     assert paths == {"decisions/honest-decision.md"}
-    result = recall(store, "backoff retries leakedvalue", limit=5, settings=Settings(), embedder=None)
+    result = recall(store, "backoff retries leakedvalue", limit=5, embedder=None)
     text = result.text if hasattr(result, "text") else str(result)
     _no_leak(text)
     assert all(m.path == "decisions/honest-decision.md" for m in result.memories)
