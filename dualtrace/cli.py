@@ -10,6 +10,7 @@ import sys
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from dualtrace import __version__, config
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from dualtrace.memfs.recall import RecalledMemory, RecallResult
 
 TYPES = [t.name for t in MEMORY_TYPES]
 FACT_FOLDER_TYPES = [t.name for t in MEMORY_TYPES if t.bullet_file is None]
@@ -520,10 +524,41 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
     _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
     result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
                        stale_days=ws.settings.stale_days, project_root=ws.root)
+    own = _own_preferences(ws, " ".join(question), limit, kind, result)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        click.echo(result.render(), nl=False)
+        data = result.to_dict()
+        data["own_preferences"] = [m.to_dict() for m in own]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    click.echo(result.render(), nl=False)
+    if own:
+        from dualtrace.memfs.recall import render_memory
+
+        click.echo("\nYour own preferences (from your own memory, every project):\n")
+        for n, memory in enumerate(own, 1):
+            click.echo(render_memory(memory, n))
+
+
+def _own_preferences(ws: config.Workspace, question: str, limit: int, kind: str | None,
+                     project: RecallResult) -> list[RecalledMemory]:
+    """The person's own memory (<state>/user-memory) answers preference questions too.
+
+    The same recall, limited to preferences, over the user-level memory the SessionStart
+    hook injects from; a bullet the project memory already returned is not repeated.
+    """
+    if kind not in (None, "preference") or ws.settings.preferences == "project":
+        return []
+    from dualtrace.memfs.recall import recall as do_recall
+
+    own_dir = config.user_memory_dir(ws.settings)
+    if not (own_dir / ".git").is_dir() or own_dir.resolve() == ws.memory_dir.resolve():
+        return []
+    found = do_recall(own_dir, question, limit=limit, type="preference",
+                      stale_days=ws.settings.stale_days)
+    if found.state == "C":
+        return []
+    seen = {m.bullet for m in project.memories if m.bullet}
+    return [m for m in found.memories if not (m.bullet and m.bullet in seen)]
 
 
 @cli.command()

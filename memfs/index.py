@@ -1,7 +1,10 @@
 """The derived search index: SQLite FTS5 (bm25, porter) over the memory files.
 
 The index is a cache of the markdown files, never the truth. It lives in the
-gitignored ``<memory dir>/.dualtrace/index.sqlite`` and is
+gitignored ``<memory dir>/.dualtrace/index.sqlite`` (created there only by a writer:
+a commit or ``dualtrace reindex``; a read-only command on a memory dir without one keeps
+its index in the state dir, ``cache_index_path``, so reading never creates a file in the
+memory dir) and is
 - updated after every commit (``update_after_commit``, called by MemoryStore.commit),
 - rebuilt from scratch when missing, corrupt or of another schema version,
 - brought up to date when the files changed behind its back (hand edits, ``git pull``).
@@ -21,6 +24,7 @@ re-read or re-parse the markdown.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -97,6 +101,21 @@ class Doc:
 
 def index_path(root: Path) -> Path:
     return Path(root) / STATE_FOLDER / INDEX_FILE
+
+
+def cache_index_path(root: Path) -> Path:
+    """Where readers keep the index of a memory dir that has none of its own.
+
+    In the state dir, keyed by the memory dir's real path: a read-only command (recall,
+    the prompt hook, the MCP tools) must not create anything inside the memory dir. The
+    writers' index in the memory dir wins as soon as a commit creates it.
+    """
+    from dualtrace.paths import state_dir
+
+    real = os.path.realpath(root)
+    key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in os.path.basename(real))
+    return Path(state_dir()) / "cache" / "index" / f"{name[:40]}-{key}" / INDEX_FILE
 
 
 # ------------------------------------------------------------------ files & signature
@@ -325,24 +344,32 @@ def embed_text(doc: Doc) -> str:
 class Index:
     """An open index connection for one memory directory."""
 
-    def __init__(self, root: Path, conn: sqlite3.Connection, *, memory: bool = False) -> None:
+    def __init__(self, root: Path, conn: sqlite3.Connection, *, memory: bool = False,
+                 path: Path | None = None) -> None:
         self.root = root
         self.conn = conn
         self._memory = memory
+        self.path = path or index_path(root)  # the file (vector snapshots live beside it)
 
     # ---------------------------------------------------------- open / build
 
     @classmethod
-    def open(cls, root: Path | str, *, refresh: bool = True) -> Index:
-        """Open (building or refreshing as needed). Never fails on a broken index file."""
+    def open(cls, root: Path | str, *, refresh: bool = True, create: bool = False) -> Index:
+        """Open (building or refreshing as needed). Never fails on a broken index file.
+
+        ``create``: a writer's open, which may create the index inside the memory dir;
+        a reader's open uses ``cache_index_path`` while the memory dir has no index.
+        """
         root = Path(root)
         path = index_path(root)
+        if not create and not os.path.lexists(path):
+            path = cache_index_path(root)
         index: Index | None = None
         if path.is_file():
             try:
                 conn = _connect(path)
                 if _meta(conn, "schema") == SCHEMA_VERSION:
-                    index = cls(root, conn)
+                    index = cls(root, conn, path=path)
                 else:
                     conn.close()
             except sqlite3.OperationalError as exc:  # e.g. a read-only memory directory
@@ -350,7 +377,7 @@ class Index:
             except sqlite3.DatabaseError as exc:
                 log.warning("index %s unreadable (%s); rebuilding", path, exc)
         if index is None:
-            return cls.rebuild(root)
+            return cls.rebuild(root, path=path)
         if refresh:
             try:
                 index.refresh()
@@ -360,14 +387,15 @@ class Index:
             except sqlite3.DatabaseError as exc:
                 log.warning("index %s corrupt (%s); rebuilding", path, exc)
                 index.close()
-                return cls.rebuild(root)
+                return cls.rebuild(root, path=path)
         return index
 
     @classmethod
-    def rebuild(cls, root: Path | str, *, in_memory_ok: bool = True) -> Index:
+    def rebuild(cls, root: Path | str, *, in_memory_ok: bool = True,
+                path: Path | None = None) -> Index:
         """Build a fresh index in a temp file, then swap it in atomically."""
         root = Path(root)
-        path = index_path(root)
+        path = path or index_path(root)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -389,7 +417,7 @@ class Index:
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 Path(str(path) + suffix).unlink()
-        return cls(root, _connect(path))
+        return cls(root, _connect(path), path=path)
 
     @classmethod
     def _build(cls, root: Path, conn: sqlite3.Connection, *, memory: bool = False) -> Index:
@@ -549,7 +577,7 @@ class Index:
         """
         import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
 
-        key = (str(index_path(self.root)), id(self.conn) if self._memory else 0,
+        key = (str(self.path), id(self.conn) if self._memory else 0,
                _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
         hit = _VECTOR_CACHE.get(key[:2] + (chunks,))
         if hit is not None and hit[0] == key:
@@ -560,7 +588,7 @@ class Index:
             # matrix beside the index, named by model and generation, loads in one read.
             # Derived like the index: a stale or broken one is ignored and rewritten.
             tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{key[2]}-{key[3]}")
-            snapshot = index_path(self.root).with_name(
+            snapshot = self.path.with_name(
                 f"vectors.{'chunks' if chunks else 'memories'}.{tag}{SNAPSHOT_SUFFIX}")
             try:
                 ids, matrix = _read_snapshot(snapshot)
@@ -860,7 +888,7 @@ def reindex(root: Path | str) -> int:
 def update_after_commit(store: Any, paths: list[str]) -> None:
     """Called by MemoryStore.commit: keep the index in step. Never raises."""
     try:
-        with Index.open(store.root, refresh=False) as index:
+        with Index.open(store.root, refresh=False, create=True) as index:
             index.update_paths(paths)
             # Vectors are computed here when the semantic extra is installed (the worker
             # after each session), so a later recall rarely has documents to embed.

@@ -142,6 +142,48 @@ def test_read_only_commands_never_commit(tmp_path):
     assert not (memdir / ".gitignore").exists()
 
 
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under root (the .git folder included) with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+def test_read_only_commands_create_nothing_in_an_existing_memory_dir(tmp_path):
+    origin = tmp_path / "origin"
+    run("encode", str(PILOT), "--memory-dir", str(origin), "--backend", "offline")
+    # A teammate's clone of the memory repo: no .dualtrace/ and no search index yet
+    # (the old code created .dualtrace/index.sqlite on the first recall).
+    team = tmp_path / "team"
+    subprocess.run(["git", "clone", "-q", str(origin), str(team)], check=True)
+    before = _tree(team)
+    status_before = git(team, "--no-optional-locks", "status", "--porcelain", "--ignored")
+    assert not (team / ".dualtrace").exists()
+
+    answer = run("recall", "why", "JSON", "structured", "logging", "--memory-dir", str(team))
+    assert "json-structured-logging" in answer.stdout, answer.stdout
+    for command in (["status"], ["log"], ["show", "json-structured-logging"], ["sessions"],
+                    ["list"], ["recall", "which", "logging", "format"]):
+        run(*command, "--memory-dir", str(team))
+    payload = {"session_id": "s1", "transcript_path": str(tmp_path / "t.jsonl"),
+               "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+               "prompt": "why did we switch to JSON structured logging?"}
+    hook = subprocess.run([str(DUALTRACE), "hook", "prompt"], input=json.dumps(payload),
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={**os.environ, "DUALTRACE_MEMORY_DIR": str(team)})
+    assert hook.returncode == 0 and "json-structured-logging" in hook.stdout, hook
+
+    assert _tree(team) == before
+    assert git(team, "--no-optional-locks", "status", "--porcelain", "--ignored") == \
+        status_before
+    # A later commit (a writer) creates the memory dir's own index, and recall keeps
+    # answering from it.
+    run("encode", str(EXAMPLES / "pilot-1a-preference.jsonl"), "--memory-dir", str(team),
+        "--backend", "offline")
+    assert (team / ".dualtrace" / "index.sqlite").is_file()
+    answer = run("recall", "why", "JSON", "structured", "logging", "--memory-dir", str(team))
+    assert "json-structured-logging" in answer.stdout, answer.stdout
+
+
 def test_status_check_exits_1_on_a_broken_file_and_says_it_checked(tmp_path):
     memdir = tmp_path / "demo"
     run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")

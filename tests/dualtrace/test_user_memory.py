@@ -96,3 +96,33 @@ def test_a_bad_preferences_setting_is_one_clear_error(tmp_path, state_dir):
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("Error: setting preferences must be one of both, user, "
                                    "project, not 'everyone'")
+
+
+def test_recall_also_answers_from_your_own_memory(tmp_path, state_dir):
+    encode(tmp_path / "memory-a")
+    # Another project whose memory knows nothing about the person's preferences.
+    project_b = tmp_path / "memory-b"
+    proc = subprocess.run([*hook_cmd(), "encode", str(EXAMPLES / "pilot-1b-structured-logging.jsonl"),
+                           "--memory-dir", str(project_b), "--backend", "offline"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    human = project_b / "system" / "human.md"
+    assert not human.exists() or BULLET not in human.read_text()
+
+    def recall(memdir, *extra):
+        out = subprocess.run([*hook_cmd(), "recall", "how", "long", "should", "my", "functions",
+                              "be", "--memory-dir", str(memdir), *extra],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    text = recall(project_b)
+    assert "Your own preferences (from your own memory, every project):" in text, text
+    assert BULLET in text.split("Your own preferences", 1)[1]
+    data = json.loads(recall(project_b, "--json"))
+    assert [m["bullet"] for m in data["own_preferences"]] == [BULLET]
+    # The project that holds the same bullet shows it once, not twice.
+    text = recall(tmp_path / "memory-a")
+    assert "1. system/human.md" in text and "Your own preferences" not in text, text
+    # --type decision never searches preferences.
+    assert "Your own preferences" not in recall(project_b, "--type", "decision")

@@ -11,7 +11,7 @@ import pytest
 
 from dualtrace.memfs import formats
 from dualtrace.memfs import index as index_mod
-from dualtrace.memfs.index import Index, index_path
+from dualtrace.memfs.index import Index, cache_index_path, index_path
 from dualtrace.memfs.recall import recall
 from dualtrace.memfs.store import MemoryStore
 
@@ -77,12 +77,21 @@ def test_fact_and_moment_share_one_unit_and_singular_folders_are_read(memdir):
             ["incidents/db-timeout.md"]
 
 
-def test_missing_index_is_rebuilt(memdir):
+def test_missing_index_is_rebuilt_outside_the_memory_dir_until_a_commit(memdir):
     store = _store(memdir)
     index_path(store.root).unlink()
     result = recall(store, "why JSON structured logging")
     assert result.state == "B"
+    # A reader never creates a file in the memory dir: it indexes into the state dir.
+    assert not index_path(store.root).exists()
+    assert cache_index_path(store.root).is_file()
+    assert not cache_index_path(store.root).is_relative_to(store.root)
+    # A writer's commit creates the memory dir's own index, which readers then use.
+    new = store.write(_fact("http-client-httpx", "Use httpx instead of requests"))
+    store.commit([new], "mem: store decisions/http-client-httpx (decision, evidence:9)\n")
     assert index_path(store.root).is_file()
+    assert [m.path for m in recall(store, "why httpx instead of requests").memories][:1] == \
+        ["decisions/http-client-httpx.md"]
 
 
 @pytest.mark.parametrize("garbage", [b"not a database at all" * 100, b""])
@@ -204,7 +213,9 @@ def test_concurrent_refreshes_leave_a_usable_index(memdir):
              for _ in range(4)]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [o[0].strip() for o in outs] == ["B"] * 4, outs
-    assert not list(index_path(store.root).parent.glob("*.tmp"))
+    assert not index_path(store.root).exists()
+    assert cache_index_path(store.root).is_file()
+    assert not list(cache_index_path(store.root).parent.glob("*.tmp"))
 
 
 def test_cheap_signature_moves_with_head_and_folders(memdir):
