@@ -50,10 +50,11 @@ class AgentMemory:
     @classmethod
     def resolve(cls, memory_dir: str | os.PathLike[str] | None = None) -> AgentMemory:
         from dualtrace import config
+        from dualtrace.sanitize import safe_session_id
 
         ws = config.workspace(memory_dir=memory_dir)
         return cls(Path(ws.memory_dir), ws.settings, ws.root, ws.project,
-                   os.environ.get("CLAUDE_CODE_SESSION_ID") or None)
+                   safe_session_id(os.environ.get("CLAUDE_CODE_SESSION_ID") or None))
 
     # ------------------------------------------------------------ reads
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dualtrace import config, cursors
 from dualtrace.config import Settings
 from dualtrace.errors import BackendError, DualtraceError
+from dualtrace.sanitize import safe_session_id
 
 if TYPE_CHECKING:
     from dualtrace.encoder.backends import Backend
@@ -76,6 +77,20 @@ def _grounding_text(session, digest) -> str:
     return "\n".join(parts)
 
 
+def clean_session(session: Session, redactor: Any) -> tuple[Session, Any]:
+    """Redacted (secrets, private parts, our injected blocks), then quarantined
+    (instruction-like text in tool output withheld): what every later step sees.
+    The counts are by kind; ``instruction-like`` counts the withheld passages."""
+    from dualtrace.encoder.hostile import quarantine
+    from dualtrace.encoder.redact import redact_session
+
+    redacted, counts = redact_session(session, redactor)
+    redacted, withheld = quarantine(redacted)
+    if withheld:
+        counts["instruction-like"] += withheld
+    return redacted, counts
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Everything the worker and ``dualtrace digest`` need from one transcript read."""
@@ -92,12 +107,12 @@ def prepare(path: str, *, cursor: int = 0, budget: int | None = None,
     """Read -> redact -> digest -> gates, the order that keeps secrets out of every output."""
     from dualtrace.encoder.digest import DEFAULT_BUDGET, build_digest
     from dualtrace.encoder.gates import evaluate
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     raw = read_transcript(path, cursor=cursor, fmt=fmt,
                           last_assistant_message=last_assistant_message)
-    session, counts = redact_session(raw, Redactor(extra_patterns))
+    session, counts = clean_session(raw, Redactor(extra_patterns))
     digest = build_digest(session, budget or DEFAULT_BUDGET)
     digest.stats["redactions"] = dict(sorted(counts.items()))
     return Prepared(session, digest, evaluate(session), dict(counts))
@@ -200,9 +215,9 @@ def _condense(session: Session, settings: Settings, budget: int | None, report: 
     """Redact the session, digest it and run the gates (each timed into the report)."""
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
 
-    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     t = lap("redact", t)
     digest = build_digest(redacted, budget or settings.digest_budget)
@@ -229,9 +244,13 @@ def _encode_into(store, backend, redacted, digest, verdict, settings: Settings,
     grounding = Grounding(_grounding_text(redacted, digest), day,
                           LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
 
+    from dualtrace.encoder.hostile import Provenance
+
+    provenance = Provenance.of(redacted)
+
     def context(engine_name: str) -> Context:
         return Context(redacted.session_id, engine_name, day, grounding, store.project,
-                       range_trailer)
+                       range_trailer, provenance)
 
     with store.lock():
         t = time.perf_counter()
@@ -277,7 +296,7 @@ def _read_part(path: Path, cursor: cursors.Cursor, host: str | None,
         # A part read from a cursor may not carry the id (Codex names it once, at the
         # top): the label saved with the cursor keeps first and later encodes alike.
         # Plain chats and some hosts carry no id at all: the file name is the name.
-        session = replace(session, session_id=cursor.session_id or path.stem)
+        session = replace(session, session_id=safe_session_id(cursor.session_id or path.stem))
     return session
 
 
@@ -374,13 +393,13 @@ def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) ->
 
 def _whole_session(path: Path, host: str | None, settings: Settings):
     """The whole transcript, redacted: for a record first written at a later part."""
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     session = read_transcript(path, cursor=0, fmt=host)
     if not session.session_id:
-        session = replace(session, session_id=path.stem)
-    return redact_session(session, Redactor(settings.redact_patterns))[0]
+        session = replace(session, session_id=safe_session_id(path.stem))
+    return clean_session(session, Redactor(settings.redact_patterns))[0]
 
 
 def _attach_record(builder, session, store, settings: Settings, report: EncodeReport,
@@ -494,7 +513,7 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
     store = MemoryStore(memory_dir, author=(settings.author_name, settings.author_email),
                         project=project)
     local = settings.session_records == "local"
-    sid = session.session_id or path.stem
+    sid = safe_session_id(session.session_id or path.stem) or path.stem
     trailers = [f"{SESSION_TRAILER}: {sid}"]
     if range_start is not None and range_end is not None:
         key = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
@@ -552,7 +571,7 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
     or already has a record, is skipped.
     """
     from dualtrace.encoder import gates as gates_mod
-    from dualtrace.encoder.redact import Redactor, redact_session
+    from dualtrace.encoder.redact import Redactor
     from dualtrace.hooks.transcripts import read_transcript
 
     started = time.perf_counter()
@@ -564,12 +583,12 @@ def record_past_session(transcript: str | Path, *, memory_dir: str | Path,
         return _done(report, started, {})
     session = read_transcript(path, cursor=0)
     if not session.session_id:
-        session = replace(session, session_id=path.stem)
+        session = replace(session, session_id=safe_session_id(path.stem))
     report.session_id, report.host = session.session_id, session.host
     if not session.events:
         report.skipped = "empty transcript"
         return _done(report, started, {})
-    redacted, counts = redact_session(session, Redactor(settings.redact_patterns))
+    redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
     report.redactions = dict(counts)
     verdict = gates_mod.evaluate(redacted)
     if verdict.skip_backend and not _worth_recording(redacted):

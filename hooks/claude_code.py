@@ -538,10 +538,16 @@ class _Parser:
 
 
 def _subagent_files(source: Path, session_id: str | None) -> dict[str, Path]:
+    from dualtrace.sanitize import safe_session_id
+
     folder = source.with_suffix("") / "subagents"
-    if not folder.is_dir() and session_id:
-        folder = source.parent / session_id / "subagents"
-    if not folder.is_dir():
+    try:
+        # The id comes from the transcript's text: only a plain file name is looked up.
+        if not folder.is_dir() and session_id and safe_session_id(session_id) == session_id:
+            folder = source.parent / session_id / "subagents"
+        if not folder.is_dir():
+            return {}
+    except OSError:  # a name too long for the file system, and the like
         return {}
     found: dict[str, Path] = {}
     for f in sorted(folder.glob("agent-*.jsonl")):

@@ -11,11 +11,13 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from dualtrace.encoder.session import Session
 from dualtrace.errors import TranscriptError
+from dualtrace.sanitize import safe_session_id
 
 # Transcript formats -> the module whose ``read`` parses them. A host names its format
 # (Host.TRANSCRIPT_FORMAT). Letta Code's own transcript.jsonl is "letta"; when it wrote
@@ -301,4 +303,7 @@ def read_transcript(
 
     reader_module = importlib.import_module(READERS[fmt])
     reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
-    return reader_module.read(reader, last_assistant_message=last_assistant_message)
+    session = reader_module.read(reader, last_assistant_message=last_assistant_message)
+    # The id names commits, records and cursors: anyone can write it into a transcript.
+    safe = safe_session_id(session.session_id)
+    return session if safe == session.session_id else replace(session, session_id=safe)

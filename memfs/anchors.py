@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path, PurePosixPath
 
-from dualtrace.config import slugify
 from dualtrace.errors import PathError
 
 MAX_ANCHOR = 64
@@ -33,6 +33,8 @@ def check_anchor(anchor: str) -> str:
 
 def make_anchor(text: str, *, date: str | None = None) -> str:
     """Build an anchor from free text: slug, no type prefix, optional date prefix."""
+    from dualtrace.config import slugify  # here: readers of files need none of config
+
     slug = slugify(text, 200)
     for prefix in _TYPE_PREFIXES:
         if slug.startswith(prefix) and len(slug) > len(prefix):
@@ -59,11 +61,21 @@ def _cut_words(slug: str, limit: int) -> str:
     return (head or slug[:limit]).strip("-")
 
 
+# What dualtrace reads or writes as one memory file, at most (a hand-edited or planted
+# file beyond it is reported, never read into a model request, the index or recall).
+MAX_FILE_BYTES = 256 * 1024
+
+
+class LinkError(PathError):
+    """A path inside the memory directory goes through a symlink: never followed."""
+
+
 def confine(root: Path, rel: str | os.PathLike[str]) -> Path:
     """Resolve a memory-relative path, refusing anything that leaves ``root``.
 
-    Rejects absolute paths, ``..`` components, NUL bytes, and symlinks whose
-    target lies outside the memory directory.
+    Rejects absolute paths, ``..`` components, NUL bytes, and any symlink on the way:
+    a link that stays inside the directory is refused too (``decisions/x.md ->
+    ../.git/config`` would hand git's config, with its credentials, to a reader).
     """
     text = os.fspath(rel)
     if not text or "\x00" in text:
@@ -78,7 +90,68 @@ def confine(root: Path, rel: str | os.PathLike[str]) -> Path:
         raise PathError(f"memory path {shown!r} points into dualtrace's or git's own state")
     root_real = root.resolve()
     candidate = root_real.joinpath(*posix.parts)
+    step = root_real
+    for part in posix.parts:
+        step = step / part
+        if os.path.islink(step):
+            raise LinkError(f"memory path {shown!r} goes through a symlink "
+                            f"({step.relative_to(root_real).as_posix()}); dualtrace never "
+                            "follows links inside the memory directory")
     real = candidate.resolve()
     if real != root_real and root_real not in real.parents:
-        raise PathError(f"memory path {shown!r} resolves outside the memory directory (symlink?)")
+        raise PathError(f"memory path {shown!r} resolves outside the memory directory")
     return candidate
+
+
+def read_confined(root: Path, rel: str, *, limit: int = MAX_FILE_BYTES) -> str:
+    """The text of memory file ``rel``: confined, never through a link (the last step is
+    opened with O_NOFOLLOW, so a file swapped for a link after the check is refused too),
+    at most ``limit`` bytes (a bigger file is a PathError naming the limit)."""
+    return read_nofollow(confine(root, rel), rel, limit=limit)
+
+
+def read_nofollow(path: Path, rel: str, *, limit: int = MAX_FILE_BYTES) -> str:
+    """``path``'s text, its last step opened with O_NOFOLLOW, at most ``limit`` bytes."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkError(f"memory path {rel!r} is a symlink; dualtrace never follows links "
+                            "inside the memory directory") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise PathError(f"memory file {rel} is {size / 1024:.0f} KB, over the "
+                            f"{limit // 1024} KB limit for one memory file; not read")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise PathError(f"memory file {rel} is over the {limit // 1024} KB limit for one "
+                        "memory file; not read")
+    return data.decode("utf-8", errors="replace")
+
+
+def walk_md(root: Path, top: str) -> list[str]:
+    """Relative paths of the ``*.md`` files under folder ``top`` of ``root``, in order:
+    symlinks (files or folders) and dot-names are skipped, never followed."""
+    out: list[str] = []
+    start = Path(root) / top
+    if os.path.islink(start) or not start.is_dir():
+        return out
+    pending = [start]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                out.append(Path(entry.path).relative_to(root).as_posix())
+    return sorted(out)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dualtrace.errors import GitError
+from dualtrace.sanitize import one_line, safe_session_id
 
 SESSION_TRAILER = "Dualtrace-Session"
 BACKEND_TRAILER = "Dualtrace-Backend"
@@ -87,8 +88,11 @@ class OpLine:
     score: int | None = None
 
     def line(self) -> str:
-        tail = f", evidence:{self.score}" if self.score is not None else ""
-        return f"mem: {self.verb} {self.target} ({self.detail}{tail})"
+        # One line whatever the values hold: a newline in a model's reason would
+        # otherwise forge a trailer (a Dualtrace-Range that marks a session done).
+        tail = f", evidence:{int(self.score)}" if self.score is not None else ""
+        return (f"mem: {one_line(self.verb, 20)} {one_line(self.target, 200)} "
+                f"({one_line(self.detail, 200)}{tail})")
 
 
 def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine],
@@ -101,14 +105,15 @@ def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine
         stored = sum(1 for op in ops if op.verb == "store")
         updated = len(ops) - stored
         short = (session_id or "manual")[:8]
-        subject = f"mem: encode session {short} ({stored} stored, {updated} updated)"
+        subject = f"mem: encode session {one_line(short)} ({stored} stored, {updated} updated)"
         body = [op.line() for op in ops]
     trailers = []
+    session_id = safe_session_id(session_id)
     if session_id:
         trailers.append(f"{SESSION_TRAILER}: {session_id}")
     if backend:
-        trailers.append(f"{BACKEND_TRAILER}: {backend}")
-    trailers.extend(extra_trailers)
+        trailers.append(f"{BACKEND_TRAILER}: {one_line(backend, 60)}")
+    trailers.extend(one_line(t, 300) for t in extra_trailers)
     parts = [subject]
     if body:
         parts.append("\n".join(body))
@@ -310,7 +315,8 @@ class MemoryRepo:
         if not session_id or not self.has_commits():
             return None
         head = self.repo.head.commit
-        if parse_message(head.hexsha, "", _text(head.message)).session != session_id:
+        if parse_message(head.hexsha, "", _text(head.message)).session != \
+                safe_session_id(session_id):
             return None
         if head.committer.name != self.actor.name or not head.parents:
             return None

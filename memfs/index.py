@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualtrace.memfs.anchors import MAX_FILE_BYTES, read_confined, read_nofollow
 from dualtrace.memfs.types import MEMORY_TYPES
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ def _memory_dirs(root: Path) -> list[Path]:
     except OSError:
         return out
     local_records = root / STATE_FOLDER / "sessions"  # session_records = "local"
-    if local_records.is_dir():
+    if local_records.is_dir() and not local_records.is_symlink():
         tops.append(local_records)
     for folder in tops:
         out.append(folder)
@@ -201,8 +202,16 @@ def _stat_files(root: Path) -> dict[str, tuple[int, int]]:
                     if not name.endswith(".md") or name.startswith("."):
                         continue
                     try:
-                        st = entry.stat()
+                        # A link is never followed (it could hand .git/config or a file
+                        # outside the memory dir to recall), nor is an oversized file read.
+                        if entry.is_symlink():
+                            continue
+                        st = entry.stat(follow_symlinks=False)
                     except OSError:
+                        continue
+                    if st.st_size > MAX_FILE_BYTES:
+                        log.info("not indexing %s: %d bytes, over the size limit", name,
+                                 st.st_size)
                         continue
                     rel = Path(entry.path).relative_to(root).as_posix()
                     out[rel] = (st.st_mtime_ns, st.st_size)
@@ -491,7 +500,8 @@ class Index:
 
         self._delete(rel)
         try:
-            text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            text = (read_nofollow(self.root / rel, rel) if rel.startswith(STATE_FOLDER + "/")
+                    else read_confined(self.root, rel))
             docs = _docs_for(rel, text)
         except (OSError, DualtraceError) as exc:
             # An unreadable file is remembered (so it is not re-parsed every time) but

@@ -43,6 +43,12 @@ def markers() -> tuple[str, str]:
 
 
 def _wrap(body: str, cap: int) -> str:
+    """``body`` between our markers. Anything in it that looks like a marker (a memory
+    that quotes ``</dualtrace-memory>``) is escaped first, so the block closes only where
+    we close it and the redactor strips exactly this block when the text comes back."""
+    from dualtrace.sanitize import escape_markers
+
+    body = escape_markers(body)
     opening, closing = markers()
     room = max(cap - len(opening) - len(closing) - 2, 0)
     if len(body) > room:

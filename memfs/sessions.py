@@ -468,6 +468,18 @@ def turn_windows(text: str) -> list[TurnWindow]:
 # ------------------------------------------------------------------ read API
 
 
+def _read(root: Path, rel: str) -> str:
+    """A record's text: no symlink on the way (file or folder), at most the size limit."""
+    from dualtrace.memfs.anchors import LinkError, read_nofollow
+
+    step = Path(root)
+    for part in Path(rel).parts[:-1]:
+        step = step / part
+        if step.is_symlink():
+            raise LinkError(f"session record {rel} goes through a symlink; not followed")
+    return read_nofollow(Path(root) / rel, rel)
+
+
 def _record_files(root: Path, local: bool) -> list[str]:
     rels: list[str] = []
     bases = [RECORDS_DIR] + ([LOCAL_RECORDS_DIR] if local else [])
@@ -475,11 +487,13 @@ def _record_files(root: Path, local: bool) -> list[str]:
         folder = root / base
         if not folder.is_dir():
             continue
+        if folder.is_symlink():
+            continue  # never followed (issue 13): a link could point anywhere
         for month in folder.iterdir():
-            if not month.is_dir():
+            if month.is_symlink() or not month.is_dir():
                 continue
             for f in month.iterdir():
-                if f.suffix == ".md" and f.is_file():
+                if f.suffix == ".md" and not f.is_symlink() and f.is_file():
                     rels.append(f"{base}/{month.name}/{f.name}")
     return rels
 
@@ -497,7 +511,7 @@ def _first_open_end(body: str) -> str | None:
 
 
 def read_info(root: Path, rel: str) -> RecordInfo:
-    text = (Path(root) / rel).read_text(encoding="utf-8")
+    text = _read(Path(root), rel)
     data, body = _split(text, rel)
     return info_from_front(data, rel, _first_open_end(body))
 
@@ -566,7 +580,7 @@ def find_record(root: Path | str, session_id: str) -> str | None:
         if name[11:19] != want:
             continue
         try:
-            data, _ = _split((root / rel).read_text(encoding="utf-8"), rel)
+            data, _ = _split(_read(root, rel), rel)
         except (OSError, UnicodeDecodeError, DualtraceError):
             continue
         if str(data.get("session")) == session_id:
@@ -580,12 +594,12 @@ def read_record(root: Path | str, ref: str) -> SessionRecord:
     ref = ref.strip()
     if is_record_path(ref):
         try:
-            return parse_record((root / ref).read_text(encoding="utf-8"), ref)
+            return parse_record(_read(root, ref), ref)
         except FileNotFoundError:
             raise DualtraceError(f"no session record at {ref}") from None
     exact = find_record(root, ref) if ref else None
     if exact is not None:
-        return parse_record((root / exact).read_text(encoding="utf-8"), exact)
+        return parse_record(_read(root, exact), exact)
     if len(ref) < 4:
         raise DualtraceError(f"session id {ref!r} is too short (give at least 4 characters)")
     matches = [i for i in list_records(root) if i.session.lower().startswith(ref.lower())
@@ -596,7 +610,7 @@ def read_record(root: Path | str, ref: str) -> SessionRecord:
         listed = ", ".join(sorted({m.session for m in matches})[:5])
         raise DualtraceError(f"session id {ref!r} is ambiguous: {listed}")
     rel = matches[0].path
-    return parse_record((root / rel).read_text(encoding="utf-8"), rel)
+    return parse_record(_read(root, rel), rel)
 
 
 def local_record_file(root: Path, rel: str) -> Path:
@@ -624,7 +638,7 @@ def free_path(root: Path, session_id: str, started: str | None, *, local: bool) 
     candidate, n = rel, 1
     while (root / candidate).exists():
         try:
-            data, _ = _split((root / candidate).read_text(encoding="utf-8"), candidate)
+            data, _ = _split(_read(root, candidate), candidate)
             if str(data.get("session")) == session_id:
                 return candidate
         except (OSError, UnicodeDecodeError, DualtraceError):

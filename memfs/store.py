@@ -16,7 +16,7 @@ from pathlib import Path
 from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError, FormatError, PathError
 from dualtrace.memfs import formats
-from dualtrace.memfs.anchors import confine
+from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined, walk_md
 from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
 
 STATE_FOLDER = ".dualtrace"
@@ -141,12 +141,15 @@ class MemoryStore:
         return confine(self.root, rel)
 
     def exists(self, rel: str) -> bool:
-        return self.path(rel).is_file()
+        """A memory file at ``rel`` (a symlink there is no memory: False, never followed)."""
+        try:
+            return self.path(rel).is_file()
+        except LinkError:
+            return False
 
     def read_text(self, rel: str) -> str:
-        path = self.path(rel)
         try:
-            return path.read_text(encoding="utf-8", errors="replace")
+            return read_confined(self.root, rel)
         except FileNotFoundError:
             raise DualtraceError(f"no memory file {rel}") from None
         except IsADirectoryError:
@@ -196,13 +199,10 @@ class MemoryStore:
             return out
         for top in sorted(self.root.iterdir()):
             name = top.name
-            if name.startswith(".") or not top.is_dir():
-                continue
+            if name.startswith(".") or top.is_symlink() or not top.is_dir():
+                continue  # a linked folder is never followed (it could point anywhere)
             if name == "system" or name == "scenes" or formats.canonical_folder(name):
-                for path in sorted(top.rglob("*.md")):
-                    if path.name.startswith("."):
-                        continue
-                    out.append(path.relative_to(self.root).as_posix())
+                out.extend(walk_md(self.root, name))
         return out
 
     def scan(self) -> ScanResult:
@@ -211,10 +211,12 @@ class MemoryStore:
         problems: list[FormatError] = []
         for rel in self.iter_files():
             try:
-                text = (self.root / rel).read_text(encoding="utf-8", errors="replace")
+                text = read_confined(self.root, rel)
                 memories.append(formats.parse(text, rel))
             except FormatError as exc:
                 problems.append(exc)
+            except PathError as exc:  # a file swapped for a link, or over the size limit
+                problems.append(FormatError(rel, 1, str(exc)))
             except OSError as exc:
                 problems.append(FormatError(rel, 1, f"unreadable: {exc}"))
         return ScanResult(tuple(memories), tuple(problems))
@@ -294,6 +296,10 @@ class MemoryStore:
         path = self.path(rel)
         if path.is_dir():
             raise PathError(f"{rel} is a folder")
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise PathError(f"{rel} would be {size / 1024:.0f} KB, over the "
+                            f"{MAX_FILE_BYTES // 1024} KB limit for one memory file; not written")
         try:
             if path.read_text(encoding="utf-8") == text:
                 return rel

@@ -249,6 +249,9 @@ def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, An
 # ------------------------------------------------------------------ tools
 
 
+MAX_TOOL_CALLS = 150  # per session, every tool (the builder caps the writes among them)
+
+
 class MemoryTools:
     """Executes the model's tool calls against the builder; nothing is written here."""
 
@@ -258,11 +261,21 @@ class MemoryTools:
         self.summary = ""
         self.rejected = 0
         self.accepted = 0
+        self.calls = 0
 
     def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
         """(tool_result content, is_error)."""
         from dualtrace.encoder.operations import Rejected  # noqa: F401 - DualtraceError covers it
 
+        self.calls += 1
+        if self.calls > MAX_TOOL_CALLS and name != "finish":
+            # Reads too: each answer rides in every later request of the conversation.
+            self.rejected += 1
+            return (f"tool-call cap reached ({MAX_TOOL_CALLS} calls in this session); "
+                    "call finish"), True
+        if self.finished and name != "finish":
+            self.rejected += 1
+            return "finish was called: nothing more is accepted in this session", True
         data = raw_input
         if isinstance(data, str):
             try:
