@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -16,6 +15,7 @@ import pytest
 from dualtrace import queue
 from tests import hook_helpers
 from tests.conftest import EXAMPLES
+from tests.fault_helpers import fill, mounted_tmpfs
 from tests.hook_helpers import (
     PY,
     append_turn,
@@ -164,29 +164,11 @@ def test_a_worker_paused_while_scheduling_holds_no_queue_lock(hook_env, state_di
 @pytest.fixture
 def small_state(tmp_path):
     """The state directory on a 4 MiB tmpfs (needs mount rights: root, as on CI here)."""
-    mnt = tmp_path / "state-small"
-    mnt.mkdir()
-    if not shutil.which("mount") or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-            capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
-        yield mnt
-    finally:
-        stop_worker(mnt)
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
-def _fill(mnt: Path) -> Path:
-    filler = mnt / "filler"
-    with open(filler, "wb", buffering=0) as fh:
-        for chunk in (65536, 1):
-            try:
-                while True:
-                    fh.write(b"\0" * chunk)
-            except OSError:
-                pass
-    return filler
+    with mounted_tmpfs(tmp_path / "state-small", "4m") as mnt:
+        try:
+            yield mnt
+        finally:
+            stop_worker(mnt)
 
 
 def test_a_full_state_dir_is_reported_and_the_session_caught_up(hook_env, small_state,
@@ -201,7 +183,7 @@ def test_a_full_state_dir_is_reported_and_the_session_caught_up(hook_env, small_
     assert run_hook("session-end", claude_payload("SessionEnd", "first", first, str(tmp_path),
                                                   reason="other"), env=env).returncode == 0
     wait_drained(small_state)
-    filler = _fill(small_state)
+    filler = fill(small_state)
     # The disk is full: the next session's hook cannot queue it. It still exits 0,
     # silent, at once.
     lost = folder / "lost.jsonl"
@@ -236,7 +218,7 @@ def test_a_worker_on_a_full_state_dir_says_so_once_and_keeps_the_job(small_state
     job = queue.touch(str(small_state), host="claude-code", session_id="full",
                       event="session-end", immediate=True, transcript=str(transcript),
                       cwd=str(tmp_path), memory_dir=str(tmp_path / "memory"))
-    filler = _fill(small_state)
+    filler = fill(small_state)
     proc = subprocess.run([PY, "-m", "dualtrace.worker"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0

@@ -9,15 +9,14 @@ memory files and the commits must come out the same.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.fault_helpers import fill, mounted_tmpfs
 from tests.hook_helpers import PY, wait_until
 
 SESSION_A = EXAMPLES / "pilot-4-auth-401-session1.jsonl"  # stores an incident
@@ -115,29 +114,8 @@ def test_sigkill_then_retry_of_the_same_session_stores_not_updates(tmp_path):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB tmpfs (needs the right to mount: root, as on this project's CI machine)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if not shutil.which("mount") or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-            capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "2m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
-def fill(mnt: Path) -> Path:
-    """Use every free byte of the filesystem; returns the filler to delete."""
-    filler = mnt / f"filler-{uuid.uuid4().hex}"
-    with open(filler, "wb", buffering=0) as fh:
-        for chunk in (65536, 1):
-            try:
-                while True:
-                    fh.write(b"\0" * chunk)
-            except OSError:
-                pass
-    return filler
 
 
 @pytest.fixture
