@@ -480,36 +480,26 @@ def ensure_worker(state: str) -> bool:
 
 
 def detach(state: str, event: str, work: Callable[[], object]) -> None:
-    """Run ``work`` in a detached grandchild (double fork + setsid) and return at once;
-    its errors go to the hook log. Without fork (Windows), it runs inline."""
+    """Run ``work`` in a detached grandchild and return at once; its errors go to the
+    hook log. Without fork (Windows), it runs inline."""
     if not hasattr(os, "fork"):  # pragma: no cover - Windows
         work()
         return
     sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
+
+    def run() -> None:
         try:
-            os.setsid()
-            if os.fork() == 0:
-                # Like the worker: never hold the host's pipes (it waits for their EOF).
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(devnull, fd)
-                try:
-                    work()
-                except BaseException as exc:  # noqa: BLE001 - logged, never raised
-                    log(state, f"{event}: {type(exc).__name__}: {exc}")
-                    os._exit(1)
-                os._exit(0)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        os._exit(code)
-    os.waitpid(pid, 0)
+            work()
+        except BaseException as exc:  # noqa: BLE001 - logged, never raised
+            log(state, f"{event}: {type(exc).__name__}: {exc}")
+            os._exit(1)
+        os._exit(0)
+
+    _orphan(run)
 
 
 def spawn_worker(state: str) -> None:
-    """Double fork + setsid: the worker outlives the hook and is nobody's child."""
+    """Start the worker so that it outlives the hook and is nobody's child."""
     env = dict(os.environ, DUALTRACE_CHILD="1", DUALTRACE_HOME=state)
     env.pop("DUALTRACE_MEMORY_DIR", None)  # per job, recorded in the job file
     args = [sys.executable, "-m", "dualtrace.worker"]
@@ -522,19 +512,30 @@ def spawn_worker(state: str) -> None:
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
         return
+
+    def run() -> None:
+        os.chdir(state)
+        os.execve(sys.executable, args, env)
+
+    _orphan(run)
+
+
+def _orphan(grandchild: Callable[[], None]) -> None:
+    """Double fork + setsid: ``grandchild`` runs in a process of its own session that the
+    hook does not wait for (the first child exits at once and is reaped here).
+    ``grandchild`` must end in ``os._exit`` or ``os.execve``; if it raises, that process
+    exits 1. Its stdin/stdout/stderr are /dev/null: the host waits for EOF on the hook's
+    pipes, so anything that outlives the hook must not hold them open."""
     pid = os.fork()
-    if pid == 0:  # first child: new session, fork again, exit so the worker is orphaned
+    if pid == 0:
         code = 0
         try:
             os.setsid()
             if os.fork() == 0:
-                # The host waits for EOF on the hook's stdout/stderr: the worker must
-                # not hold them open, or the agent hangs until the worker exits.
                 devnull = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(devnull, fd)
-                os.chdir(state)
-                os.execve(sys.executable, args, env)
+                grandchild()
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
