@@ -14,7 +14,9 @@ per arm:
   ``dualtrace install`` writes them: the floor of dualtrace's design;
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
-- ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0).
+- ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
+- ``hooked-mcp``: ``dualtrace install`` with its MCP server registered (the default),
+  whatever ``--no-mcp`` says for the other hooked arms.
 
 One round runs one turn of every arm, in an order rotated every round, so machine noise
 hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
@@ -44,7 +46,7 @@ from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
-ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0")
+ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp")
 BACKGROUND = "exec 3<&0; {} <&3 3<&- >/dev/null 2>&1 &"  # as hooks/install.py writes it
 
 PROMPTS = [
@@ -145,8 +147,9 @@ def main() -> int:
             elif arm.startswith("hooked"):
                 if arm == "hooked-nice0":
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
+                no_mcp = args.no_mcp and arm != "hooked-mcp"
                 install = box.dualtrace("install", "--agent", "claude-code",
-                                        *(["--no-mcp"] if args.no_mcp else []))
+                                        *(["--no-mcp"] if no_mcp else []))
                 assert "SessionEnd" in install.stdout, install.stdout
         claudes = {arm: Claude(exe, box, api) for arm, box in boxes.items()}
         # One warm-up turn each (node's and Python's first start fill the page cache).
@@ -177,7 +180,8 @@ def main() -> int:
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds"
           f"{' (one resumed session per arm)' if args.resume else ' (a new session each)'}, "
           f"fake model latency {args.model_ms:.0f} ms, "
-          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}, "
+          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'} in the "
+          f"hooked arms but hooked-mcp, "
           f"{os.cpu_count()} cores, load average {load_before:.1f} before, "
           f"{load_after:.1f} after the turns")
     base = times["bare"]

@@ -214,7 +214,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             folder = os.path.dirname(transcript)
             queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
                         kind="sweep", transcript=transcript, cwd=info.get("cwd"),
-                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
+                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT, durable=False)
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)

@@ -63,13 +63,15 @@ def job_path(state: str, jid: str) -> str:
 
 # --------------------------------------------------------------------------- io
 
-def atomic_write_json(path: str, data: dict) -> None:
-    """Write ``data`` so readers see the old or the new file, never a partial one."""
+def atomic_write_json(path: str, data: dict, fsync: bool = True) -> None:
+    """Write ``data`` so readers see the old or the new file, never a partial one
+    (``fsync``: and on disk before the rename)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-        os.fsync(fd)
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -200,14 +202,17 @@ def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
 def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
           kind: str = "session", transcript: str | None = None, cwd: str | None = None,
           agent_id: str | None = None, memory_dir: str | None = None,
-          now: float | None = None, lock_wait: float | None = None) -> dict:
+          now: float | None = None, lock_wait: float | None = None,
+          durable: bool = True) -> dict:
     """Create or refresh the job for one session (the hook's only write).
 
     ``lock_wait``: seconds the caller may wait for the queue lock (the hook: ~0.1 s);
     past that the touch is written to ``queue/incoming/`` instead (a file of its own,
     no lock needed) and folded into the job by the next ``fold_incoming`` (the worker
     before each scan, or the next touch). Returns the job, or for a deferred touch the
-    request with ``"deferred": True``. None: wait as long as it takes.
+    request with ``"deferred": True``. None: wait as long as it takes. ``durable=False``:
+    no fsync (a request that is cheap to lose, e.g. the SessionStart sweep: the next
+    session start asks again; the fsync cost that hook ~10 ms of its wait).
     """
     now = time.time() if now is None else now
     ensure_dirs(state)
@@ -221,7 +226,7 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
         return defer(state, request)
     try:
         fold_incoming(state)
-        return _apply(state, request)
+        return _apply(state, request, fsync=durable)
     finally:
         lock.release()
 
@@ -266,7 +271,7 @@ def has_incoming(state: str) -> bool:
         return False
 
 
-def _apply(state: str, request: dict) -> dict:
+def _apply(state: str, request: dict, fsync: bool = True) -> dict:
     """The read-modify-write of one touch; the caller holds the queue lock."""
     host, session_id, kind = request["host"], str(request["session_id"]), \
         request.get("kind") or "session"
@@ -288,7 +293,7 @@ def _apply(state: str, request: dict) -> dict:
     event = str(request.get("event") or "?")
     events[event] = int(events.get(event, 0)) + 1
     job["events"] = events
-    atomic_write_json(path, job)
+    atomic_write_json(path, job, fsync=fsync)
     return job
 
 
