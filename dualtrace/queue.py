@@ -17,6 +17,8 @@ import os
 import time
 import zlib
 
+from dualtrace import atomic
+
 try:  # POSIX; Windows falls back to msvcrt byte-range locks below.
     import fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
@@ -64,15 +66,12 @@ def job_path(state: str, jid: str) -> str:
 # --------------------------------------------------------------------------- io
 
 def atomic_write_json(path: str, data: dict) -> None:
-    """Write ``data`` so readers see the old or the new file, never a partial one."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Write ``data`` so readers see the old or the new file, never a partial one.
+
+    The file is flushed; the folder is not (a rename lost to a power cut leaves the
+    old job, which only re-runs): one fsync per hook, not two.
+    """
+    atomic.write_json(path, data, fsync_dir=False, sort_keys=True)
 
 
 def read_json(path: str) -> dict | None:
