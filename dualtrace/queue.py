@@ -17,7 +17,7 @@ import os
 import time
 import zlib
 
-from dualtrace import atomic
+from dualtrace import atomic, logfile
 
 try:  # POSIX; Windows falls back to msvcrt byte-range locks below.
     import fcntl
@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - exercised only on Windows
 QUEUE = "queue"
 SEEN = "seen"
 RUNS = "runs.jsonl"
-LOGS = "logs"
+LOGS = logfile.LOGS
 LOCK_NAME = ".lock"
 INCOMING = "incoming"  # touches deferred by a hook that could not get the lock in time
 BACKOFF_CAP_SECONDS = 3600.0

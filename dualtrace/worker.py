@@ -31,7 +31,7 @@ import time
 import traceback
 from pathlib import Path
 
-from dualtrace import config, faults, queue
+from dualtrace import config, faults, logfile, queue
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 
@@ -509,11 +509,9 @@ class Worker:
         queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
 
     def log(self, message: str, stderr: bool = False) -> None:
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
+        line = logfile.line(message)
         try:
-            with open(os.path.join(self.s, queue.LOGS, "worker.log"), "a",
-                      encoding="utf-8") as fh:
-                fh.write(line)
+            logfile.append(logfile.path(self.s, "worker.log"), line)
         except OSError:
             stderr = True  # e.g. the state directory is full: at least say it once
         if stderr:

@@ -61,7 +61,6 @@ def test_a_failed_replace_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch)
 # dualtrace.atomic): not a write of a file's bytes, or one the writer cannot stream.
 OWN_REPLACE = {
     "dualtrace/atomic.py": "the writer",
-    "dualtrace/hookcmd.py": "log rotation (moves to dualtrace/logfile.py next)",
     "dualtrace/logfile.py": "log rotation renames hook.log to hook.log.1",
     "hooks/letta.py": "adopts the agent-keyed transcript under the conversation's name",
     "memfs/archive.py": "moves memory files to archive/ and back",
