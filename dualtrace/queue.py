@@ -330,10 +330,6 @@ def due_at(job: dict, debounce_seconds: float) -> float:
     return max(due, float(job.get("not_before") or 0.0))
 
 
-def backoff_seconds(attempts: int, base: float) -> float:
-    return min(base * (2 ** max(attempts - 1, 0)), BACKOFF_CAP_SECONDS)
-
-
 def retry(state: str, session: str | None = None) -> list[str]:
     """Re-queue parked (and failed-pending) jobs, all or those matching ``session``."""
     requeued: list[str] = []
