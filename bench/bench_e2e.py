@@ -16,7 +16,9 @@ per arm:
   worker, the memory growing turn by turn);
 - ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
 - ``hooked-mcp``: ``dualtrace install`` with its MCP server registered (the default),
-  whatever ``--no-mcp`` says for the other hooked arms.
+  whatever ``--no-mcp`` says for the other hooked arms;
+- ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
+  synchronous (the background wrapper taken off again) and the worker at nice 0.
 
 One round runs one turn of every arm, in an order rotated every round, so machine noise
 hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
@@ -42,12 +44,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dualtrace.hooks.install import in_background  # noqa: E402
 from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
-ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp")
-BACKGROUND = "exec 3<&0; {} <&3 3<&- >/dev/null 2>&1 &"  # as hooks/install.py writes it
+ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp",
+        "hooked-sync")
+BACKGROUND = in_background("{}")  # the entry install writes for Stop / SessionEnd
 
 PROMPTS = [
     "We decided to use PostgreSQL, not MySQL, for the billing service, because billing "
@@ -106,6 +110,20 @@ def empty_hooks(box: Sandbox, background: bool) -> None:
     path.write_text(json.dumps({"hooks": hooks}, indent=2))
 
 
+def synchronous(box: Sandbox) -> None:
+    """Every installed hook entry back in the foreground (as before issue 17.4)."""
+    path = box.home / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    prefix, suffix = BACKGROUND.split("{}")
+    for groups in data["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                line = handler["command"]
+                if line.startswith(prefix) and line.endswith(suffix):
+                    handler["command"] = line[len(prefix):-len(suffix)]
+    path.write_text(json.dumps(data, indent=2))
+
+
 def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -145,12 +163,14 @@ def main() -> int:
             if arm.startswith("floor"):
                 empty_hooks(box, background=arm == "floor-bg")
             elif arm.startswith("hooked"):
-                if arm == "hooked-nice0":
+                if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
                 no_mcp = args.no_mcp and arm != "hooked-mcp"
                 install = box.dualtrace("install", "--agent", "claude-code",
                                         *(["--no-mcp"] if no_mcp else []))
                 assert "SessionEnd" in install.stdout, install.stdout
+                if arm == "hooked-sync":
+                    synchronous(box)
         claudes = {arm: Claude(exe, box, api) for arm, box in boxes.items()}
         # One warm-up turn each (node's and Python's first start fill the page cache).
         for claude in claudes.values():
