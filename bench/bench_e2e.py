@@ -26,6 +26,11 @@ includes the synchronous hooks. Reports per arm the median, the added millisecon
 against ``bare`` and the median of the per-round ratios to ``bare`` (target for
 ``hooked``: < 1.05), the load average before and after, and the hook durations Claude Code
 itself recorded. ``--resume`` makes turns 2..N resume each arm's first session.
+``--stream``: the interactive case, one long-lived Claude Code per arm (``claude -p
+--input-format stream-json``: one session, SessionStart and the MCP server start once),
+each round one more prompt to every arm; a turn is the time from writing the prompt to
+the ``result`` event (UserPromptSubmit and Stop run every turn), the start-up (first
+turn) is reported apart.
 
 Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 """
@@ -68,6 +73,34 @@ PROMPTS = [
     "Why does billing need row-level locking?",
     "Thanks, that is all for today.",
 ]
+
+
+class Stream:
+    """One long-lived ``claude -p --input-format stream-json`` session (interactive-like)."""
+
+    def __init__(self, exe: Path, box: Sandbox) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [str(exe), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+             "--verbose"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=box.env, cwd=box.project, text=True, bufsize=1)
+
+    def turn(self, prompt: str) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        started = time.perf_counter()
+        self.proc.stdin.write(json.dumps({"type": "user", "message": {
+            "role": "user", "content": prompt}}) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("{") and json.loads(line).get("type") == "result":
+                return time.perf_counter() - started
+        raise AssertionError("claude ended before answering")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def turn(claude: Claude, prompt: str, resume: str | None) -> tuple[float, str]:
@@ -132,6 +165,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--stream", action="store_true",
+                        help="one long-lived session per arm (the interactive case)")
     parser.add_argument("--arms", default="bare,floor,floor-bg,hooked",
                         help=f"comma-separated, from {', '.join(ARMS)}; bare is always run")
     parser.add_argument("--model-ms", type=float, default=0.0,
@@ -178,16 +213,27 @@ def main() -> int:
         for box in boxes.values():
             box.wait_idle()
         times: dict[str, list[float]] = {arm: [] for arm in arms}
+        starts: dict[str, float] = {}
         sessions: dict[str, str | None] = {arm: None for arm in arms}
-        for i in range(args.turns):
+        streams = {arm: Stream(exe, boxes[arm]) for arm in arms} if args.stream else {}
+        for i in range(args.turns + (1 if args.stream else 0)):
             prompt = PROMPTS[i % len(PROMPTS)]
             order = arms[i % len(arms):] + arms[:i % len(arms)]
             for arm in order:
+                if args.stream:
+                    seconds = streams[arm].turn(prompt)
+                    if i == 0:
+                        starts[arm] = seconds
+                    else:
+                        times[arm].append(seconds)
+                    continue
                 seconds, sid = turn(claudes[arm], prompt,
                                     sessions[arm] if args.resume else None)
                 times[arm].append(seconds)
                 if args.resume and sessions[arm] is None:
                     sessions[arm] = sid
+        for stream in streams.values():
+            stream.close()
         load_after = load()
         summary = {}
         for arm, box in boxes.items():
@@ -197,8 +243,9 @@ def main() -> int:
                 summary[arm] = (len(runs), sum(1 for r in runs if r.get("commit")),
                                 sum(1 for r in runs if r.get("error")), len(box.memory_dirs()),
                                 host_hook_durations(box.home / ".claude" / "projects"))
-    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds"
-          f"{' (one resumed session per arm)' if args.resume else ' (a new session each)'}, "
+    kind = (" (one long-lived stream-json session per arm)" if args.stream else
+            " (one resumed session per arm)" if args.resume else " (a new session each)")
+    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds{kind}, "
           f"fake model latency {args.model_ms:.0f} ms, "
           f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'} in the "
           f"hooked arms but hooked-mcp, "
@@ -216,6 +263,9 @@ def main() -> int:
             line += (f"  added {(med - med_b) * 1000:+5.0f} ms, median per-round ratio "
                      f"{statistics.median(ratios):.3f}")
         print(line)
+    if starts:
+        print("  session start (first turn): " + ", ".join(
+            f"{arm} {sec * 1000:.0f} ms" for arm, sec in starts.items()))
     print("  target for hooked: ratio < 1.05")
     for arm, (n, commits, errors, dirs, hook_ms) in summary.items():
         print(f"  {arm}: worker {n} encode runs, {commits} with a commit, {errors} errors, "
