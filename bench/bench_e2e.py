@@ -30,7 +30,10 @@ itself recorded. ``--resume`` makes turns 2..N resume each arm's first session.
 --input-format stream-json``: one session, SessionStart and the MCP server start once),
 each round one more prompt to every arm; a turn is the time from writing the prompt to
 the ``result`` event (UserPromptSubmit and Stop run every turn), the start-up (first
-turn) is reported apart.
+turn) is reported apart. ``--wheel``: the hooked and floor arms run a non-editable install
+as a person gets one (pipx, uv tool): a wheel built from this tree in a fresh virtualenv
+(dependencies from this one through a plain path entry), instead of the editable dev
+install, whose import finder costs every Python start ~10 ms (more under load).
 
 Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 """
@@ -130,9 +133,9 @@ def host_hook_durations(projects: Path) -> dict[str, list[int]]:
     return found
 
 
-def empty_hooks(box: Sandbox, background: bool) -> None:
+def empty_hooks(box: Sandbox, background: bool, interpreter: str) -> None:
     """Four ``python -c pass`` hooks in the arm's user settings."""
-    python = f"{sys.executable} -c pass"
+    python = f"{interpreter} -c pass"
     hooks = {}
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         line = BACKGROUND.format(python) if background and event in ("Stop", "SessionEnd") \
@@ -141,6 +144,28 @@ def empty_hooks(box: Sandbox, background: bool) -> None:
     path = box.home / ".claude" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"hooks": hooks}, indent=2))
+
+
+def user_install(tmp: Path) -> Path:
+    """A fresh virtualenv with dualtrace installed from a wheel of this tree; returns its
+    python. Dependencies come from this virtualenv's site-packages by a path line (no
+    import line: the dev install's editable finder is not loaded)."""
+    import subprocess
+    import sysconfig
+
+    venv, wheels = tmp / "user-venv", tmp / "wheels"
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                    str(ROOT)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                    str(next(wheels.glob("dualtrace-*.whl")))], check=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], check=True, capture_output=True, text=True)
+    (Path(site.stdout.strip()) / "dualtrace-bench-deps.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n")
+    return python
 
 
 def synchronous(box: Sandbox) -> None:
@@ -165,6 +190,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--wheel", action="store_true",
+                        help="hooked and floor arms on a non-editable install (as pipx/uv)")
     parser.add_argument("--stream", action="store_true",
                         help="one long-lived session per arm (the interactive case)")
     parser.add_argument("--arms", default="bare,floor,floor-bg,hooked",
@@ -192,17 +219,18 @@ def main() -> int:
             return answer(body)
 
         api.default = slow if args.model_ms else answer
+        python = user_install(Path(tmp)) if args.wheel else Path(sys.executable)
         boxes: dict[str, Sandbox] = {}
         for arm in arms:
             box = boxes[arm] = Sandbox.create(Path(tmp) / arm)
             if arm.startswith("floor"):
-                empty_hooks(box, background=arm == "floor-bg")
+                empty_hooks(box, background=arm == "floor-bg", interpreter=str(python))
             elif arm.startswith("hooked"):
                 if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
                 no_mcp = args.no_mcp and arm != "hooked-mcp"
-                install = box.dualtrace("install", "--agent", "claude-code",
-                                        *(["--no-mcp"] if no_mcp else []))
+                install = box.run(python.parent / "dualtrace", "install", "--agent",
+                                  "claude-code", *(["--no-mcp"] if no_mcp else []))
                 assert "SessionEnd" in install.stdout, install.stdout
                 if arm == "hooked-sync":
                     synchronous(box)
@@ -249,6 +277,7 @@ def main() -> int:
           f"fake model latency {args.model_ms:.0f} ms, "
           f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'} in the "
           f"hooked arms but hooked-mcp, "
+          f"{'non-editable install (--wheel)' if args.wheel else 'editable dev install'}, "
           f"{os.cpu_count()} cores, load average {load_before:.1f} before, "
           f"{load_after:.1f} after the turns")
     base = times["bare"]
