@@ -120,9 +120,13 @@ def signature(cwd: str, memory_dir: str, user_memory: str | None,
     memory, own = _tree(memory_dir), _tree(user_memory)
     if memory is None or (user_memory and own is None and os.path.isdir(user_memory)):
         return None
-    levels = [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
-              for p in _ancestors(cwd)]
-    return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files], levels]
+    return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files],
+            _levels(cwd)]
+
+
+def _levels(cwd: str) -> list:
+    return [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
+            for p in _ancestors(cwd)]
 
 
 def read(state: str, key: str, cwd: str) -> str | None:
@@ -138,6 +142,29 @@ def read(state: str, key: str, cwd: str) -> str | None:
         return None
     text = entry.get("text")
     return text if now is not None and now == sig and isinstance(text, str) else None
+
+
+def prompt_settings(state: str, key: str, cwd: str) -> tuple[str, dict] | None:
+    """For the prompt hook: the memory dir and the prompt settings the stored entry was
+    built with, while what they were resolved from is unchanged (the settings files and
+    the levels above the cwd, the key's environment); the memory tree may have changed
+    (recall's index follows it). None: resolve them (dualtrace.config, ~30 ms of the
+    hook's wait under load)."""
+    try:
+        with open(cache_path(state, key), encoding="utf-8") as fh:
+            entry = json.load(fh)
+        if entry.get("cwd") != cwd:
+            return None
+        sig, values = entry["signature"], entry["prompt"]
+        if [_stat(f) for f in sig[4]] != sig[5] or _levels(cwd) != sig[6]:
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    memory_dir = sig[0]
+    if not isinstance(memory_dir, str) or not isinstance(values, dict) \
+            or not os.path.isdir(memory_dir):
+        return None
+    return memory_dir, values
 
 
 def write(state: str, key: str, entry: dict) -> None:
@@ -168,20 +195,22 @@ def entries(state: str) -> list[tuple[str, dict]]:
 # ------------------------------------------------------------------ building (not on the hit path)
 
 def build(state: str, host: str, cwd: str, command: str,
-          memory_dir: str | None = None) -> tuple[str | None, list | None]:
+          memory_dir: str | None = None) -> tuple[str | None, list | None, dict]:
     """The SessionStart text for ``cwd`` as the hook shows it (None: nothing to show),
-    and the signature to store it under (None: do not store it)."""
+    the signature to store it under (None: do not store it), and the settings the prompt
+    hook needs (``prompt_settings``)."""
     from dualtrace import config
     from dualtrace.memfs import inject
 
     ws = config.workspace(cwd or None, memory_dir=memory_dir)
     if config.is_disabled(ws.settings):
-        return None, None
+        return None, None, {}
+    prompt = {"prompt_chars": ws.settings.prompt_chars, "stale_days": ws.settings.stale_days}
     user_memory = config.user_memory_dir(ws.settings)
     if not ws.memory_dir.is_dir():
         # Nothing stored for this project yet (never create a memory dir from a hook);
         # the person's own preferences still follow them into it.
-        return inject.own_preferences_context(user_memory, ws.settings), None
+        return inject.own_preferences_context(user_memory, ws.settings), None, prompt
     from dualtrace.hooks.mcp_registration import REGISTRY, available
     from dualtrace.memfs.conflicts import FILE as CONFLICTS
     from dualtrace.memfs.conflicts import open_conflicts
@@ -199,15 +228,16 @@ def build(state: str, host: str, cwd: str, command: str,
     text = inject.session_start_context(
         store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
         command=command)
-    return text, sig
+    return text, sig, prompt
 
 
 def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
                     memory_dir: str | None = None) -> str | None:
-    text, sig = build(state, host, cwd, command, memory_dir)
+    text, sig, prompt = build(state, host, cwd, command, memory_dir)
     if text is not None and sig is not None:
         write(state, key, {"cwd": cwd, "host": host, "command": command,
-                           "memory_dir": sig[0], "signature": sig, "text": text})
+                           "memory_dir": sig[0], "signature": sig, "text": text,
+                           "prompt": prompt})
     return text
 
 
