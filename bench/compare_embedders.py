@@ -38,7 +38,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread, as memfs/embed.py sets for the product (several threads fight the other
+# processes for the cores): set before numpy is imported, here and in the child processes.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "What interpreter releases does our continuous integration matrix cover?"
