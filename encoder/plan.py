@@ -475,8 +475,8 @@ class PlanBuilder:
                          SIMILAR_THRESHOLD)
         if key is None:
             return None
-        found = self.current(key)
-        return found if isinstance(found, Fact) else None
+        match = self.current(key)
+        return match if isinstance(match, Fact) else None
 
     def _new_moment(self, kind: str, anchor: str, description: str, draft: MomentDraft,
                     linked_fact: str, confidence: str) -> Moment:
