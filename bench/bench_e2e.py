@@ -1,6 +1,6 @@
 """What dualtrace's hooks add to real Claude Code turns (issue 17).
 
-    python bench/bench_e2e.py [--turns 10] [--no-mcp] [--arms bare,floor,floor-bg,hooked]
+    python bench/bench_e2e.py [--turns 10] [--mcp] [--arms bare,floor,floor-bg,hooked]
 
 The real Claude Code (the pinned npm version, from the e2e cache; installed there on
 first use) runs ``claude -p`` turns against the local fake Messages API in one temp HOME
@@ -15,8 +15,8 @@ per arm:
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
 - ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
-- ``hooked-mcp``: ``dualtrace install`` with its MCP server registered (the default),
-  whatever ``--no-mcp`` says for the other hooked arms;
+- ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (opt-in since
+  session 3), whatever ``--mcp`` says for the other hooked arms;
 - ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
   synchronous (the background wrapper taken off again) and the worker at nice 0.
 
@@ -199,9 +199,11 @@ def main() -> int:
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="the fake model waits this long before each reply (a real "
                              "model's latency; 0 = instant, the worst case for the ratio)")
+    parser.add_argument("--mcp", action="store_true",
+                        help="the hooked arms install with the MCP server (`install --mcp`)")
     parser.add_argument("--no-mcp", action="store_true",
-                        help="install without the MCP server (`install --no-mcp`): the "
-                             "hooks' cost alone, without Claude Code starting `dualtrace mcp`")
+                        help="no effect (the hooked arms install without the MCP server "
+                             "unless --mcp; kept for the commands in docs/BENCHMARKS.md)")
     args = parser.parse_args()
     arms = ["bare"] + [a for a in args.arms.split(",") if a and a != "bare"]
     unknown = set(arms) - set(ARMS)
@@ -228,9 +230,9 @@ def main() -> int:
             elif arm.startswith("hooked"):
                 if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
-                no_mcp = args.no_mcp and arm != "hooked-mcp"
+                mcp = args.mcp or arm == "hooked-mcp"
                 install = box.run(python.parent / "dualtrace", "install", "--agent",
-                                  "claude-code", *(["--no-mcp"] if no_mcp else []))
+                                  "claude-code", "--mcp" if mcp else "--no-mcp")
                 assert "SessionEnd" in install.stdout, install.stdout
                 if arm == "hooked-sync":
                     synchronous(box)
@@ -275,7 +277,7 @@ def main() -> int:
             " (one resumed session per arm)" if args.resume else " (a new session each)")
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds{kind}, "
           f"fake model latency {args.model_ms:.0f} ms, "
-          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'} in the "
+          f"{'hooks + MCP server (--mcp)' if args.mcp else 'hooks only'} in the "
           f"hooked arms but hooked-mcp, "
           f"{'non-editable install (--wheel)' if args.wheel else 'editable dev install'}, "
           f"{os.cpu_count()} cores, load average {load_before:.1f} before, "
