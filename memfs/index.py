@@ -24,7 +24,6 @@ re-read or re-parse the markdown.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -110,6 +109,8 @@ def cache_index_path(root: Path) -> Path:
     the prompt hook, the MCP tools) must not create anything inside the memory dir. The
     writers' index in the memory dir wins as soon as a commit creates it.
     """
+    import hashlib  # here: loading OpenSSL costs the recall CLI ~2 ms otherwise
+
     from dualtrace.paths import state_dir
 
     real = os.path.realpath(root)
@@ -693,24 +694,18 @@ class Index:
         return [(r[0], -r[1]) for r in rows]
 
     def docs_matching_about(self, term: str, ids: Iterable[int]) -> tuple[set[int], set[int]]:
-        """(ids containing ``term``, ids with it in their anchor or description): one query.
+        """(ids containing ``term``, ids with it in their anchor or description).
 
-        bm25 with zero weights on the type and body columns is non-zero exactly when the
-        term is in the anchor or the description.
+        Two plain MATCH queries (the second with a column filter), not one with bm25:
+        bm25 counts the term's documents over its whole posting list first, which for a
+        word in most documents cost ~30 ms where the two lookups take ~1-5 ms
+        (bench/bench_recall.py store, 16k documents).
         """
         id_list = list(ids)
-        present: set[int] = set()
-        about: set[int] = set()
-        for start in range(0, len(id_list), 500):
-            chunk = id_list[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for rowid, score in self.conn.execute(
-                    f"SELECT rowid, bm25(fts, 1.0, 0.0, 1.0, 0.0) FROM fts WHERE fts MATCH ? "
-                    f"AND rowid IN ({marks})", (_term(term), *chunk)):
-                present.add(rowid)
-                if score < 0:
-                    about.add(rowid)
-        return present, about
+        present = self.docs_matching(term, id_list)
+        if not present:
+            return present, set()
+        return present, self.docs_matching(term, sorted(present), about=True)
 
     def docs_matching(self, term: str, ids: Iterable[int], *, about: bool = False,
                       chunks: bool = False) -> set[int]:
