@@ -64,6 +64,7 @@ class Worker:
         self._settings: dict[str, tuple[float, config.Settings]] = {}
         self.current_memdir: str | None = None
         self.scans = 0  # full reads of the queue (for tests and the log)
+        self.start_texts_due = True  # texts a hook stored without related memories
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -81,7 +82,11 @@ class Worker:
                 claimed = self.claim(jobs)
                 if claimed is not None:
                     self.process(*claimed)
+                    self.start_texts_due = True
                     continue
+                if self.start_texts_due:
+                    self.start_texts_due = False
+                    self.complete_start_texts()
                 wait = self.idle_wait(jobs, stamp)
                 if wait is None:
                     # A hook that could not get the queue lock deferred its touch to
@@ -330,6 +335,16 @@ class Worker:
             startctx.refresh(self.s, memdir)
         except Exception as exc:  # noqa: BLE001 - a stale text only costs the hook a build
             self.log(f"session-start text for {memdir}: {type(exc).__name__}: {exc}")
+
+    def complete_start_texts(self) -> None:
+        """SessionStart texts a hook built and stored lack the memories related to the
+        last session (a hybrid recall the hook does not pay for): rebuild them whole."""
+        from dualtrace import startctx
+
+        try:
+            startctx.complete(self.s)
+        except Exception as exc:  # noqa: BLE001 - the hook's own text stays usable
+            self.log(f"session-start texts: {type(exc).__name__}: {exc}")
 
     # ---------------------------------------------------------------- team sync
 
