@@ -527,15 +527,15 @@ class Index:
                           (rel, stat[0], stat[1]))
 
     def _count(self) -> None:
-        count = self.conn.execute("SELECT count(DISTINCT unit) FROM docs "
-                                  "WHERE kind != 'chunk'").fetchone()[0]
-        _set_meta(self.conn, "units", str(count))
-        docs = self.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+        # One pass over docs (it runs after every commit: four passes were ~5 ms of a
+        # commit at 220 records and grew with them).
+        units, docs, chunks, records = self.conn.execute(
+            "SELECT count(DISTINCT CASE WHEN kind != 'chunk' THEN unit END), count(*), "
+            "coalesce(sum(kind = 'chunk'), 0), "
+            "count(DISTINCT CASE WHEN kind = 'chunk' THEN path END) FROM docs").fetchone()
+        _set_meta(self.conn, "units", str(units))
         _set_meta(self.conn, "docs", str(docs))
-        chunks = self.conn.execute("SELECT count(*) FROM docs WHERE kind = 'chunk'").fetchone()[0]
         _set_meta(self.conn, "chunks", str(chunks))
-        records = self.conn.execute("SELECT count(DISTINCT path) FROM docs "
-                                    "WHERE kind = 'chunk'").fetchone()[0]
         _set_meta(self.conn, "records", str(records))
 
     def _bump(self) -> None:
