@@ -302,3 +302,33 @@ def test_words_alone_do_not_pass_when_the_text_means_something_else(memdir):
     question = "How do we shard the users table?"
     assert recall(store, question, embedder=None, records=False).state == "B"  # words pass
     assert recall(store, question, embedder=embed.load_wordllama()).state == "C"
+
+
+def test_a_listing_of_sessions_counts_past_the_first_400_matching_turns(tmp_path):
+    """'Which sessions were about X' with X in more turns than the old 400-candidate cap:
+    every session is listed (the cap counted 400 of 450)."""
+    from dualtrace.memfs import sessions
+    from dualtrace.memfs.index import reindex
+
+    root = tmp_path / "m"
+    root.mkdir()
+    for i in range(450):
+        day = f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        sid = f"{i:08x}-0000-4000-8000-000000000000"
+        turns = (sessions.Turn(number=1, date=day, time="10:00",
+                               user=f"look at the quokkaparser warning number {i}",
+                               agent="the quokkaparser warning is gone now"),
+                 sessions.Turn(number=2, date=day, time="10:30", user="thanks, commit it",
+                               agent="committed"))
+        rel = sessions.record_path(sid, f"{day}T10:00:00Z")
+        record = sessions.SessionRecord(path=rel, session=sid, host="claude-code",
+                                        project="p", started=f"{day}T10:00:00Z",
+                                        description=f"quokkaparser warning {i}", turns=turns)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(sessions.render_record(record), encoding="utf-8")
+    reindex(root)
+    result = recall(root, "which sessions were about the quokkaparser warning", embedder=None)
+    assert result.state == "B" and result.aggregation
+    assert len({m.record.session for m in result.memories}) == 450
+    dates = [m.record.date for m in result.memories]
+    assert dates == sorted(dates)
