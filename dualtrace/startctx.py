@@ -71,11 +71,11 @@ def _tree(root: str | None) -> list[int] | None:
     under ``root`` (names too: a rename within one clock tick keeps every mtime)."""
     if not root:
         return None
-    try:
-        top = os.stat(root)
-    except OSError:
+    if not os.path.isdir(root):
         return None
-    files, size, newest, names = 0, 0, top.st_mtime_ns, 0
+    # Not the root folder's own mtime: creating .dualtrace/ (the index) moves it, and
+    # anything under it that changes is seen through its own entry.
+    files, size, newest, names = 0, 0, 0, 0
     stack = [root]
     while stack:
         folder = stack.pop()
