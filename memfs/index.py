@@ -559,8 +559,14 @@ class Index:
             if _meta(self.conn, "vectors_model") != embedder.name:
                 self.conn.execute("DELETE FROM vectors")
                 _set_meta(self.conn, "vectors_model", embedder.name)
-            missing = [r[0] for r in self.conn.execute(
-                "SELECT id FROM docs WHERE id NOT IN (SELECT doc_id FROM vectors)")]
+            # Every document had its vector after the last call (all in one
+            # transaction) and a new document's id is one more than the largest id
+            # in docs (rowid allocation), so the missing ones are those above the
+            # largest id with a vector: a range, not a scan of every id (which was
+            # ~9 ms of each commit at 1,000 records).
+            top = self.conn.execute("SELECT coalesce(max(doc_id), 0) FROM vectors").fetchone()[0]
+            missing = [r[0] for r in self.conn.execute("SELECT id FROM docs WHERE id > ?",
+                                                       (top,))]
             for start in range(0, len(missing), 256):
                 docs = list(self._select("id", missing[start:start + 256]))
                 vecs = embedder.embed([embed_text(d) for d in docs])

@@ -203,6 +203,29 @@ def test_vectors_kept_in_step_with_the_index(store):
         docs = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         assert count == docs
 
+    def in_step(index: Index) -> bool:
+        return index.conn.execute(
+            "SELECT (SELECT count(*) FROM vectors) = (SELECT count(*) FROM docs) AND NOT "
+            "EXISTS (SELECT 1 FROM docs WHERE id NOT IN (SELECT doc_id FROM vectors))"
+        ).fetchone()[0] == 1
+
+    with Index.open(store.root) as index:
+        # The oldest file edited by hand (its documents get new ids), the file holding
+        # the newest document deleted, then a file added: still one vector per document.
+        oldest = index.conn.execute("SELECT path FROM docs ORDER BY id LIMIT 1").fetchone()[0]
+        newest = index.conn.execute("SELECT path FROM docs ORDER BY id DESC LIMIT 1").fetchone()[0]
+        assert oldest != newest
+        path = store.root / oldest
+        path.write_text(path.read_text().replace("vis-group", "vis-group (all of it)"))
+        (store.root / newest).unlink()
+        index.update_paths([oldest, newest])
+        assert index.ensure_vectors(embedder) > 0 and in_step(index)
+    _record(store, "ccccdddd-0000-1111-2222-333344445555", "2026-03-03T10:00:00Z",
+            "A third session", [("Rotate the API keys monthly.", "Rotation is a cron job.")])
+    with Index.open(store.root) as index:
+        index.ensure_vectors(embedder)
+        assert in_step(index)
+
 
 @needs_semantic
 def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp_path):
