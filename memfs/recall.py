@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualtrace import words
 from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
@@ -102,20 +103,14 @@ _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the f
 _LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
                    r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren as at be because been
-before being below between both but by can cannot could couldn did didn do does doesn
-doing don down during each else ever few for from further get got had hadn has hasn have
-haven having he her here hers herself him himself his how i if in into is isn it its
-itself just let me more most my myself no nor not now of off on once only or other ought
-our ours ourselves out over own same shall she should shouldn so some such than that the
-their theirs them themselves then there these they this those through to too under until
-up us very was wasn we were weren what when where which while who whom why will with
-won would wouldn you your yours yourself yourselves
+# English function words (dualtrace.words) plus the words of a question put to a
+# memory ("do you remember what we stored about ...") that name no topic.
+QUESTION_WORDS = frozenset("""
 tell know remember recall stored store memory memories thing things something anything
-please thanks thank hey ok okay us one use used using way ways seen write wrote
-written make made work works go goes going happen happened need want like
+please thanks thank hey ok okay way ways seen write wrote written go goes going happen
+happened need want like work works
 """.split())
+STOPWORDS = words.STOPWORDS | QUESTION_WORDS
 
 _TYPE_WORDS = {
     "decision": "decision", "decisions": "decision", "decided": "decision",
@@ -161,7 +156,6 @@ _SESSIONS_AGG_WORDS = frozenset(
 # A count or a listing must see every matching turn: no cap below the chunk count
 # (400 chunks missed 196 of 490 sessions on a 1k-record store, docs/BENCHMARKS.md).
 SESSIONS_AGG_CANDIDATES = 400  # the floor; a bigger index is read whole
-_TOKEN = re.compile(r"[a-z0-9]+")
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
 _FILE_REF = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
@@ -340,9 +334,7 @@ def content_terms(text: str, *, keep_type_words: bool = True) -> list[str]:
     seen: dict[str, None] = {}
     # "how long", "how many", "how much": the second word belongs to the question form.
     text = _HOW.sub(" ", text.lower())
-    for token in _TOKEN.findall(text):
-        if len(token) < 2 or token in STOPWORDS:
-            continue
+    for token in words.content_words(text, STOPWORDS):
         if not keep_type_words and token in _TYPE_WORDS:
             continue
         seen.setdefault(token, None)
@@ -367,7 +359,7 @@ def aggregation_types(question: str) -> tuple[str, ...] | None:
     if len(question[: match.start()].split()) > 6 and len(content_terms(question)) > LONG_QUERY:
         return None
     types: list[str] = []
-    for token in _TOKEN.findall(question.lower()):
+    for token in words.split(question):
         kind = _TYPE_WORDS.get(token)
         if kind and kind not in types and token.endswith("s"):
             types.append(kind)
