@@ -207,13 +207,25 @@ def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None 
 
 
 def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
-                    memory_dir: str | None = None, *, related: bool = False) -> str | None:
+                    memory_dir: str | None = None, *,
+                    related: bool = False) -> tuple[str | None, bool]:
+    """(the text, whether the stored text waits for the worker's related memories)."""
     text, sig = build(state, host, cwd, command, memory_dir, related=related)
+    pending = False
     if text is not None and sig is not None:
+        # Without session records there is nothing to relate: complete as it is.
+        pending = not related and _has_records(sig[0])
         write(state, key, {"cwd": cwd, "host": host, "command": command,
                            "memory_dir": sig[0], "signature": sig, "text": text,
-                           "related": related})
-    return text
+                           "related": not pending})
+    return text, pending
+
+
+def _has_records(memory_dir: str) -> bool:
+    from dualtrace.memfs.sessions import LOCAL_RECORDS_DIR, RECORDS_DIR
+
+    return any(os.path.isdir(os.path.join(memory_dir, d))
+               for d in (RECORDS_DIR, LOCAL_RECORDS_DIR))
 
 
 def refresh(state: str, memory_dir: str | None = None) -> int:
@@ -235,6 +247,11 @@ def refresh(state: str, memory_dir: str | None = None) -> int:
         except (KeyError, OSError):
             continue
     return done
+
+
+def pending(state: str) -> bool:
+    """Whether a stored text waits for the worker's related memories."""
+    return any(entry.get("related") is False for _key, entry in entries(state))
 
 
 def complete(state: str) -> int:

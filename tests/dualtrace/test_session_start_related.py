@@ -14,7 +14,7 @@ from dualtrace import startctx
 from tests import hook_helpers
 from tests.conftest import EXAMPLES
 from tests.dualtrace.test_session_start_cache import SLOW, _start
-from tests.hook_helpers import hook_cmd, wait_drained
+from tests.hook_helpers import hook_cmd, wait_drained, wait_until
 
 hook_env = hook_helpers.hook_env
 
@@ -54,11 +54,12 @@ def test_the_worker_adds_related_memories_the_hook_never_computes(hook_env, stat
     assert "Recent sessions in this project" in built and SECTION not in built
     (entry,) = _entries(state_dir)
     assert entry["related"] is False
-    # That hook queued the sweep and started a real worker; once idle, the worker
-    # rebuilds the stored text with the related memories.
+    # That hook made sure a real worker runs (after storing the text); before it
+    # exits, the worker rebuilds the stored text with the related memories.
+    wait_until(lambda: _entries(state_dir)[0]["related"] is True, 90,
+               what="the worker completed the stored SessionStart text")
     wait_drained(state_dir)
     (entry,) = _entries(state_dir)
-    assert entry["related"] is True
     related = _section(entry["text"])
     assert related and any("session" in line.lower() and "postgres" in line.lower()
                            for line in related), entry["text"]
