@@ -279,6 +279,8 @@ def _apply(state: str, request: dict, fsync: bool = True) -> dict:
     job = read_json(path)
     if job is None or job.get("_corrupt"):
         job = new_job(jid, host, session_id, now)
+    elif _covered(job, request):
+        return job
     job["kind"] = kind
     for key in ("transcript", "cwd", "agent_id", "memory_dir"):
         if request.get(key):
@@ -293,6 +295,22 @@ def _apply(state: str, request: dict, fsync: bool = True) -> dict:
     job["events"] = events
     atomic_write_json(path, job, fsync=fsync)
     return job
+
+
+def _covered(job: dict, request: dict) -> bool:
+    """A debounced touch (Stop) for a job whose encode is running and whose transcript
+    has not changed since that run began: the run reads all of it, so the touch brings
+    nothing to re-run. (Stop and SessionEnd of one turn run concurrently in the host
+    shell's background; a Stop landing during SessionEnd's encode used to leave a
+    debounced re-run behind, and a worker waiting for it.)"""
+    if job.get("status") != RUNNING or request.get("immediate"):
+        return False
+    transcript = request.get("transcript") or job.get("transcript")
+    try:
+        started = float(job.get("started_at") or 0.0)
+        return bool(transcript) and os.stat(str(transcript)).st_mtime < started
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def remove(state: str, jid: str) -> bool:

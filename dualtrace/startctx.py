@@ -228,6 +228,8 @@ def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None 
     sig = signature(cwd, str(ws.memory_dir), str(user_memory) if user_memory else None,
                     files)
     if open_conflicts(store):
+        if related:  # the worker's build: showing them marks them shown, and no agent
+            return None, None, prompt  # would see this text; the hook's own build shows them
         sig = None  # showing them marks them shown: only the full path does that
     text = inject.session_start_context(
         store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
