@@ -618,6 +618,22 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                evidence=evidence, asked=i)
 
 
+def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
+    """The user messages that brought one failure in: the one at ``asked`` and up to
+    ``limit`` just before it with no edit or commit in between ("the export crashes on
+    startup", then the traceback)."""
+    out = [asked]
+    for j in range(asked - 1, -1, -1):
+        e = session.events[j]
+        if e.agent is not None:
+            continue
+        if e.kind in ("edit", "commit") or len(out) > limit:
+            break
+        if e.kind == "user" and not (e.detail or "").startswith("rejection"):
+            out.append(j)
+    return tuple(out)
+
+
 def _cause_of(text: str) -> str:
     for sent in sentences(_FENCE.sub(" ", text)):
         if _CAUSE.search(sent) and 20 <= len(sent) <= 400:
