@@ -1,0 +1,317 @@
+"""Warm starts for ``dualtrace mcp``: hosts start the server for every session (Claude
+Code for every ``claude -p`` turn) and wait for its handshake, and importing the ``mcp``
+SDK alone costs ~0.4 s of CPU. So ``dualtrace mcp`` is a thin client:
+
+- a per-user **warm server** (one per interpreter, dualtrace version and state dir) has
+  the SDK and the server module imported and waits on a Unix socket in a 0700 folder;
+- ``dualtrace mcp`` connects, hands it its stdin, stdout and stderr (SCM_RIGHTS) with its
+  argv, cwd, environment and umask, and waits; the warm server forks a child that takes
+  those over and runs the real server (dualtrace/mcp_server.py) exactly as a fresh
+  process would, then sends back the exit status, which ``dualtrace mcp`` exits with;
+- no warm server yet (or a stale one): ``dualtrace mcp`` starts one, detached, and
+  connects when it listens (the first start pays the import once); anything failing
+  before the child took over falls back to serving in this process.
+
+The child is forked before any thread or event loop exists in the warm server, and
+builds everything per session after the fork (memory dir, index, redactor). If the
+``dualtrace mcp`` process dies (the host killed it), the child sees its socket close and
+exits. The warm server exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600) with no
+session; ``DUALTRACE_MCP_WARM=0`` turns all of this off. Standard library only at module
+level: this runs on every host start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+IDLE_SECONDS = 600.0
+START_WAIT = 20.0  # seconds a first start waits for the warm server to listen
+_HEADER = struct.Struct("!I")
+READY, STATUS = b"R", b"S"
+
+
+def enabled(argv: list[str]) -> bool:
+    return os.environ.get("DUALTRACE_MCP_WARM", "1").strip() not in ("0", "false", "no") \
+        and "--encoder" not in argv and hasattr(socket, "AF_UNIX") \
+        and hasattr(socket, "send_fds") and hasattr(os, "fork")
+
+
+def _socket_dir() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    return os.path.join(base, f"dualtrace-{os.getuid()}")
+
+
+def _private_dir(path: str) -> str:
+    """The folder, created 0700; refused unless it is ours and no one else's (a socket
+    there is trusted with our file descriptors and environment)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{path} is not a private directory of this user")
+    return path
+
+
+def key() -> str:
+    """Which warm server this process may use: same interpreter, same code, same state."""
+    from importlib.util import find_spec
+
+    from dualtrace import __version__
+    from dualtrace.paths import state_dir
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = [sys.executable, __version__, state_dir()]
+    spec = find_spec("mcp")
+    files = [os.path.join(here, n) for n in ("mcp_server.py", "agent_tools.py", "mcp_warm.py")]
+    files += [spec.origin] if spec and spec.origin else []
+    for path in files:
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(path)
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def socket_path() -> str:
+    return os.path.join(_socket_dir(), f"mcp-{key()}.sock")
+
+
+# ------------------------------------------------------------------ the client side
+
+
+def _connect(path: str) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _start_server(path: str) -> None:
+    import subprocess
+
+    log = os.path.join(os.path.dirname(path), os.path.basename(path)[:-5] + ".log")
+    with open(log, "ab") as err:
+        subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm import "
+                          "serve_forever; serve_forever(sys.argv[1])", path],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                         start_new_session=True, close_fds=True)
+
+
+def _reach(path: str) -> socket.socket | None:
+    sock = _connect(path)
+    if sock is not None:
+        return sock
+    _start_server(path)
+    deadline = time.monotonic() + START_WAIT
+    while time.monotonic() < deadline:
+        sock = _connect(path)
+        if sock is not None:
+            return sock
+        time.sleep(0.01)
+    return None
+
+
+def client(argv: list[str]) -> int | None:
+    """Serve this host session through the warm server; its exit status, or None when it
+    could not take the session over (the caller then serves it in process)."""
+    try:
+        path = os.path.join(_private_dir(_socket_dir()), f"mcp-{key()}.sock")
+        sock = _reach(path)
+    except OSError:
+        return None
+    if sock is None:
+        return None
+    umask = os.umask(0)
+    os.umask(umask)
+    header = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+                         "umask": umask}).encode("utf-8", "surrogateescape")
+    try:
+        sock.settimeout(START_WAIT)  # a hung warm server must not hang the host
+        socket.send_fds(sock, [_HEADER.pack(len(header)) + header], [0, 1, 2])
+        if _recv_exact(sock, 1) != READY:
+            sock.close()
+            return None  # nothing of the session was touched: serve it here
+    except OSError:
+        sock.close()
+        return None
+    try:
+        sock.settimeout(None)
+        reply = _recv_exact(sock, 2)
+    except OSError:
+        reply = b""
+    finally:
+        sock.close()
+    # The child answered the host and then died without a status: an error exit.
+    return reply[1] if len(reply) == 2 and reply[:1] == STATUS else 1
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+# ------------------------------------------------------------------ the warm server
+
+
+def serve_forever(path: str) -> None:
+    """Listen on ``path`` until idle; fork one MCP server per connection."""
+    import fcntl
+    import signal
+
+    idle = float(os.environ.get("DUALTRACE_MCP_IDLE") or IDLE_SECONDS)
+    lock = open(path + ".lock", "w")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another warm server for this key is starting or running
+    import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
+
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    bound = os.stat(path).st_ino  # a later server may have replaced the file: not ours then
+    listener.listen(16)
+    listener.settimeout(1.0)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: set[int] = set()
+    last = time.monotonic()
+    try:
+        while children or time.monotonic() - last < idle:
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                conn = None
+            for pid in list(children):
+                try:
+                    done, _status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    children.discard(pid)
+                    last = time.monotonic()
+            if conn is None:
+                continue
+            if not _same_user(conn):
+                conn.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                lock.close()
+                _child(conn)  # never returns
+            conn.close()
+            children.add(pid)
+            last = time.monotonic()
+    finally:
+        try:
+            if os.stat(path).st_ino == bound:
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+        log = path[:-5] + ".log"
+        try:
+            if os.path.getsize(log) == 0:
+                os.unlink(log)
+        except OSError:
+            pass
+
+
+def _same_user(conn: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True  # the 0700 folder alone keeps others out
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+def _child(conn: socket.socket) -> None:
+    """One host session in a fork of the warm server; exits the process."""
+    import signal
+    import threading
+
+    code = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+        if len(fds) != 3 or len(msg) < _HEADER.size:
+            os._exit(1)
+        (size,) = _HEADER.unpack(msg[:_HEADER.size])
+        body = msg[_HEADER.size:]
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                os._exit(1)
+            body += chunk
+        header = json.loads(body.decode("utf-8", "surrogateescape"))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(header["cwd"])
+        os.environ.clear()
+        os.environ.update(header["env"])
+        os.umask(int(header["umask"]))
+        sys.argv = ["dualtrace", "mcp", *header["argv"]]
+        conn.sendall(READY)
+
+        def watch() -> None:  # the dualtrace mcp process is gone: so is its host session
+            try:
+                conn.recv(1)
+            except OSError:
+                pass
+            os._exit(0)
+
+        threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
+        from dualtrace.mcp_server import main
+
+        code = main(list(header["argv"]))
+    except SystemExit as exc:  # argparse's usage errors, as in a process of its own
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - report through the status byte, never raise
+        import traceback
+
+        traceback.print_exc()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass
+    try:
+        conn.sendall(STATUS + bytes([code & 0xFF]))
+    except OSError:
+        pass
+    os._exit(code)
+
+
+def main(argv: list[str]) -> int:
+    """``dualtrace mcp ...`` as the host starts it."""
+    if enabled(argv):
+        code = client(argv)
+        if code is not None:
+            return code
+    from dualtrace.mcp_server import main as serve_here
+
+    return serve_here(argv)
+
+
+__all__ = ["main", "client", "serve_forever", "socket_path", "key", "enabled"]
