@@ -127,8 +127,8 @@ def phases(argv: list[str], env: dict[str, str], cwd: str, tool: str,
     initialize and tools/list; for the first call, since it was sent, ``think`` seconds
     after tools/list (a host's model reads the tool list and answers first)."""
     start = time.perf_counter()
-    if env_extra and env_extra.get("XDG_RUNTIME_DIR") == "fresh":  # no warm server yet
-        env_extra = dict(env_extra, XDG_RUNTIME_DIR=tempfile.mkdtemp(dir=env["WARM_ROOT"]))
+    if env_extra and env_extra.get("DUALTRACE_HOME") == "fresh":  # no warm server yet
+        env_extra = dict(env_extra, DUALTRACE_HOME=tempfile.mkdtemp(dir=env["WARM_ROOT"]))
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env={**env, **(env_extra or {})}, cwd=cwd)
     assert proc.stdin and proc.stdout
@@ -192,7 +192,6 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
     env.update(HOME=str(tmp / "home"), DUALTRACE_HOME=str(tmp / "state"),
                DUALTRACE_MCP_IDLE="600", WARM_ROOT=str(tmp))  # stopped at the end
-    (tmp / "run").mkdir(mode=0o700)
     os.environ.update(DUALTRACE_HOME=env["DUALTRACE_HOME"])
     from dualtrace.encoder.redact import redact_text
     from dualtrace.pipeline import encode_session
@@ -224,8 +223,11 @@ def main() -> None:
     server = [exe, "mcp", "--memory-dir", str(memdir)]
     recall = ("recall", {"question": "why postgres for sessions"})
     own = {"DUALTRACE_MCP_WARM": "0"}
-    warm = {"DUALTRACE_MCP_WARM": "1", "XDG_RUNTIME_DIR": str(tmp / "run")}
-    first = {"DUALTRACE_MCP_WARM": "1", "XDG_RUNTIME_DIR": "fresh"}
+    warm = {"DUALTRACE_MCP_WARM": "1"}
+    # A new state dir each run (the warm server's socket lives there), the same compiled
+    # secret rules (a first start on a machine where dualtrace ran before).
+    first = {"DUALTRACE_MCP_WARM": "1", "DUALTRACE_HOME": "fresh",
+             "KF_RULE_CACHE_DIR": str(tmp / "state" / "cache" / "kingfisher-rules")}
     for label, extra in ((f"dualtrace mcp (mcp {here}), a process of its own", own),
                          ("dualtrace mcp, forked by the running warm server", warm),
                          ("dualtrace mcp, first start (starts the warm server)", first)):

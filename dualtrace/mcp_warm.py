@@ -3,7 +3,8 @@ Code for every ``claude -p`` turn) and wait for its handshake, and importing the
 SDK alone costs ~0.4 s of CPU. So ``dualtrace mcp`` is a thin client:
 
 - a per-user **warm server** (one per interpreter, dualtrace version and state dir) has
-  the SDK and the server module imported and waits on a Unix socket in a 0700 folder;
+  the SDK and the server module imported and waits on a Unix socket in ``<state>/run``
+  (0700; the peer's uid is checked);
 - ``dualtrace mcp`` connects, hands it its stdin, stdout and stderr (SCM_RIGHTS) with its
   argv, cwd, environment and umask, and waits; the warm server forks a child that takes
   those over and runs the real server (dualtrace/mcp_server.py) exactly as a fresh
@@ -15,8 +16,11 @@ SDK alone costs ~0.4 s of CPU. So ``dualtrace mcp`` is a thin client:
 The child is forked before any thread or event loop exists in the warm server, and
 builds everything per session after the fork (memory dir, index, redactor). If the
 ``dualtrace mcp`` process dies (the host killed it), the child sees its socket close and
-exits. The warm server exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600) with no
-session; ``DUALTRACE_MCP_WARM=0`` turns all of this off. Standard library only at module
+exits. Before each fork the warm server re-checks the files of every module it loaded
+(dualtrace's and the SDK's): after an upgrade it refuses the session (the client serves
+it in process) and exits. It exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600)
+with no session. ``mcp_warm = false`` in the user config or ``DUALTRACE_MCP_WARM=0``
+turns all of this off; fallbacks are logged in ``<state>/logs/mcp.log``. Standard library only at module
 level: this runs on every host start.
 """
 
@@ -36,13 +40,55 @@ _HEADER = struct.Struct("!I")
 READY, STATUS = b"R", b"S"
 
 
-def enabled(argv: list[str]) -> bool:
-    return os.environ.get("DUALTRACE_MCP_WARM", "1").strip() not in ("0", "false", "no") \
-        and "--encoder" not in argv and hasattr(socket, "AF_UNIX") \
-        and hasattr(socket, "send_fds") and hasattr(os, "fork")
+def enabled(argv: list[str], state: str) -> bool:
+    if os.environ.get("DUALTRACE_MCP_WARM", "").strip().lower() in ("0", "false", "no"):
+        return False
+    if "--encoder" in argv or not (hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
+                                   and hasattr(os, "fork")):
+        return False
+    return _setting(state)
 
 
-def _socket_dir() -> str:
+def _setting(state: str) -> bool:
+    """``mcp_warm`` in the user config (``dualtrace config set mcp_warm false``); the
+    file is parsed only when it mentions the key (this runs on every host start)."""
+    try:
+        with open(os.path.join(state, "config.toml"), "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return True
+    if b"mcp_warm" not in raw:
+        return True
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return True  # the CLI reports a broken config; the server still starts
+    table = data.get("dualtrace") if isinstance(data.get("dualtrace"), dict) else {}
+    value = data.get("mcp_warm", table.get("mcp_warm", True))
+    return value not in (False, "false", "0", "no", 0)
+
+
+def log(state: str, message: str) -> None:
+    """One line in ``<state>/logs/mcp.log`` (a host shows the server's stderr to few)."""
+    try:
+        logs = os.path.join(state, "logs")
+        os.makedirs(logs, exist_ok=True)
+        with open(os.path.join(logs, "mcp.log"), "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+    except OSError:
+        pass
+
+
+MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes
+
+
+def _socket_dir(state: str, name: str) -> str:
+    """``<state>/run``; a shorter private folder when that path is too long for a socket."""
+    here = os.path.join(state, "run")
+    if len(os.path.join(here, name)) <= MAX_SOCKET_PATH:
+        return here
     base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
     return os.path.join(base, f"dualtrace-{os.getuid()}")
 
@@ -59,15 +105,15 @@ def _private_dir(path: str) -> str:
     return path
 
 
-def key() -> str:
-    """Which warm server this process may use: same interpreter, same code, same state."""
+def key(state: str) -> str:
+    """Which warm server this process may use: same interpreter, same code, same state.
+    (The warm server also re-checks every module it has loaded before each fork.)"""
     from importlib.util import find_spec
 
     from dualtrace import __version__
-    from dualtrace.paths import state_dir
 
     here = os.path.dirname(os.path.abspath(__file__))
-    parts = [sys.executable, __version__, state_dir()]
+    parts = [sys.executable, __version__, state]
     spec = find_spec("mcp")
     files = [os.path.join(here, n) for n in ("mcp_server.py", "agent_tools.py", "mcp_warm.py")]
     files += [spec.origin] if spec and spec.origin else []
@@ -80,8 +126,9 @@ def key() -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def socket_path() -> str:
-    return os.path.join(_socket_dir(), f"mcp-{key()}.sock")
+def socket_path(state: str) -> str:
+    name = f"mcp-{key(state)}.sock"
+    return os.path.join(_socket_dir(state, name), name)
 
 
 # ------------------------------------------------------------------ the client side
@@ -97,22 +144,23 @@ def _connect(path: str) -> socket.socket | None:
     return sock
 
 
-def _start_server(path: str) -> None:
+def _start_server(path: str, state: str) -> None:
     import subprocess
 
-    log = os.path.join(os.path.dirname(path), os.path.basename(path)[:-5] + ".log")
-    with open(log, "ab") as err:
+    logs = os.path.join(state, "logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, "mcp.log"), "ab") as err:
         subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm import "
-                          "serve_forever; serve_forever(sys.argv[1])", path],
+                          "serve_forever; serve_forever(sys.argv[1], sys.argv[2])", path, state],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                          start_new_session=True, close_fds=True)
 
 
-def _reach(path: str) -> socket.socket | None:
+def _reach(path: str, state: str) -> socket.socket | None:
     sock = _connect(path)
     if sock is not None:
         return sock
-    _start_server(path)
+    _start_server(path, state)
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline:
         sock = _connect(path)
@@ -122,15 +170,18 @@ def _reach(path: str) -> socket.socket | None:
     return None
 
 
-def client(argv: list[str]) -> int | None:
+def client(argv: list[str], state: str) -> int | None:
     """Serve this host session through the warm server; its exit status, or None when it
     could not take the session over (the caller then serves it in process)."""
     try:
-        path = os.path.join(_private_dir(_socket_dir()), f"mcp-{key()}.sock")
-        sock = _reach(path)
-    except OSError:
+        path = socket_path(state)
+        _private_dir(os.path.dirname(path))
+        sock = _reach(path, state)
+    except OSError as exc:
+        log(state, f"warm server not used: {exc}")
         return None
     if sock is None:
+        log(state, f"warm server did not listen within {START_WAIT:g} s: serving in process")
         return None
     umask = os.umask(0)
     os.umask(umask)
@@ -141,9 +192,11 @@ def client(argv: list[str]) -> int | None:
         socket.send_fds(sock, [_HEADER.pack(len(header)) + header], [0, 1, 2])
         if _recv_exact(sock, 1) != READY:
             sock.close()
+            log(state, "warm server refused the session (stale or failing): serving in process")
             return None  # nothing of the session was touched: serve it here
-    except OSError:
+    except OSError as exc:
         sock.close()
+        log(state, f"warm server handoff failed: {exc}: serving in process")
         return None
     try:
         sock.settimeout(None)
@@ -169,7 +222,33 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 # ------------------------------------------------------------------ the warm server
 
 
-def serve_forever(path: str) -> None:
+def _loaded_files() -> dict[str, int]:
+    """mtime of every file this process imported code from that an upgrade would
+    replace: dualtrace's own modules and the SDK's."""
+    out: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and name.split(".")[0] in ("dualtrace", "mcp", "mcp_types", "pydantic",
+                                            "pydantic_core", "anyio"):
+            try:
+                out[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                out[path] = -1
+    return out
+
+
+def _stale(loaded: dict[str, int]) -> str | None:
+    for path, mtime in loaded.items():
+        try:
+            now = os.stat(path).st_mtime_ns
+        except OSError:
+            now = -1
+        if now != mtime:
+            return path
+    return None
+
+
+def serve_forever(path: str, state: str) -> None:
     """Listen on ``path`` until idle; fork one MCP server per connection."""
     import fcntl
     import signal
@@ -182,6 +261,7 @@ def serve_forever(path: str) -> None:
         return  # another warm server for this key is starting or running
     import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
 
+    loaded = _loaded_files()
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -195,6 +275,7 @@ def serve_forever(path: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: set[int] = set()
     last = time.monotonic()
+    log(state, f"warm server listening on {path} ({len(loaded)} files loaded)")
     try:
         while children or time.monotonic() - last < idle:
             try:
@@ -214,6 +295,11 @@ def serve_forever(path: str) -> None:
             if not _same_user(conn):
                 conn.close()
                 continue
+            changed = _stale(loaded)
+            if changed:  # upgraded or edited: never serve old code; the client serves itself
+                log(state, f"warm server stopping: {changed} changed since it started")
+                conn.close()
+                break
             pid = os.fork()
             if pid == 0:
                 listener.close()
@@ -229,12 +315,7 @@ def serve_forever(path: str) -> None:
         except OSError:
             pass
         listener.close()
-        log = path[:-5] + ".log"
-        try:
-            if os.path.getsize(log) == 0:
-                os.unlink(log)
-        except OSError:
-            pass
+        log(state, "warm server exited")
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -305,8 +386,11 @@ def _child(conn: socket.socket) -> None:
 
 def main(argv: list[str]) -> int:
     """``dualtrace mcp ...`` as the host starts it."""
-    if enabled(argv):
-        code = client(argv)
+    from dualtrace.paths import state_dir
+
+    state = state_dir()
+    if enabled(argv, state):
+        code = client(argv, state)
         if code is not None:
             return code
     from dualtrace.mcp_server import main as serve_here

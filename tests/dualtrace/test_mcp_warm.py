@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,20 +21,17 @@ INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
 
 
 @pytest.fixture
-def warm_env(monkeypatch):
-    """Warm starts on, sockets in a short private temp dir (a Unix socket path is <108 bytes)."""
-    runtime = Path(tempfile.mkdtemp(prefix="dt-run-", dir="/tmp"))
+def warm_env(monkeypatch, state_dir):
+    """Warm starts on; the socket goes in <state>/run. Yields the state dir."""
     monkeypatch.setenv("DUALTRACE_MCP_WARM", "1")
     monkeypatch.setenv("DUALTRACE_MCP_IDLE", "30")
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    yield runtime
-    for pid in _warm_processes(runtime):  # the warm server and any session still open
+    yield state_dir
+    for pid in _warm_processes(state_dir):  # the warm server and any session still open
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    wait_until(lambda: not _warm_processes(runtime), 30, what="the warm server to exit")
-    shutil.rmtree(runtime, ignore_errors=True)
+    wait_until(lambda: not _warm_processes(state_dir), 30, what="the warm server to exit")
 
 
 def _warm_servers(runtime: Path) -> list[int]:
@@ -145,8 +140,7 @@ def test_an_idle_warm_server_exits_and_the_next_start_brings_a_new_one(warm_env,
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     wait_until(lambda: not _warm_servers(warm_env), 30, what="the idle warm server to exit")
-    sockets = list(warm_env.glob("dualtrace-*/*.sock"))
-    assert sockets == []  # it removed its socket
+    assert list((warm_env / "run").glob("*.sock")) == []  # it removed its socket
     again = _host(stocked, tmp_path)
     assert _recall(again, "why postgres for sessions").startswith("(STATE A retrieval")
     assert _warm_servers(warm_env) not in ([], [warm])
@@ -155,7 +149,7 @@ def test_an_idle_warm_server_exits_and_the_next_start_brings_a_new_one(warm_env,
 
 
 def test_a_socket_dir_others_can_open_is_not_used(warm_env, stocked, tmp_path):
-    shared = warm_env / f"dualtrace-{os.getuid()}"
+    shared = warm_env / "run"
     shared.mkdir(mode=0o755)
     shared.chmod(0o755)
     proc = _host(stocked, tmp_path)
@@ -163,3 +157,39 @@ def test_a_socket_dir_others_can_open_is_not_used(warm_env, stocked, tmp_path):
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     assert _warm_servers(warm_env) == [] and list(shared.iterdir()) == []  # served in process
+    assert "warm server not used" in (warm_env / "logs" / "mcp.log").read_text()
+
+
+def test_the_setting_turns_warm_starts_off(warm_env, stocked, tmp_path):
+    (warm_env / "config.toml").write_text("# mine\nmcp_warm = false\n")
+    proc = _host(stocked, tmp_path)
+    assert _recall(proc, "why postgres for sessions").startswith("(STATE A retrieval")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert _warm_servers(warm_env) == [] and not (warm_env / "run").exists()
+
+
+def test_a_warm_server_whose_code_changed_never_serves(warm_env, stocked, tmp_path):
+    """An upgrade replaces files the warm server has loaded: it refuses the next session
+    (which is served in process, by the new code) and exits."""
+    proc = _host(stocked, tmp_path)
+    assert _recall(proc, "why postgres for sessions").startswith("(STATE A retrieval")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    [warm] = _warm_servers(warm_env)
+    import dualtrace.errors
+
+    loaded = Path(dualtrace.errors.__file__)  # loaded by the warm server, not in the key
+    before = loaded.stat()
+    try:
+        os.utime(loaded, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        again = _host(stocked, tmp_path)
+        assert _recall(again, "why postgres for sessions").startswith("(STATE A retrieval")
+        assert again.pid not in _children(warm)
+        again.stdin.close()
+        assert again.wait(timeout=60) == 0
+    finally:
+        os.utime(loaded, ns=(before.st_atime_ns, before.st_mtime_ns))
+    wait_until(lambda: warm not in _warm_servers(warm_env), 30, what="the stale server to exit")
+    text = (warm_env / "logs" / "mcp.log").read_text()
+    assert "changed since it started" in text and "serving in process" in text
