@@ -65,8 +65,8 @@ def _setting(state: str) -> bool:
         data = tomllib.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return True  # the CLI reports a broken config; the server still starts
-    table = data.get("dualtrace") if isinstance(data.get("dualtrace"), dict) else {}
-    value = data.get("mcp_warm", table.get("mcp_warm", True))
+    table = data.get("dualtrace")
+    value = data.get("mcp_warm", table.get("mcp_warm", True) if isinstance(table, dict) else True)
     return value not in (False, "false", "0", "no", 0)
 
 
