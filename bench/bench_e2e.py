@@ -77,6 +77,20 @@ def host_hook_durations(projects: Path) -> dict[str, list[int]]:
     return found
 
 
+def stop_warm_servers(tmp: Path) -> None:
+    """The `dualtrace mcp` warm servers (dualtrace/mcp_warm.py) Claude Code's sessions
+    started under ``tmp``: their socket path, in their argv, is in the sandbox's state."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+            if b"serve_forever" in cmd and str(tmp).encode() in cmd:
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10)
@@ -139,6 +153,7 @@ def main() -> int:
         leftover = [r for r in runs if r.get("error")]
         memories = hooked_box.memory_dirs()
         hook_ms = host_hook_durations(hooked_box.home / ".claude" / "projects")
+        stop_warm_servers(Path(tmp))
     ratios = [h / b for b, h in zip(times["bare"], times["hooked"], strict=True)]
     med_b, med_h = statistics.median(times["bare"]), statistics.median(times["hooked"])
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} paired turns"

@@ -203,6 +203,8 @@ def client(argv: list[str], state: str) -> int | None:
         reply = _recv_exact(sock, 2)
     except OSError:
         reply = b""
+    except KeyboardInterrupt:  # hosts stop their servers with SIGINT (Claude Code does)
+        return 130  # closing the socket tells the session's fork to stop the same way
     finally:
         sock.close()
     # The child answered the host and then died without a status: an error exit.
@@ -355,12 +357,16 @@ def _child(conn: socket.socket) -> None:
         sys.argv = ["dualtrace", "mcp", *header["argv"]]
         conn.sendall(READY)
 
-        def watch() -> None:  # the dualtrace mcp process is gone: so is its host session
+        def watch() -> None:
+            """The dualtrace mcp process is gone (the host stopped or killed it): stop
+            as a server of its own would on SIGINT, and surely within 5 s."""
             try:
                 conn.recv(1)
             except OSError:
                 pass
-            os._exit(0)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            os._exit(130)
 
         threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
         from dualtrace.mcp_server import main

@@ -124,9 +124,11 @@ def test_host_sessions_are_forks_of_one_warm_server(warm_env, stocked, tmp_path)
     first.stdin.close()
     assert first.wait(timeout=60) == 0
     assert "warm-up done" in first.stderr.read()  # the fork's stderr is the host's pipe
-    # The host kills the other one's process: its fork notices and exits too.
-    second.send_signal(signal.SIGTERM)
-    second.wait(timeout=60)
+    # The host stops the other one as Claude Code does (SIGINT): 130, no traceback, and
+    # its fork stops too.
+    second.send_signal(signal.SIGINT)
+    assert second.wait(timeout=60) == 130
+    assert "Traceback" not in second.stderr.read()
     wait_until(lambda: not _children(warm), 30, what="the forked servers to exit")
     assert not (tmp_path / "no-memory").exists()  # STATE C created nothing
 
