@@ -101,6 +101,9 @@ def main() -> int:
     parser.add_argument("--no-mcp", action="store_true",
                         help="install without the MCP server (`install --no-mcp`): the "
                              "hooks' cost alone, without Claude Code starting `dualtrace mcp`")
+    parser.add_argument("--no-warm", action="store_true",
+                        help="mcp_warm = false: each `dualtrace mcp` imports the SDK itself "
+                             "instead of being forked by the warm server (dualtrace/mcp_warm.py)")
     parser.add_argument("--async-events", default="",
                         help="experiment: comma-separated hook events to mark async")
     args = parser.parse_args()
@@ -120,6 +123,10 @@ def main() -> int:
         install = hooked_box.dualtrace("install", "--agent", "claude-code",
                                        *(["--no-mcp"] if args.no_mcp else []))
         assert "SessionEnd" in install.stdout, install.stdout
+        if args.no_warm:
+            hooked_box.state.mkdir(parents=True, exist_ok=True)
+            with (hooked_box.state / "config.toml").open("a") as fh:
+                fh.write("mcp_warm = false\n")
         if args.async_events:
             import json
 
@@ -159,7 +166,8 @@ def main() -> int:
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} paired turns"
           f"{' (one resumed session)' if args.resume else ' (a new session each)'}, "
           f"fake model latency {args.model_ms:.0f} ms, "
-          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}, "
+          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}"
+          f"{' (no warm server)' if args.no_warm and not args.no_mcp else ''}, "
           f"{os.cpu_count()} cores")
     print(f"  without hooks: median {med_b * 1000:.0f} ms  (min {min(times['bare']) * 1000:.0f},"
           f" max {max(times['bare']) * 1000:.0f})")

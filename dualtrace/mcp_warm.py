@@ -224,6 +224,31 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 # ------------------------------------------------------------------ the warm server
 
 
+def _preload(state: str) -> None:
+    """Load once what every session's warm-up would: the recall stack (pure Python) and
+    the redactor with its ~490 compiled secret rules (a single-threaded native scanner).
+    A fork inherits them; each session still opens its own index and embedder."""
+    try:
+        import dualtrace.memfs.index  # noqa: F401
+        import dualtrace.memfs.recall  # noqa: F401
+        import dualtrace.memfs.sessions  # noqa: F401
+        import dualtrace.memfs.store  # noqa: F401
+        from dualtrace.encoder.redact import redact_text
+
+        redact_text("dualtrace warm server")  # builds the rules; finds nothing to remember
+    except Exception as exc:  # noqa: BLE001 - sessions then load it themselves
+        log(state, f"warm server preload failed: {exc}")
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir(f"/proc/{os.getpid()}/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
 def _loaded_files() -> dict[str, int]:
     """mtime of every file this process imported code from that an upgrade would
     replace: dualtrace's own modules and the SDK's."""
@@ -231,7 +256,7 @@ def _loaded_files() -> dict[str, int]:
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if path and name.split(".")[0] in ("dualtrace", "mcp", "mcp_types", "pydantic",
-                                            "pydantic_core", "anyio"):
+                                            "pydantic_core", "anyio", "kingfisher_sdk"):
             try:
                 out[path] = os.stat(path).st_mtime_ns
             except OSError:
@@ -263,6 +288,10 @@ def serve_forever(path: str, state: str) -> None:
         return  # another warm server for this key is starting or running
     import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
 
+    _preload(state)
+    if _threads() > 1:  # forking a process with other threads is not safe
+        log(state, "warm server not started: a preloaded library started a thread")
+        return
     loaded = _loaded_files()
     try:
         os.unlink(path)
