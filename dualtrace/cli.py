@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dualtrace import __version__, config
+from dualtrace import __version__, config, logfile
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
@@ -38,16 +38,12 @@ memory_dir_option = click.option(
 def log_error(exc: BaseException, context: str = "") -> Path | None:
     """Append a pasteable report to <state>/logs/errors.log; never raises."""
     try:
-        logs = config.state_dir() / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        path = logs / "errors.log"
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"--- {stamp} dualtrace {__version__} python {sys.version.split()[0]}\n")
-            fh.write(f"argv: {sys.argv!r}\n")
-            if context:
-                fh.write(f"context: {context}\n")
-            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        report = (f"--- {stamp} dualtrace {__version__} python {sys.version.split()[0]}\n"
+                  f"argv: {sys.argv!r}\n" + (f"context: {context}\n" if context else "")
+                  + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        path = Path(logfile.path(config.state_dir(), "errors.log"))
+        logfile.append(path, report)
         return path
     except Exception:  # noqa: BLE001 - the error log must never raise
         return None

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dualtrace import queue, startctx
+from dualtrace import logfile, queue, startctx
 from dualtrace.hooks import registry
 
 EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
@@ -45,7 +45,7 @@ STDIN_TIMEOUT = 0.1  # seconds without a new byte before we take what arrived
 STDIN_LIMIT = 0.5  # seconds in all, however slowly bytes keep trickling in
 LOCK_WAIT = 0.1
 STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
-LOG_CAP = 1024 * 1024
+WORKER_NICE = 10  # the worker's niceness above the hook's (worker_niceness)
 
 
 class HookError(Exception):
@@ -515,9 +515,31 @@ def spawn_worker(state: str) -> None:
 
     def run() -> None:
         os.chdir(state)
+        _lower_priority()
         os.execve(sys.executable, args, env)
 
     _orphan(run)
+
+
+def worker_niceness() -> int:
+    """How much lower than the hook's the worker's CPU priority is (DUALTRACE_WORKER_NICE,
+    0-19, default WORKER_NICE): its encode must not take the cores from the agent whose
+    turn it follows (the machine may have two)."""
+    raw = os.environ.get("DUALTRACE_WORKER_NICE", "").strip()
+    try:
+        value = int(raw) if raw else WORKER_NICE
+    except ValueError:
+        value = WORKER_NICE
+    return max(0, min(19, value))
+
+
+def _lower_priority() -> None:
+    step = worker_niceness()
+    if step and hasattr(os, "nice"):
+        try:
+            os.nice(step)
+        except OSError:
+            pass  # not allowed here: run at the hook's priority
 
 
 def _orphan(grandchild: Callable[[], None]) -> None:
@@ -544,23 +566,9 @@ def _orphan(grandchild: Callable[[], None]) -> None:
 
 def log(state: str | None, message: str) -> None:
     """One line in ``<state>/logs/hook.log``; stderr only if even that fails."""
-    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
     try:
-        if state is None:
-            state = queue.fast_state_dir()
-        logs = os.path.join(state, queue.LOGS)
-        os.makedirs(logs, exist_ok=True)
-        path = os.path.join(logs, "hook.log")
-        try:
-            if os.path.getsize(path) > LOG_CAP:
-                os.replace(path, path + ".1")
-        except OSError:
-            pass
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8", errors="replace"))
-        finally:
-            os.close(fd)
+        state = queue.fast_state_dir() if state is None else state
+        logfile.append(logfile.path(state, "hook.log"), logfile.line(message))
     except BaseException:  # noqa: BLE001 - last resort; stderr is not fed to the model
         try:
             sys.stderr.write(f"dualtrace hook: {message}\n")

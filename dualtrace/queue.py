@@ -17,6 +17,8 @@ import os
 import time
 import zlib
 
+from dualtrace import atomic, logfile
+
 try:  # POSIX; Windows falls back to msvcrt byte-range locks below.
     import fcntl
 except ImportError:  # pragma: no cover - exercised only on Windows
@@ -25,7 +27,7 @@ except ImportError:  # pragma: no cover - exercised only on Windows
 QUEUE = "queue"
 SEEN = "seen"
 RUNS = "runs.jsonl"
-LOGS = "logs"
+LOGS = logfile.LOGS
 LOCK_NAME = ".lock"
 INCOMING = "incoming"  # touches deferred by a hook that could not get the lock in time
 BACKOFF_CAP_SECONDS = 3600.0
@@ -64,15 +66,12 @@ def job_path(state: str, jid: str) -> str:
 # --------------------------------------------------------------------------- io
 
 def atomic_write_json(path: str, data: dict) -> None:
-    """Write ``data`` so readers see the old or the new file, never a partial one."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    """Write ``data`` so readers see the old or the new file, never a partial one.
+
+    The file is flushed; the folder is not (a rename lost to a power cut leaves the
+    old job, which only re-runs): one fsync per hook, not two.
+    """
+    atomic.write_json(path, data, fsync_dir=False, sort_keys=True)
 
 
 def read_json(path: str) -> dict | None:
@@ -329,10 +328,6 @@ def due_at(job: dict, debounce_seconds: float) -> float:
     base = float(job.get("dirty_at") or 0.0)
     due = base if job.get("immediate") else base + debounce_seconds
     return max(due, float(job.get("not_before") or 0.0))
-
-
-def backoff_seconds(attempts: int, base: float) -> float:
-    return min(base * (2 ** max(attempts - 1, 0)), BACKOFF_CAP_SECONDS)
 
 
 def retry(state: str, session: str | None = None) -> list[str]:

@@ -32,6 +32,8 @@ import json
 import os
 import zlib
 
+from dualtrace import atomic
+
 DIR = "session-start"
 SKIP = frozenset({".git", ".dualtrace"})
 MAX_FILES = 20_000  # a bigger tree is not signed (a miss every time, never a wrong hit)
@@ -140,13 +142,8 @@ def read(state: str, key: str, cwd: str) -> str | None:
 
 def write(state: str, key: str, entry: dict) -> None:
     """Store one entry (cwd, host, command, memory_dir, signature, text), atomically."""
-    folder = os.path.join(state, DIR)
-    os.makedirs(folder, exist_ok=True)
-    path = cache_path(state, key)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(entry, fh, ensure_ascii=False)
-    os.replace(tmp, path)
+    # Not flushed: a lost entry is rebuilt on the next SessionStart.
+    atomic.write_json(cache_path(state, key), entry, fsync=False)
 
 
 def entries(state: str) -> list[tuple[str, dict]]:

@@ -31,9 +31,10 @@ import time
 import traceback
 from pathlib import Path
 
-from dualtrace import config, faults, queue
+from dualtrace import config, faults, logfile, queue
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
+from dualtrace.retry import Retry
 
 POLL_SECONDS = 0.5
 MAX_WAIT_SECONDS = 900.0
@@ -372,8 +373,7 @@ class Worker:
                     attempts = int(current.get("attempts") or 0) + 1
                     current.update(status=queue.PENDING, attempts=attempts, immediate=True,
                                    last_error=error[:2000], worker_pid=None, started_at=None,
-                                   not_before=time.time()
-                                   + queue.backoff_seconds(attempts, self.retry_base),
+                                   not_before=time.time() + self.retry(None).wait(attempts),
                                    updated_at=time.time())
                     queue.atomic_write_json(queue.job_path(self.s, job["id"]), current)
             return
@@ -493,27 +493,30 @@ class Worker:
                            attempts=0, last_error=None, not_before=0.0)
             queue.atomic_write_json(path, current)
 
+    def retry(self, tries: int | None) -> Retry:
+        """A failed job waits ``retry_base`` seconds, doubling per failure up to an hour;
+        it is parked after ``tries`` (None: never, a sync job)."""
+        return Retry(base=self.retry_base, cap=queue.BACKOFF_CAP_SECONDS, tries=tries)
+
     def _fail(self, job: dict, error: str, *, backoff: bool) -> None:
         """Record a failed attempt (queue lock held): back off, or park after K tries."""
         attempts = int(job.get("attempts") or 0) + 1
         limit = max(1, int(self.settings_for(job.get("cwd")).max_attempts))
         job.update(attempts=attempts, last_error=error[:2000], worker_pid=None,
                    started_at=None, updated_at=time.time())
-        if attempts >= limit:
+        policy = self.retry(limit)
+        if policy.exhausted(attempts):
             job["status"] = queue.PARKED
         else:
             job["status"] = queue.PENDING
             job["immediate"] = True
-            delay = queue.backoff_seconds(attempts, self.retry_base) if backoff else 0.0
-            job["not_before"] = time.time() + delay
+            job["not_before"] = time.time() + (policy.wait(attempts) if backoff else 0.0)
         queue.atomic_write_json(queue.job_path(self.s, job["id"]), job)
 
     def log(self, message: str, stderr: bool = False) -> None:
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n"
+        line = logfile.line(message)
         try:
-            with open(os.path.join(self.s, queue.LOGS, "worker.log"), "a",
-                      encoding="utf-8") as fh:
-                fh.write(line)
+            logfile.append(logfile.path(self.s, "worker.log"), line)
         except OSError:
             stderr = True  # e.g. the state directory is full: at least say it once
         if stderr:

@@ -12,15 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-STOPWORDS = frozenset(
-    """a an the and or but of to in on at for with from by is are was were be been being it its
-    this that these those we our you your they their i me my he she as not no so than then
-    there here into over under about after before again also just only very can could should
-    would will shall may might do does did done have has had having use used using via per
-    when what which who whom why how all any some more most other such same each both
-    now new old get got make made one two""".split()
-)
-_WORD = re.compile(r"[a-z0-9]+")
+from dualtrace import words
+
+# English function words (dualtrace.words) plus words that name no subject here.
+NO_SUBJECT = frozenset({"done", "new", "old", "two"})
+STOPWORDS = words.STOPWORDS | NO_SUBJECT
 
 
 def stem(word: str) -> str:
@@ -31,7 +27,7 @@ def stem(word: str) -> str:
 
 
 def tokens(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
+    return {stem(w) for w in words.content_words(text, STOPWORDS)}
 
 
 _NAMED = re.compile(r"\b(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]+\b")
@@ -116,3 +112,17 @@ def distinct_failures(a: str, b: str) -> bool:
     if errors_a and errors_b and not (tests_a or tests_b):
         return not errors_a & errors_b
     return False
+
+
+def same_failure(a: str, b: str) -> bool:
+    """True when two incidents' texts name one failure: the same failing tests; else
+    recorded signatures that mostly agree; else (no test named) the same specific errors
+    and rules. Texts that name nothing are never the same by this test."""
+    sig_a, tests_a, errors_a = failure_keys(a)
+    sig_b, tests_b, errors_b = failure_keys(b)
+    if tests_a or tests_b:
+        return tests_a == tests_b
+    if sig_a and sig_b:
+        ta, tb = tokens(sig_a), tokens(sig_b)
+        return bool(ta and tb) and len(ta & tb) / min(len(ta), len(tb)) >= 0.75
+    return bool(errors_a) and errors_a == errors_b

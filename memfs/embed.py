@@ -27,6 +27,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dualtrace import atomic
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -194,11 +196,8 @@ class _PieceBPE:
         body = "unsupported" if found is None else json.dumps(
             {"specials": list(found[1]), "tokens": "\n".join(found[0])}, ensure_ascii=False)
         if cache is not None:
-            with contextlib.suppress(OSError):
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-                tmp.write_text(stamp + "\n" + body, encoding="utf-8")
-                os.replace(tmp, cache)
+            with contextlib.suppress(OSError):  # a cache: rebuilt when lost
+                atomic.write_text(cache, stamp + "\n" + body, fsync=False)
         return None if found is None else cls(*found)
 
     @classmethod

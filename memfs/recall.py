@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualtrace import words
 from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
@@ -102,20 +103,14 @@ _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the f
 _LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
                    r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren as at be because been
-before being below between both but by can cannot could couldn did didn do does doesn
-doing don down during each else ever few for from further get got had hadn has hasn have
-haven having he her here hers herself him himself his how i if in into is isn it its
-itself just let me more most my myself no nor not now of off on once only or other ought
-our ours ourselves out over own same shall she should shouldn so some such than that the
-their theirs them themselves then there these they this those through to too under until
-up us very was wasn we were weren what when where which while who whom why will with
-won would wouldn you your yours yourself yourselves
+# English function words (dualtrace.words) plus the words of a question put to a
+# memory ("do you remember what we stored about ...") that name no topic.
+QUESTION_WORDS = frozenset("""
 tell know remember recall stored store memory memories thing things something anything
-please thanks thank hey ok okay us one use used using way ways seen write wrote
-written make made work works go goes going happen happened need want like
+please thanks thank hey ok okay way ways seen write wrote written go goes going happen
+happened need want like work works
 """.split())
+STOPWORDS = words.STOPWORDS | QUESTION_WORDS
 
 _TYPE_WORDS = {
     "decision": "decision", "decisions": "decision", "decided": "decision",
@@ -159,7 +154,6 @@ _SESSIONS_AGG_WORDS = frozenset(
     "session sessions times time list every count far history had spend spent worked "
     "working discussed talked".split())
 SESSIONS_AGG_CANDIDATES = 400
-_TOKEN = re.compile(r"[a-z0-9]+")
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
 _FILE_REF = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
@@ -338,9 +332,7 @@ def content_terms(text: str, *, keep_type_words: bool = True) -> list[str]:
     seen: dict[str, None] = {}
     # "how long", "how many", "how much": the second word belongs to the question form.
     text = _HOW.sub(" ", text.lower())
-    for token in _TOKEN.findall(text):
-        if len(token) < 2 or token in STOPWORDS:
-            continue
+    for token in words.content_words(text, STOPWORDS):
         if not keep_type_words and token in _TYPE_WORDS:
             continue
         seen.setdefault(token, None)
@@ -365,7 +357,7 @@ def aggregation_types(question: str) -> tuple[str, ...] | None:
     if len(question[: match.start()].split()) > 6 and len(content_terms(question)) > LONG_QUERY:
         return None
     types: list[str] = []
-    for token in _TOKEN.findall(question.lower()):
+    for token in words.split(question):
         kind = _TYPE_WORDS.get(token)
         if kind and kind not in types and token.endswith("s"):
             types.append(kind)
@@ -557,6 +549,44 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
            chunks: bool = False) -> list[_Unit]:
     if not terms and qvec is None:
         return []
+    idf, known = _term_weights(index, terms, types)
+    if not known and qvec is None:
+        return []
+    denominator = _denominator(terms, idf, known)
+    hits = index.match(known, types, limit=candidates * 4) if known else []
+    sem_hits, cosine = _semantic_hits(index, qvec, chunks) if qvec is not None else ([], None)
+    ranked = _candidates(index, hits, sem_hits, types, candidates)
+    if cosine:
+        # Every candidate's cosine, for the gate: a word match whose text means
+        # something else must not look like a blank. The fusion below ranks by the
+        # nearest documents only (``sem``), as measured on sde-bench.
+        for unit in ranked:
+            unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
+    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
+        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
+        # lookup per question word and candidate) is computed for the best of a first
+        # fusion of the bm25 and the cosine order, not for every candidate.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
+        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
+        for unit in ranked:
+            unit.fused = 0.0
+    _cover(index, ranked, known, idf, chunks)
+    _final(index, ranked, denominator, routed, chunks)
+    if qvec is not None:
+        # Reciprocal-rank fusion of the lexical and the semantic order.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
+        for unit in ranked:
+            if unit.superseded_by:
+                unit.fused *= SUPERSEDED_FACTOR
+        ranked.sort(key=lambda u: (-u.fused, -u.final))
+    else:
+        ranked.sort(key=lambda u: -u.final)
+    return _successors_first(ranked) if not chunks else ranked
+
+
+def _term_weights(index: Index, terms: list[str],
+                  types: tuple[str, ...] | None) -> tuple[dict[str, float], list[str]]:
+    """(IDF of each question word, the words that are evidence: known and not common)."""
     total = index.count(types) or 1
     idf: dict[str, float] = {}
     known: list[str] = []
@@ -577,8 +607,11 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         known, common = common, []
         for term in known:
             idf[term] = IDF_FLOOR
-    if not known and qvec is None:
-        return []
+    return idf, known
+
+
+def _denominator(terms: list[str], idf: dict[str, float], known: list[str]) -> float:
+    """The IDF mass a full match covers."""
     # A long text (a bug report, a prompt) is not expected to be covered word for word:
     # relevance is measured against its MAX_TERMS heaviest words.
     if len(terms) > LONG_QUERY:
@@ -586,10 +619,13 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             idf[t] * LONG_UNKNOWN / UNKNOWN_WEIGHT for t in idf if t not in known]
     else:
         pool = list(idf.values())
-    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
+    return sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
+
+
+def _candidates(index: Index, hits: list[tuple[int, float]], sem_hits: list[tuple[int, float]],
+                types: tuple[str, ...] | None, candidates: int) -> list[_Unit]:
+    """One unit per memory (fact + moment) from the bm25 hits, then the nearest vectors'."""
     units: dict[str, _Unit] = {}
-    hits = index.match(known, types, limit=candidates * 4) if known else []
-    sem_hits, cosine = _semantic_hits(index, qvec, chunks) if qvec is not None else ([], None)
     info = index.hit_info([i for i, _ in hits] + [i for i, _ in sem_hits])
     for doc_id, score in hits:
         meta = info.get(doc_id)
@@ -616,20 +652,13 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         if doc_id not in unit.ids:
             unit.ids.append(doc_id)
         unit.sem = max(unit.sem, sim)
-    if cosine:
-        # Every candidate's cosine, for the gate: a word match whose text means
-        # something else must not look like a blank. The fusion below ranks by the
-        # nearest documents only (``sem``), as measured on sde-bench.
-        for unit in ranked:
-            unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
-    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
-        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
-        # lookup per question word and candidate) is computed for the best of a first
-        # fusion of the bm25 and the cosine order, not for every candidate.
-        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
-        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
-        for unit in ranked:
-            unit.fused = 0.0
+    return ranked
+
+
+def _cover(index: Index, ranked: list[_Unit], known: list[str], idf: dict[str, float],
+           chunks: bool) -> None:
+    """Summed IDF of the question words each unit contains (``coverage``) and has in its
+    anchor or description (``about``: what the memory is about, not what it mentions)."""
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         about: set[int] = set()
@@ -642,6 +671,12 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
                 unit.coverage += idf[term]
             if any(i in about for i in unit.ids):
                 unit.about += idf[term]
+
+
+def _final(index: Index, ranked: list[_Unit], denominator: float, routed: tuple[str, ...],
+           chunks: bool) -> None:
+    """The lexical score: bm25, coverage and aboutness, the routed type's boost, and the
+    penalty of a superseded memory."""
     best = max((u.bm25 for u in ranked), default=0.0) or 1.0
     superseded = index.superseded(u.key for u in ranked) if not chunks else {}
     for unit in ranked:
@@ -655,16 +690,6 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.superseded_by = superseded.get(unit.key)
         if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
-    if qvec is not None:
-        # Reciprocal-rank fusion of the lexical and the semantic order.
-        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
-        for unit in ranked:
-            if unit.superseded_by:
-                unit.fused *= SUPERSEDED_FACTOR
-        ranked.sort(key=lambda u: (-u.fused, -u.final))
-    else:
-        ranked.sort(key=lambda u: -u.final)
-    return _successors_first(ranked) if not chunks else ranked
 
 
 def _fuse(units: list[_Unit], lexical: list[_Unit], key: Any) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from dualtrace import faults
+from dualtrace import faults, logfile
 from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError, GitError
 from dualtrace.memfs.store import MemoryStore
@@ -171,11 +171,8 @@ def _uncommitted(store: MemoryStore, paths: list[str]) -> bool:
 
 
 def _log(store: MemoryStore, message: str) -> None:
-    import time
-
     try:
-        with open(store.state_path / "recovery.log", "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
+        logfile.append(store.state_path / "recovery.log", logfile.line(message))
     except OSError:
         pass
 

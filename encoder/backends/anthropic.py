@@ -28,7 +28,6 @@ on its own), the run report notes the cap.
 from __future__ import annotations
 
 import json
-import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +36,7 @@ from dualtrace.encoder.backends import EncodeRequest, Usage, api_tokens, spend
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens, estimate_tokens
 from dualtrace.errors import BackendError, DualtraceError
 from dualtrace.memfs.types import MEMORY_TYPES
+from dualtrace.retry import Retry
 
 if TYPE_CHECKING:
     from dualtrace.encoder.plan import PlanBuilder
@@ -543,9 +543,10 @@ class AnthropicBackend:
     def _call(self, client: Any, body: dict[str, Any], deadline: float, usage: Usage) -> Any:
         import anthropic
 
-        attempt = 0
+        policy = self.retry_policy(deadline)
+        failures = 0
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = policy.left()
             if remaining <= 0:
                 raise BackendError(
                     f"model call exceeded the {self.settings.timeout_seconds:.0f}s budget")
@@ -564,22 +565,23 @@ class AnthropicBackend:
                 retry_after, what = None, f"connection error: {_short(exc)}"
             except anthropic.APIError as exc:  # malformed response body and the like
                 raise BackendError(f"Anthropic API error: {_short(exc)}") from None
-            if attempt >= self.retries:
-                raise BackendError(f"Anthropic API failed after {attempt + 1} attempts ({what})")
-            delay = self.backoff(attempt, retry_after)
-            if time.monotonic() + delay >= deadline:
+            failures += 1
+            if policy.exhausted(failures):
+                raise BackendError(f"Anthropic API failed after {failures} attempts ({what})")
+            delay = policy.wait(failures, retry_after)
+            if not policy.in_time(delay):
                 raise BackendError(f"Anthropic API failed ({what}); no time left to retry")
-            usage.notes.append(f"retry {attempt + 1} after {what}, waiting {delay:.2f}s")
+            usage.notes.append(f"retry {failures} after {what}, waiting {delay:.2f}s")
             self._sleep(delay)
-            attempt += 1
+
+    def retry_policy(self, deadline: float | None = None) -> Retry:
+        """Capped exponential backoff with equal jitter; a server's retry-after wins."""
+        return Retry(base=self.retry_base, cap=self.retry_cap, tries=self.retries + 1,
+                     jitter=True, deadline=deadline)
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Server's retry-after when given (plus up to 10% jitter), else capped
-        exponential backoff with equal jitter."""
-        if retry_after is not None:
-            return min(retry_after, 300.0) * (1 + random.uniform(0, 0.1))
-        ceiling = min(self.retry_cap, self.retry_base * (2 ** attempt))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        """The wait after try ``attempt`` (from 0) failed (the Batch API calls' retries)."""
+        return self.retry_policy().wait(attempt + 1, retry_after)
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -55,3 +55,43 @@ def test_a_failed_replace_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch)
         atomic.write_text(target, "new")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["memory.md"]
+
+
+# Files that may call os.replace themselves, and why (everything else writes through
+# dualtrace.atomic): not a write of a file's bytes, or one the writer cannot stream.
+OWN_REPLACE = {
+    "dualtrace/atomic.py": "the writer",
+    "dualtrace/logfile.py": "log rotation renames hook.log to hook.log.1",
+    "hooks/letta.py": "adopts the agent-keyed transcript under the conversation's name",
+    "memfs/archive.py": "moves memory files to archive/ and back",
+    "memfs/index.py": "SQLite builds the index under a temp name; vectors are streamed",
+}
+
+
+def test_only_the_writer_replaces_files_everything_else_writes_through_it():
+    from tests.conftest import REPO_ROOT
+
+    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
+                   for p in (REPO_ROOT / pkg).rglob("*.py") if "os.replace(" in p.read_text("utf-8"))
+    assert where == sorted(OWN_REPLACE)
+
+
+def test_job_files_and_start_texts_go_through_the_writer(tmp_path, monkeypatch):
+    from dualtrace import queue, startctx
+
+    calls: list[tuple[str, bool, bool | None]] = []
+    real = atomic.write_bytes
+
+    def spy(path, data, *, fsync=True, fsync_dir=None, keep_mode=False):
+        calls.append((os.path.basename(path), fsync, fsync_dir))
+        real(path, data, fsync=fsync, fsync_dir=fsync_dir, keep_mode=keep_mode)
+
+    monkeypatch.setattr(atomic, "write_bytes", spy)
+    queue.atomic_write_json(str(tmp_path / "job.json"), {"b": 1, "a": "é"})
+    startctx.write(str(tmp_path), "k1", {"cwd": "/x", "text": "hi"})
+    # Job files: flushed, the folder not (one fsync per hook); start texts: not flushed.
+    assert calls == [("job.json", True, False), ("k1.json", False, None)]
+    assert (tmp_path / "job.json").read_text("utf-8") == '{"a": "é", "b": 1}'
+    assert json.loads(open(startctx.cache_path(str(tmp_path), "k1"), encoding="utf-8").read()) \
+        == {"cwd": "/x", "text": "hi"}
+    assert sorted(os.listdir(tmp_path)) == ["job.json", startctx.DIR]

@@ -39,8 +39,6 @@ def test_due_at_applies_debounce_and_backoff():
     assert queue.due_at(job, 600) == 700.0
     assert queue.due_at({**job, "immediate": True}, 600) == 100.0
     assert queue.due_at({**job, "immediate": True, "not_before": 250.0}, 600) == 250.0
-    assert [queue.backoff_seconds(n, 30) for n in (1, 2, 3)] == [30, 60, 120]
-    assert queue.backoff_seconds(20, 30) == queue.BACKOFF_CAP_SECONDS
 
 
 def test_concurrent_processes_never_lose_or_tear_an_update(state_dir):
