@@ -240,6 +240,14 @@ def _preload(state: str) -> None:
         log(state, f"warm server preload failed: {exc}")
 
 
+def _preload_checked(state: str) -> bool:
+    _preload(state)
+    if _threads() > 1:  # forking a process with other threads is not safe: stop
+        log(state, "warm server stopping: a preloaded library started a thread")
+        raise SystemExit(0)
+    return True
+
+
 def _threads() -> int:
     try:
         return len(os.listdir(f"/proc/{os.getpid()}/task"))
@@ -288,11 +296,8 @@ def serve_forever(path: str, state: str) -> None:
         return  # another warm server for this key is starting or running
     import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
 
-    _preload(state)
-    if _threads() > 1:  # forking a process with other threads is not safe
-        log(state, "warm server not started: a preloaded library started a thread")
-        return
     loaded = _loaded_files()
+    preloaded = False  # after the first fork: the session that started us waits for it
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -322,6 +327,9 @@ def serve_forever(path: str, state: str) -> None:
                     children.discard(pid)
                     last = time.monotonic()
             if conn is None:
+                if not preloaded:
+                    preloaded = _preload_checked(state)
+                    loaded = {**_loaded_files(), **loaded}  # keep what the start saw
                 continue
             if not _same_user(conn):
                 conn.close()
@@ -339,6 +347,9 @@ def serve_forever(path: str, state: str) -> None:
             conn.close()
             children.add(pid)
             last = time.monotonic()
+            if not preloaded:
+                preloaded = _preload_checked(state)
+                loaded = {**_loaded_files(), **loaded}  # keep what the start saw
     finally:
         try:
             if os.stat(path).st_ino == bound:
