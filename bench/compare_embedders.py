@@ -8,6 +8,8 @@ it is copied per model, so its index is not touched. Per model and gate setting:
 question set (bench/data/session_questions.json) answered in the top 3 and
 never-discussed -> STATE C, on the tuning part (``dev``) and the held-out part apart;
 ``--fresh`` adds session 3's fresh held-out set (report it once, never tune on it).
+``--separation``: ROC AUC of the gates' inputs (best cosine; coverage + cosine) for a
+paraphrase's right candidate against a never-discussed question's best, tuning part.
 ``--sde KEPT``: sde-bench MRR and amended per model (KEPT from ``bench/eval_sdebench.py
 --keep KEPT``). ``--costs N``: a new process that loads the model and embeds one question, N times,
 interleaved with ``python -c pass`` (medians), and the warm per-query embed time.
@@ -203,6 +205,77 @@ def quality(name: str, pool: Path, grid: list[dict], fresh: bool) -> None:
     index.close()
 
 
+class _Recording:
+    """A gate that passes what the real one passes and keeps every candidate it judged."""
+
+    def __init__(self, gate, kind: str, seen: list) -> None:
+        self.gate, self.kind, self.seen = gate, kind, seen
+
+    def passes(self, unit, semantic: bool) -> bool:
+        self.seen.append((self.kind, unit.key, unit.coverage, unit.sem))
+        return self.gate.passes(unit, semantic)
+
+
+def _auc(pos: list[float], neg: list[float]) -> float:
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / max(len(pos) * len(neg), 1)
+
+
+def _owned(kind: str, key: str, want: set[str], owners: dict[str, set[str]]) -> bool:
+    """Whether a judged candidate comes from one of the answering sessions."""
+    import re
+
+    if kind == "record":
+        match = re.search(r"-([0-9a-f]{8})\.md#", key)
+        return bool(match and match.group(1) in want)
+    return bool(owners.get(key, set()) & want)
+
+
+def separation(name: str, pool: Path) -> None:
+    """How well each model's gate inputs tell a paraphrase's right candidate from a
+    never-discussed question's best one (tuning part): ROC AUC of the best cosine and of
+    coverage + cosine over every candidate the two gates judged."""
+    import re
+
+    from dualtrace.memfs import embed
+    from dualtrace.memfs import recall as R
+    from dualtrace.memfs.index import Index
+
+    ev = _load("eval_sessions", ROOT / "bench" / "eval_sessions.py")
+    R.LINE_CACHE_SIZE = 10 ** 7
+    embedder = model(name)
+    embed.set_embedder(embedder)
+    copy = Path(tempfile.mkdtemp(prefix="dt-emb-")) / "pool"
+    shutil.copytree(pool, copy)
+    index = Index.open(copy)
+    index.ensure_vectors(embedder)
+    owners: dict[str, set[str]] = {}  # memory path -> its sessions (8-char ids)
+    for path in copy.rglob("*.md"):
+        head = path.read_text(encoding="utf-8", errors="replace")[:3000]
+        owners[str(path.relative_to(copy))] = set(re.findall(r"\b([0-9a-f]{8})-[0-9a-f]{4}-", head))
+    memory_gate = R.MEMORY_GATE
+    scores: dict[str, dict[str, list[float]]] = {"sem": {"pos": [], "neg": []},
+                                                "cov+sem": {"pos": [], "neg": []}}
+    for item in json.loads(ev.QUESTIONS.read_text(encoding="utf-8"))["questions"]:
+        if item["split"] != "dev" or item["kind"] == "direct":
+            continue
+        seen: list = []
+        R.MEMORY_GATE = _Recording(memory_gate, "memory", seen)
+        R.recall(copy, item["question"], limit=3, index=index, embedder=embedder,
+                 record_gate=_Recording(R.RECORD_GATE, "record", seen))
+        R.MEMORY_GATE = memory_gate
+        want = set(item["sessions"])
+        mine = [c for c in seen if _owned(c[0], c[1], want, owners)]
+        for label, score in (("sem", lambda c: c[3]), ("cov+sem", lambda c: c[2] + c[3])):
+            if item["kind"] == "never":
+                scores[label]["neg"].append(max((score(c) for c in seen), default=0.0))
+            else:
+                scores[label]["pos"].append(max((score(c) for c in mine), default=0.0))
+    index.close()
+    print(json.dumps({"model": name, **{f"AUC {k}, paraphrase right vs never": round(
+        _auc(v["pos"], v["neg"]), 3) for k, v in scores.items()}}), flush=True)
+
+
 def sde(name: str, kept: Path) -> None:
     """sde-bench MRR and amended with this model, on a directory kept by
     ``bench/eval_sdebench.py --keep DIR`` (copied, so its index is not touched)."""
@@ -260,6 +333,8 @@ def main() -> None:
                         help='gate settings joined by ";", e.g. {"record": {"combo": 0.7}}')
     parser.add_argument("--fresh", action="store_true", help="also the fresh held-out set")
     parser.add_argument("--costs", type=int, default=0, metavar="N")
+    parser.add_argument("--separation", action="store_true",
+                        help="ROC AUC of the gate inputs, paraphrase vs never (tuning part)")
     parser.add_argument("--sde", type=Path, default=None,
                         help="a directory kept by bench/eval_sdebench.py --keep DIR")
     args = parser.parse_args()
@@ -267,6 +342,11 @@ def main() -> None:
     names = [n for n in args.models.split(",") if n]
     if args.costs:
         costs([n for n in names if n != "off"], args.costs)
+    if args.separation and args.pool:
+        for name in names:
+            if name != "off":
+                separation(name, args.pool)
+        return
     for name in names if args.sde else ():
         sde(name, args.sde)
     if args.pool:

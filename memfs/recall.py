@@ -153,7 +153,9 @@ _SESSIONS_AGG = re.compile(
 _SESSIONS_AGG_WORDS = frozenset(
     "session sessions times time list every count far history had spend spent worked "
     "working discussed talked".split())
-SESSIONS_AGG_CANDIDATES = 400
+# A count or a listing must see every matching turn: no cap below the chunk count
+# (400 chunks missed 196 of 490 sessions on a 1k-record store, docs/BENCHMARKS.md).
+SESSIONS_AGG_CANDIDATES = 400  # the floor; a bigger index is read whole
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
 _FILE_REF = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
@@ -999,8 +1001,9 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
     best: dict[str, tuple[float, Doc]] = {}
     weights: dict[str, float] = {}
     if topic:
-        units = [u for u in _score(index, topic, (SESSION_TYPE,), (),
-                                   candidates=SESSIONS_AGG_CANDIDATES, chunks=True)
+        every = max(SESSIONS_AGG_CANDIDATES, index.chunk_count)
+        units = [u for u in _score(index, topic, (SESSION_TYPE,), (), candidates=every,
+                                   chunks=True)
                  if u.coverage >= THRESHOLD and u.ids]
         docs = index.docs(u.ids[0] for u in units)
         for unit in units:
