@@ -18,7 +18,10 @@ per arm:
 - ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (opt-in since
   session 3), whatever ``--mcp`` says for the other hooked arms;
 - ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
-  synchronous (the background wrapper taken off again) and the worker at nice 0.
+  synchronous (the background wrapper taken off again) and the worker at nice 0;
+- ``hooked-nowarm``: ``hooked-mcp`` with ``mcp_warm = false``: every ``dualtrace mcp``
+  Claude Code starts imports the SDK itself instead of being forked by the warm server
+  (dualtrace/mcp_warm.py).
 
 One round runs one turn of every arm, in an order rotated every round, so machine noise
 hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
@@ -58,7 +61,7 @@ from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
 ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp",
-        "hooked-sync")
+        "hooked-sync", "hooked-nowarm")
 BACKGROUND = in_background("{}")  # the entry install writes for Stop / SessionEnd
 
 PROMPTS = [
@@ -168,6 +171,20 @@ def user_install(tmp: Path) -> Path:
     return python
 
 
+def stop_warm_servers(tmp: Path) -> None:
+    """The `dualtrace mcp` warm servers (dualtrace/mcp_warm.py) the arms' Claude Code
+    sessions started: their argv names their state dir, which is under ``tmp``."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+            if b"serve_forever" in cmd and str(tmp).encode() in cmd:
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def synchronous(box: Sandbox) -> None:
     """Every installed hook entry back in the foreground (as before issue 17.4)."""
     path = box.home / ".claude" / "settings.json"
@@ -230,12 +247,15 @@ def main() -> int:
             elif arm.startswith("hooked"):
                 if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
-                mcp = args.mcp or arm == "hooked-mcp"
+                mcp = args.mcp or arm in ("hooked-mcp", "hooked-nowarm")
                 install = box.run(python.parent / "dualtrace", "install", "--agent",
                                   "claude-code", "--mcp" if mcp else "--no-mcp")
                 assert "SessionEnd" in install.stdout, install.stdout
                 if arm == "hooked-sync":
                     synchronous(box)
+                if arm == "hooked-nowarm":
+                    box.state.mkdir(parents=True, exist_ok=True)
+                    (box.state / "config.toml").write_text("mcp_warm = false\n")
         claudes = {arm: Claude(exe, box, api) for arm, box in boxes.items()}
         # One warm-up turn each (node's and Python's first start fill the page cache).
         for claude in claudes.values():
@@ -265,6 +285,7 @@ def main() -> int:
         for stream in streams.values():
             stream.close()
         load_after = load()
+        stop_warm_servers(Path(tmp))
         summary = {}
         for arm, box in boxes.items():
             box.wait_idle(timeout=180)
