@@ -810,9 +810,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        # A wrong flag or a missing argument is bad input like any other: one line and
+        # exit 1, with the command's --help named instead of click's usage block.
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message().rstrip('.')}{hint}", err=True)
+        sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"Error: {exc.format_message()}", err=True)
+        sys.exit(1)
     except DualtraceError as exc:
         # An expected error (bad input, a missing directory, a git state to fix) is the
         # user's to act on: one line, no report. errors.log keeps internal errors only.

@@ -198,11 +198,14 @@ def entries(state: str) -> list[tuple[str, dict]]:
 # ------------------------------------------------------------------ building (not on the hit path)
 
 def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None = None,
-          *, related: bool = False) -> tuple[str | None, list | None, dict]:
+          *, related: bool = False,
+          for_agent: bool = True) -> tuple[str | None, list | None, dict]:
     """The SessionStart text for ``cwd`` as the hook shows it (None: nothing to show),
     the signature to store it under (None: do not store it), and the settings the prompt
     hook needs (``prompt_settings``). ``related``: with the memories recalled for the
-    last session's request (the worker's build)."""
+    last session's request (the worker's build). ``for_agent``: the text is printed to an
+    agent now; only then are open conflicts marked shown (a worker's rebuild that nobody
+    reads must not use up their one showing)."""
     from dualtrace import config
     from dualtrace.memfs import inject
 
@@ -228,20 +231,19 @@ def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None 
     sig = signature(cwd, str(ws.memory_dir), str(user_memory) if user_memory else None,
                     files)
     if open_conflicts(store):
-        if related:  # the worker's build: showing them marks them shown, and no agent
-            return None, None, prompt  # would see this text; the hook's own build shows them
         sig = None  # showing them marks them shown: only the full path does that
     text = inject.session_start_context(
         store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
-        command=command, related=related)
+        command=command, related=related, mark_shown=for_agent)
     return text, sig, prompt
 
 
 def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
                     memory_dir: str | None = None, *,
-                    related: bool = False) -> tuple[str | None, bool]:
+                    related: bool = False, for_agent: bool = True) -> tuple[str | None, bool]:
     """(the text, whether the stored text waits for the worker's related memories)."""
-    text, sig, prompt = build(state, host, cwd, command, memory_dir, related=related)
+    text, sig, prompt = build(state, host, cwd, command, memory_dir, related=related,
+                              for_agent=for_agent)
     pending = False
     if text is not None and sig is not None:
         # Without session records there is nothing to relate: complete as it is.
@@ -273,7 +275,8 @@ def refresh(state: str, memory_dir: str | None = None) -> int:
             continue
         try:
             build_and_store(state, key, str(entry["host"]), str(entry["cwd"]),
-                            str(entry["command"]), str(entry["memory_dir"]), related=True)
+                            str(entry["command"]), str(entry["memory_dir"]), related=True,
+                            for_agent=False)
             done += 1
         except (KeyError, OSError):
             continue
