@@ -15,8 +15,8 @@ per arm:
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
 - ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
-- ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (opt-in since
-  session 3), whatever ``--mcp`` says for the other hooked arms;
+- ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (install's
+  default), whatever ``--mcp`` says for the other hooked arms;
 - ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
   synchronous (the background wrapper taken off again) and the worker at nice 0;
 - ``hooked-nowarm``: ``hooked-mcp`` with ``mcp_warm = false``: every ``dualtrace mcp``

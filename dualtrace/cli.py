@@ -705,18 +705,18 @@ _scope_option = click.option("--scope", default="user", show_default=True,
               type=click.Choice(["auto", "offline", "anthropic", "claude"]),
               help="Encoder the hooks use, saved in dualtrace's user config "
                    "(default: keep it; auto and offline send nothing to a model).")
-@click.option("--mcp/--no-mcp", "mcp", default=False, show_default=True,
+@click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
               help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
-                   "supports MCP (Claude Code, Codex). Off by default: the host starts the "
-                   "server for every session and waits for it, seconds of every headless "
-                   "`claude -p` run (docs/BENCHMARKS.md); recall works without it.")
+                   "supports MCP (Claude Code, Codex). An interactive session starts it once; "
+                   "headless `claude -p` scripts start it every run and wait for it "
+                   "(about 0.8-3 s, docs/BENCHMARKS.md): install those with --no-mcp.")
 @click.option("--allow-recall", is_flag=True,
               help="Claude Code: let the agent run `dualtrace recall` without a permission "
                    "prompt (adds a Bash permission rule).")
 def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool,
             allow_recall: bool) -> None:
-    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and,
-    with --mcp, register its MCP server."""
+    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
+    register its MCP server (unless --no-mcp)."""
     import os
 
     from dualtrace.encoder.backends import disclosure

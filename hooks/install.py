@@ -215,12 +215,13 @@ def _created(path: Path, value: bool | None = None) -> bool:
 
 def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
             cwd: str | os.PathLike[str] | None = None, command: str | None = None,
-            mcp: bool = False, allow_recall: bool = False) -> list[str]:
-    """Merge our hooks into the settings file and, with ``mcp`` and a host that speaks
-    MCP, register ``dualtrace mcp`` in the same scope; return human lines describing it.
-    MCP is opt-in: Claude Code starts the server for every session and waits for it
-    (~2.9 s of every `claude -p` run measured, docs/BENCHMARKS.md), while the hooks
-    inject memory and the SessionStart text teaches `dualtrace recall` without it.
+            mcp: bool = True, allow_recall: bool = False) -> list[str]:
+    """Merge our hooks into the settings file and, for a host that speaks MCP (unless
+    ``mcp`` is False), register ``dualtrace mcp`` in the same scope; return human lines
+    describing it. Registered by default: the agent's own memory tools are the point of
+    it (issue 14), and an interactive session starts the server once. A headless
+    `claude -p` starts it every run and waits (+0.8 s with the warm server, ~2.9 s
+    without, docs/BENCHMARKS.md): scripts install with --no-mcp.
 
     Project scope is committed and shared, so its hooks run the bare ``dualtrace`` each
     teammate has on their PATH instead of this machine's absolute path.
@@ -240,8 +241,8 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
         lines += mcp_registration.register(agent, scope, config.project_root(cwd),
                                            dry_run=dry_run)
     elif mcp_registration.supports(agent):
-        lines.append("MCP server not registered (opt-in: `dualtrace install --mcp` adds "
-                     "the memory tools; the host then starts it with every session)")
+        lines.append("MCP server not registered (--no-mcp; `dualtrace install` without it "
+                     "adds the agent's memory tools)")
     return lines
 
 
