@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.cues import CHECK_COMMAND
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
 from dualtrace.memfs.sessions import (
@@ -32,14 +32,6 @@ from dualtrace.memfs.sessions import (
     render_record,
 )
 
-# Commands whose outcome a person asks about later: tests, linters, type checkers, builds.
-CHECK_COMMAND = re.compile(
-    TEST_COMMAND.pattern
-    + r"|\b(?:ruff|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|tsc|"
-    r"prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check)|"
-    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$|"
-    r"lint-imports|pre-commit\s+run)\b"
-)
 # Agent sentences that state a decision, a cause or a conclusion (kept verbatim as notes).
 _NOTE = re.compile(
     r"(?i)\b(?:decided|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with)|"
