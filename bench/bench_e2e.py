@@ -1,17 +1,27 @@
 """What dualtrace's hooks add to real Claude Code turns (issue 17).
 
-    python bench/bench_e2e.py [--turns 10] [--resume]
+    python bench/bench_e2e.py [--turns 10] [--no-mcp] [--arms bare,floor,floor-bg,hooked]
 
 The real Claude Code (the pinned npm version, from the e2e cache; installed there on
-first use) runs ``claude -p`` turns against the local fake Messages API in two temp
-HOMEs: one with dualtrace installed by ``dualtrace install`` (all five hooks, the
-detached worker, the memory growing turn by turn), one without. The turns are paired
-and interleaved (bare, hooked, bare, hooked, with the order flipped every pair) so
-machine noise hits both alike; each turn is the wall time of the ``claude -p``
-process, which includes the synchronous hooks (SessionStart, UserPromptSubmit, Stop,
-SessionEnd). Reports medians, the median of the per-pair ratios, and the added
-milliseconds. Target: under 5% added. ``--resume`` makes turns 2..N resume the first
-turn's session (one growing session instead of N fresh ones).
+first use) runs ``claude -p`` turns against the local fake Messages API in one temp HOME
+per arm:
+
+- ``bare``: no hooks (the baseline);
+- ``floor``: four empty synchronous Python hooks (``python -c pass`` with the interpreter
+  dualtrace's hooks run on) on SessionStart, UserPromptSubmit, Stop and SessionEnd: what
+  any four Python hooks cost, however little they do;
+- ``floor-bg``: the same, with Stop and SessionEnd in the shell's background the way
+  ``dualtrace install`` writes them: the floor of dualtrace's design;
+- ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
+  worker, the memory growing turn by turn);
+- ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0).
+
+One round runs one turn of every arm, in an order rotated every round, so machine noise
+hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
+includes the synchronous hooks. Reports per arm the median, the added milliseconds
+against ``bare`` and the median of the per-round ratios to ``bare`` (target for
+``hooked``: < 1.05), the load average before and after, and the hook durations Claude Code
+itself recorded. ``--resume`` makes turns 2..N resume each arm's first session.
 
 Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 """
@@ -19,6 +29,7 @@ Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -32,6 +43,9 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
+
+ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0")
+BACKGROUND = "exec 3<&0; {} <&3 3<&- >/dev/null 2>&1 &"  # as hooks/install.py writes it
 
 PROMPTS = [
     "We decided to use PostgreSQL, not MySQL, for the billing service, because billing "
@@ -77,20 +91,42 @@ def host_hook_durations(projects: Path) -> dict[str, list[int]]:
     return found
 
 
+def empty_hooks(box: Sandbox, background: bool) -> None:
+    """Four ``python -c pass`` hooks in the arm's user settings."""
+    python = f"{sys.executable} -c pass"
+    hooks = {}
+    for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        line = BACKGROUND.format(python) if background and event in ("Stop", "SessionEnd") \
+            else python
+        hooks[event] = [{"hooks": [{"type": "command", "command": line, "timeout": 10}]}]
+    path = box.home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"hooks": hooks}, indent=2))
+
+
+def load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--arms", default="bare,floor,floor-bg,hooked",
+                        help=f"comma-separated, from {', '.join(ARMS)}; bare is always run")
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="the fake model waits this long before each reply (a real "
                              "model's latency; 0 = instant, the worst case for the ratio)")
     parser.add_argument("--no-mcp", action="store_true",
                         help="install without the MCP server (`install --no-mcp`): the "
                              "hooks' cost alone, without Claude Code starting `dualtrace mcp`")
-    parser.add_argument("--async-events", default="",
-                        help="experiment: comma-separated hook events to mark async")
     args = parser.parse_args()
+    arms = ["bare"] + [a for a in args.arms.split(",") if a and a != "bare"]
+    unknown = set(arms) - set(ARMS)
+    if unknown:
+        parser.error(f"unknown arm(s): {', '.join(sorted(unknown))}")
     exe = npm_host(*CLAUDE_CODE)
+    load_before = load()
     with tempfile.TemporaryDirectory(prefix="dualtrace-bench-e2e-") as tmp, \
             FakeAnthropic() as api:
         answer = scripted_assistant({"decided": "Understood, noted.",
@@ -101,64 +137,68 @@ def main() -> int:
             return answer(body)
 
         api.default = slow if args.model_ms else answer
-        bare_box = Sandbox.create(Path(tmp) / "bare")
-        hooked_box = Sandbox.create(Path(tmp) / "hooked")
-        install = hooked_box.dualtrace("install", "--agent", "claude-code",
-                                       *(["--no-mcp"] if args.no_mcp else []))
-        assert "SessionEnd" in install.stdout, install.stdout
-        if args.async_events:
-            import json
-
-            path = hooked_box.home / ".claude" / "settings.json"
-            data = json.loads(path.read_text())
-            for event in args.async_events.split(","):
-                for group in data["hooks"][event]:
-                    for handler in group["hooks"]:
-                        handler["async"] = True
-            path.write_text(json.dumps(data, indent=2))
-        bare, hooked = Claude(exe, bare_box, api), Claude(exe, hooked_box, api)
+        boxes: dict[str, Sandbox] = {}
+        for arm in arms:
+            box = boxes[arm] = Sandbox.create(Path(tmp) / arm)
+            if arm.startswith("floor"):
+                empty_hooks(box, background=arm == "floor-bg")
+            elif arm.startswith("hooked"):
+                if arm == "hooked-nice0":
+                    box.env["DUALTRACE_WORKER_NICE"] = "0"
+                install = box.dualtrace("install", "--agent", "claude-code",
+                                        *(["--no-mcp"] if args.no_mcp else []))
+                assert "SessionEnd" in install.stdout, install.stdout
+        claudes = {arm: Claude(exe, box, api) for arm, box in boxes.items()}
         # One warm-up turn each (node's and Python's first start fill the page cache).
-        turn(bare, "warm up", None)
-        turn(hooked, "warm up", None)
-        hooked_box.wait_idle()
-        times: dict[str, list[float]] = {"bare": [], "hooked": []}
-        sessions: dict[str, str | None] = {"bare": None, "hooked": None}
+        for claude in claudes.values():
+            turn(claude, "warm up", None)
+        for box in boxes.values():
+            box.wait_idle()
+        times: dict[str, list[float]] = {arm: [] for arm in arms}
+        sessions: dict[str, str | None] = {arm: None for arm in arms}
         for i in range(args.turns):
             prompt = PROMPTS[i % len(PROMPTS)]
-            order = [("bare", bare), ("hooked", hooked)]
-            if i % 2:
-                order.reverse()
-            for name, claude in order:
-                seconds, sid = turn(claude, prompt, sessions[name] if args.resume else None)
-                times[name].append(seconds)
-                if args.resume and sessions[name] is None:
-                    sessions[name] = sid
-        hooked_box.wait_idle(timeout=120)
-        runs = hooked_box.runs()
-        commits = sum(1 for r in runs if r.get("commit"))
-        leftover = [r for r in runs if r.get("error")]
-        memories = hooked_box.memory_dirs()
-        hook_ms = host_hook_durations(hooked_box.home / ".claude" / "projects")
-    ratios = [h / b for b, h in zip(times["bare"], times["hooked"], strict=True)]
-    med_b, med_h = statistics.median(times["bare"]), statistics.median(times["hooked"])
-    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} paired turns"
-          f"{' (one resumed session)' if args.resume else ' (a new session each)'}, "
+            order = arms[i % len(arms):] + arms[:i % len(arms)]
+            for arm in order:
+                seconds, sid = turn(claudes[arm], prompt,
+                                    sessions[arm] if args.resume else None)
+                times[arm].append(seconds)
+                if args.resume and sessions[arm] is None:
+                    sessions[arm] = sid
+        load_after = load()
+        summary = {}
+        for arm, box in boxes.items():
+            box.wait_idle(timeout=180)
+            if arm.startswith("hooked"):
+                runs = box.runs()
+                summary[arm] = (len(runs), sum(1 for r in runs if r.get("commit")),
+                                sum(1 for r in runs if r.get("error")), len(box.memory_dirs()),
+                                host_hook_durations(box.home / ".claude" / "projects"))
+    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds"
+          f"{' (one resumed session per arm)' if args.resume else ' (a new session each)'}, "
           f"fake model latency {args.model_ms:.0f} ms, "
           f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}, "
-          f"{os.cpu_count()} cores")
-    print(f"  without hooks: median {med_b * 1000:.0f} ms  (min {min(times['bare']) * 1000:.0f},"
-          f" max {max(times['bare']) * 1000:.0f})")
-    print(f"  with hooks:    median {med_h * 1000:.0f} ms  (min {min(times['hooked']) * 1000:.0f},"
-          f" max {max(times['hooked']) * 1000:.0f})")
-    print(f"  added: {(med_h - med_b) * 1000:+.0f} ms; median per-pair ratio "
-          f"{statistics.median(ratios):.3f} (target < 1.05)")
-    for event, values in sorted(hook_ms.items()):
-        print(f"  {event} hook as Claude Code timed it: median {statistics.median(values):.0f} ms"
-              f" over {len(values)} runs")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"  load average at the end: {load:.1f}")
-    print(f"  worker: {len(runs)} encode runs, {commits} with a commit, {len(leftover)} errors,"
-          f" {len(memories)} memory dir(s)")
+          f"{os.cpu_count()} cores, load average {load_before:.1f} before, "
+          f"{load_after:.1f} after the turns")
+    base = times["bare"]
+    med_b = statistics.median(base)
+    for arm in arms:
+        values = times[arm]
+        med = statistics.median(values)
+        line = (f"  {arm:13s} median {med * 1000:6.0f} ms (min {min(values) * 1000:5.0f}, "
+                f"max {max(values) * 1000:5.0f})")
+        if arm != "bare":
+            ratios = [v / b for b, v in zip(base, values, strict=True)]
+            line += (f"  added {(med - med_b) * 1000:+5.0f} ms, median per-round ratio "
+                     f"{statistics.median(ratios):.3f}")
+        print(line)
+    print("  target for hooked: ratio < 1.05")
+    for arm, (n, commits, errors, dirs, hook_ms) in summary.items():
+        print(f"  {arm}: worker {n} encode runs, {commits} with a commit, {errors} errors, "
+              f"{dirs} memory dir(s)")
+        for event, values in sorted(hook_ms.items()):
+            print(f"    {event} hook as Claude Code timed it: median "
+                  f"{statistics.median(values):.0f} ms over {len(values)} runs")
     return 0
 
 

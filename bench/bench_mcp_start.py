@@ -1,27 +1,34 @@
-"""MCP server cold start: ``dualtrace mcp`` beside the candidates that could make it faster.
+"""MCP server cold start, phase by phase, beside echo servers on the same SDK.
 
     .venv/bin/python bench/bench_mcp_start.py [--runs 9] [--venv NAME=PYTHON ...]
 
-Each candidate is a process a host would start: spawn it, do the MCP handshake and call
-one tool through the SDK's stdio client (this venv's, as the host stand-in), until the
-answer arrives. Candidates, interleaved round by round so load drift hits all alike:
+Each candidate is a process a host would start. A hand-written JSON-RPC client (what a
+host such as Claude Code, a Node program, does; no SDK client in the way) spawns it and
+times three phases from the spawn: ``initialize`` answered, ``tools/list`` answered, and
+the first ``tools/call`` answered. For each phase it also reads the server's own CPU
+time (``/proc/<pid>/stat`` utime+stime): wall time on this shared 2-core machine swings
+with the load, CPU time much less.
 
-- ``python -c pass`` (the interpreter floor) and ``python -c "import <sdk server>"``
-  (each SDK's import floor), per interpreter;
-- ``dualtrace mcp``, the product, answering ``recall`` on a small memory dir;
-- a one-tool echo server on the SDK's high-level server (``MCPServer`` in 2.x,
-  ``FastMCP`` in 1.x) and one on its low-level ``Server``, for each SDK given with
-  ``--venv`` (e.g. ``--venv 1.30.0=/tmp/v1.30.0/bin/python``; this venv is always in).
+The first call is timed from when it is sent. ``dualtrace mcp`` runs twice: the call
+sent at once after ``tools/list`` (the worst case: it waits for the warm-up) and sent
+1.5 s later (a host's model answers first, as in a real session).
+
+Candidates, interleaved round by round so load drift hits all alike:
+- a stdlib-only JSON-RPC echo (json + sys: the interpreter floor of answering MCP);
+- a one-tool echo server on the SDK's high-level ``MCPServer`` and one on its low-level
+  ``Server`` (per interpreter given with ``--venv``; this venv is always in);
+- ``dualtrace mcp``, the product, answering ``recall`` on a small memory dir, with its
+  redactor's rule cache already built (as after the first run on a machine).
 
 The echo servers carry none of dualtrace: their time is the SDK's, so "dualtrace mcp
 minus the same SDK's echo server" is what our side costs. Prints a markdown table
-(medians, and ratios against this venv's high-level echo server) for docs/BENCHMARKS.md.
+(medians, and ratios against this venv's ``MCPServer`` echo) for docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -30,12 +37,26 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "pilot-5-session-storage.jsonl"
+TICK = os.sysconf("SC_CLK_TCK")
 
+FLOOR = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+             "serverInfo": {"name": "floor", "version": "0"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    else:
+        r = {"content": [{"type": "text", "text": m["params"]["arguments"]["text"]}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\\n")
+    sys.stdout.flush()
+"""
 HIGH_2 = """
 from mcp.server.mcpserver import MCPServer
 server = MCPServer("echo")
@@ -82,8 +103,8 @@ async def main():
         await server.run(r, w, server.create_initialization_options())
 anyio.run(main)
 """
-IMPORT = {"2": "import mcp.server.mcpserver, mcp.server.stdio",
-          "1": "import mcp.server.fastmcp, mcp.server.stdio"}
+PHASES = ("initialize", "tools/list", "first call")
+THINK = 1.5  # seconds between tools/list and the first call, for the "after" row
 
 
 def sdk_version(python: str) -> str:
@@ -92,19 +113,55 @@ def sdk_version(python: str) -> str:
     return out.stdout.strip()
 
 
-async def first_answer(p: StdioServerParameters, tool: str, args: dict) -> float:
-    start = time.perf_counter()
-    async with Client(p) as client:
-        result = await client.call_tool(tool, args)
-        took = (time.perf_counter() - start) * 1000
-    assert not result.is_error, result
-    return took
+def cpu_ms(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / TICK  # utime + stime
 
 
-def spawn(argv: list[str], env: dict[str, str]) -> float:
+def phases(argv: list[str], env: dict[str, str], cwd: str, tool: str,
+           arguments: dict[str, str], think: float = 0.0) -> list[tuple[float, float]]:
+    """(wall ms, server CPU ms) when each phase's answer arrived: since the spawn for
+    initialize and tools/list; for the first call, since it was sent, ``think`` seconds
+    after tools/list (a host's model reads the tool list and answers first)."""
     start = time.perf_counter()
-    subprocess.run(argv, env=env, capture_output=True, check=True)
-    return (time.perf_counter() - start) * 1000
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    assert proc.stdin and proc.stdout
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def ask(msg_id: int | None, method: str, params: dict[str, object]) -> dict[str, object]:
+        msg: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if msg_id is not None:
+            msg["id"] = msg_id
+        stdin.write((json.dumps(msg) + "\n").encode())
+        stdin.flush()
+        while msg_id is not None:
+            line = stdout.readline()
+            if not line:
+                raise RuntimeError(f"{argv[-1]} closed stdout before answering {method}")
+            answer = json.loads(line)
+            if answer.get("id") == msg_id:
+                if "error" in answer or answer["result"].get("isError"):
+                    raise RuntimeError(f"{method}: {answer}")
+                return answer
+        return {}
+
+    marks = []
+    try:
+        ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "bench", "version": "0"}})
+        marks.append(((time.perf_counter() - start) * 1000, cpu_ms(proc.pid)))
+        ask(None, "notifications/initialized", {})
+        ask(2, "tools/list", {})
+        marks.append(((time.perf_counter() - start) * 1000, cpu_ms(proc.pid)))
+        time.sleep(think)
+        sent = time.perf_counter()
+        ask(3, "tools/call", {"name": tool, "arguments": arguments})
+        marks.append(((time.perf_counter() - sent) * 1000, cpu_ms(proc.pid)))
+    finally:
+        stdin.close()
+        proc.wait(timeout=60)
+    return marks
 
 
 def main() -> None:
@@ -117,51 +174,61 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
     env.update(HOME=str(tmp / "home"), DUALTRACE_HOME=str(tmp / "state"))
     os.environ.update(DUALTRACE_HOME=env["DUALTRACE_HOME"])
+    from dualtrace.encoder.redact import redact_text
     from dualtrace.pipeline import encode_session
 
     memdir = tmp / "memory"
     assert encode_session(EXAMPLE, memory_dir=memdir, backend="offline").commit
+    redact_text("warm the rule cache")  # what the first run on a machine leaves behind
     pythons = {sdk_version(sys.executable): sys.executable}
     for item in args.venv:
         _label, python = item.split("=", 1)
         pythons[sdk_version(python)] = python
     here = sdk_version(sys.executable)
 
-    candidates: dict[str, tuple[str, object]] = {}  # label -> (kind, spec)
+    echo = ("echo", {"text": "hi"})
+    candidates: dict[str, tuple[list[str], tuple[str, dict[str, str]], float]] = {}
+    path = tmp / "floor.py"
+    path.write_text(FLOOR)
+    candidates["stdlib-only JSON-RPC echo (no SDK)"] = ([sys.executable, str(path)], echo, 0.0)
     for version, python in pythons.items():
         major = version.split(".")[0]
-        high, low = (HIGH_2, LOW_2) if major == "2" else (HIGH_1, LOW_1)
-        for name, code in (("high", high), ("low", low)):
+        for name, code in (("high", HIGH_2 if major == "2" else HIGH_1),
+                           ("low", LOW_2 if major == "2" else LOW_1)):
             path = tmp / f"echo_{name}_{version}.py"
             path.write_text(code)
-            candidates[f"mcp {version}: {'MCPServer' if major == '2' and name == 'high' else 'FastMCP' if name == 'high' else 'lowlevel Server'} echo"] = (
-                "mcp", StdioServerParameters(command=python, args=[str(path)], env=env))
-        candidates[f"mcp {version}: `python -c \"{IMPORT[major]}\"`"] = (
-            "spawn", [python, "-c", IMPORT[major]])
-    candidates["`python -c pass`"] = ("spawn", [sys.executable, "-c", "pass"])
+            kind = ("MCPServer" if major == "2" else "FastMCP") if name == "high" else "lowlevel Server"
+            candidates[f"mcp {version}: {kind} echo"] = ([python, str(path)], echo, 0.0)
     exe = str(Path(sys.executable).parent / "dualtrace")
-    candidates[f"dualtrace mcp (mcp {here}), first recall"] = ("dualtrace", StdioServerParameters(
-        command=exe, args=["mcp", "--memory-dir", str(memdir)], env=env, cwd=str(tmp)))
+    server = [exe, "mcp", "--memory-dir", str(memdir)]
+    recall = ("recall", {"question": "why postgres for sessions"})
+    candidates[f"dualtrace mcp (mcp {here}), recall sent at once"] = (server, recall, 0.0)
+    candidates[f"dualtrace mcp (mcp {here}), recall sent {THINK:g} s after tools/list"] = (
+        server, recall, THINK)
 
-    times: dict[str, list[float]] = {label: [] for label in candidates}
+    load = [os.getloadavg()[0]]
+    marks: dict[str, list[list[tuple[float, float]]]] = {label: [] for label in candidates}
     for _ in range(args.runs):
-        for label, (kind, spec) in candidates.items():
-            if kind == "spawn":
-                times[label].append(spawn(spec, env))  # type: ignore[arg-type]
-            elif kind == "mcp":
-                times[label].append(asyncio.run(first_answer(spec, "echo", {"text": "hi"})))  # type: ignore[arg-type]
-            else:
-                times[label].append(asyncio.run(first_answer(
-                    spec, "recall", {"question": "why postgres for sessions"})))  # type: ignore[arg-type]
+        for label, (argv, (tool, arguments), think) in candidates.items():
+            marks[label].append(phases(argv, env, str(tmp), tool, arguments, think))
+        load.append(os.getloadavg()[0])
 
-    med = {label: statistics.median(v) for label, v in times.items()}
-    base_label = f"mcp {here}: MCPServer echo"
-    base = med[base_label]
-    print(f"runs: {args.runs} (interleaved); load average {os.getloadavg()[0]:.1f}\n")
-    print(f"| process, start to first tool answer | median ms | ratio to {base_label} |")
-    print("|---|---|---|")
-    for label in sorted(med, key=med.get):  # type: ignore[arg-type]
-        print(f"| {label} | {med[label]:.0f} | {med[label] / base:.2f}x |")
+    def med(label: str, phase: int, which: int) -> float:
+        return statistics.median(run[phase][which] for run in marks[label])
+
+    base = f"mcp {here}: MCPServer echo"
+    print(f"runs: {args.runs} (interleaved); load average (1 min) during the runs: "
+          f"{min(load):.1f}-{max(load):.1f}, median {statistics.median(load):.1f}\n")
+    print(f"initialize and tools/list: ms since the spawn; first call: ms since it was sent; "
+          f"ratios against {base}\n")
+    print("| process | initialize: wall ms (ratio) | tools/list: wall ms (ratio) | first call: wall ms"
+          + " | " + " | ".join(f"{p}: server CPU ms" for p in PHASES) + " |")
+    print("|---" * (1 + 2 * len(PHASES)) + "|")
+    for label in sorted(candidates, key=lambda lab: med(lab, 0, 0)):
+        walls = [f"{med(label, i, 0):.0f} ({med(label, i, 0) / med(base, i, 0):.2f}x)"
+                 for i in range(2)] + [f"{med(label, 2, 0):.0f}"]
+        cpus = [f"{med(label, i, 1):.0f}" for i in range(len(PHASES))]
+        print(f"| {label} | " + " | ".join(walls) + " | " + " | ".join(cpus) + " |")
 
 
 if __name__ == "__main__":

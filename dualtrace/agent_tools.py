@@ -29,6 +29,7 @@ TYPES = tuple(t.name for t in MEMORY_TYPES)
 MAX_QUESTION = 4000
 MAX_LIMIT = 50
 SHOW_LIMIT = 20000  # characters of fact + moment returned by show
+WARM_UP_QUESTION = "what was decided about this project and why"
 # A session id or its prefix (what recent_sessions prints), as `dualtrace show` takes it.
 _SESSION_REF = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{3,}")
 
@@ -55,6 +56,15 @@ class AgentMemory:
         ws = config.workspace(memory_dir=memory_dir)
         return cls(Path(ws.memory_dir), ws.settings, ws.root, ws.project,
                    safe_session_id(os.environ.get("CLAUDE_CODE_SESSION_ID") or None))
+
+    def warm_up(self) -> None:
+        """Load what the first answer needs: the recall stack, the search index and
+        embedder, and the redactor with its compiled secret rules (most of a first
+        recall's time; the server runs this after the handshake, off the host's path).
+        One recall of a fixed question does all of it through the real code path; it
+        reads and writes nothing a real first recall would not."""
+        if not self._empty():
+            self.recall(WARM_UP_QUESTION)
 
     # ------------------------------------------------------------ reads
 

@@ -45,6 +45,7 @@ STDIN_TIMEOUT = 0.1  # seconds without a new byte before we take what arrived
 STDIN_LIMIT = 0.5  # seconds in all, however slowly bytes keep trickling in
 LOCK_WAIT = 0.1
 STDIN_CAP = 4 * 1024 * 1024  # bigger payloads are drained and rejected, never parsed
+WORKER_NICE = 10  # the worker's niceness above the hook's (worker_niceness)
 
 
 class HookError(Exception):
@@ -514,9 +515,31 @@ def spawn_worker(state: str) -> None:
 
     def run() -> None:
         os.chdir(state)
+        _lower_priority()
         os.execve(sys.executable, args, env)
 
     _orphan(run)
+
+
+def worker_niceness() -> int:
+    """How much lower than the hook's the worker's CPU priority is (DUALTRACE_WORKER_NICE,
+    0-19, default WORKER_NICE): its encode must not take the cores from the agent whose
+    turn it follows (the machine may have two)."""
+    raw = os.environ.get("DUALTRACE_WORKER_NICE", "").strip()
+    try:
+        value = int(raw) if raw else WORKER_NICE
+    except ValueError:
+        value = WORKER_NICE
+    return max(0, min(19, value))
+
+
+def _lower_priority() -> None:
+    step = worker_niceness()
+    if step and hasattr(os, "nice"):
+        try:
+            os.nice(step)
+        except OSError:
+            pass  # not allowed here: run at the hook's priority
 
 
 def _orphan(grandchild: Callable[[], None]) -> None:

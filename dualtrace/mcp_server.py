@@ -14,28 +14,38 @@ Two servers share this module:
   ``PlanBuilder`` validates it; a refusal comes back as a tool error with the
   validator's reason.
 
-The SDK costs ~0.4 s to import; only this module imports it, and only the ``mcp``
-command imports this module (the hook fast path never does: tests/test_hook.py).
+Both are built on the SDK's low-level ``Server`` with their JSON schemas written out.
+The SDK costs ~0.4 s of CPU to import (its pydantic protocol models); that is all a
+host waits for: ``initialize`` and ``tools/list`` load nothing else of dualtrace, and
+the memory server warms what its first call needs in the background after
+``tools/list`` (``MemoryTools``). Only this module imports the SDK, and only the
+``mcp`` command imports this module (the hook fast path never does:
+tests/dualtrace/test_hook.py).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import Field
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
 
 from dualtrace import __version__
 from dualtrace.agent_tools import TYPES, AgentMemory
 from dualtrace.errors import DualtraceError
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                        open_world_hint=False)
+READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                  idempotent_hint=True, open_world_hint=False)
+WRITE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                              idempotent_hint=False, open_world_hint=False)
 
 MEMORY_INSTRUCTIONS = (
     "dualtrace is this project's long-term memory: decisions, incidents, conventions, "
@@ -46,75 +56,147 @@ MEMORY_INSTRUCTIONS = (
     "stored). Use remember only when the user asks you to remember something."
 )
 
-Kind = Annotated[str | None, Field(description=f"only memories of this type: {', '.join(TYPES)}")]
+
+def _string(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
 
 
-def _call(fn: Any, *args: Any, **kwargs: Any) -> str:
-    try:
-        return fn(*args, **kwargs)
-    except DualtraceError as exc:
-        raise ToolError(str(exc)) from None
+def _limit(most: int, default: int, what: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": most, "default": default,
+            "description": f"{what} (1-{most})"}
 
 
-def memory_server(memory: AgentMemory) -> MCPServer:
-    server: MCPServer = MCPServer("dualtrace", version=__version__,
-                                  instructions=MEMORY_INSTRUCTIONS)
+_KIND = {"type": "string", "enum": list(TYPES), "description": "only memories of this type"}
 
-    @server.tool(annotations=READ_ONLY)
-    def recall(
-        question: Annotated[str, Field(description="the question, in the user's words")],
-        limit: Annotated[int, Field(description="most memories to return (1-100)")] = 5,
-        type: Kind = None,  # noqa: A002 - the name the agent sees
-    ) -> str:
-        """Answer a question from memory. The first line is the retrieval state: STATE A
-        (fact + scene, high confidence), STATE B (fact only, medium confidence) or STATE C
-        (nothing stored: say so, do not guess)."""
-        return _call(memory.recall, question, limit, type)
+# name -> (description, properties, required, annotations). Written out rather than
+# derived from function signatures: nothing is introspected at start, and the arguments
+# reach AgentMemory's own checks untouched (one-line errors, one place).
+MEMORY_TOOLS: dict[str, tuple[str, dict[str, Any], tuple[str, ...], types.ToolAnnotations]] = {
+    "recall": (
+        "Answer a question from memory. The first line is the retrieval state: STATE A "
+        "(fact + scene, high confidence), STATE B (fact only, medium confidence) or STATE C "
+        "(nothing stored: say so, do not guess).",
+        {"question": _string("the question, in the user's words"),
+         "limit": _limit(100, 5, "most memories to return"), "type": _KIND},
+        ("question",), READ_ONLY),
+    "search": (
+        "List stored memories matching any of the words, best first: path, type, "
+        "confidence, date, description. Open one with show.",
+        {"query": _string("subject words"), "limit": _limit(50, 10, "most results"),
+         "type": _KIND},
+        ("query",), READ_ONLY),
+    "show": (
+        "Show one memory as stored: the fact file, then its scene (moment) if it has one. "
+        "Given a session id or record path, show that session's record.",
+        {"target": _string("a memory path (decisions/x.md) or anchor, or a session id or "
+                           "record path (sessions/...) from recent_sessions")},
+        ("target",), READ_ONLY),
+    "recent_sessions": (
+        "The most recent sessions in this project, newest first, from their session "
+        "records: when, what it was about, the outcome, the memories it stored or updated, "
+        "the first open end, and the record path (open it with show).",
+        {"limit": _limit(50, 10, "sessions to list")},
+        (), READ_ONLY),
+    "remember": (
+        "Store something the user explicitly asked you to remember. It goes through the "
+        "same validator and scoring as session encoding and is committed on its own; a "
+        "restatement of a stored memory updates it in place. Never deletes anything.",
+        {"type": {"type": "string", "enum": list(TYPES), "description": "the memory's type"},
+         "description": _string("one line: what to remember"),
+         "body": _string("details, in the user's words"),
+         "why": _string("the reason the user gave, if any"),
+         "anchor": _string("optional lowercase-hyphenated name (default: from the "
+                           "description)")},
+        ("type", "description"), WRITE),
+}
 
-    @server.tool(annotations=READ_ONLY)
-    def search(
-        query: Annotated[str, Field(description="subject words")],
-        limit: Annotated[int, Field(description="most results (1-50)")] = 10,
-        type: Kind = None,  # noqa: A002
-    ) -> str:
-        """List stored memories matching any of the words, best first: path, type,
-        confidence, date, description. Open one with show."""
-        return _call(memory.search, query, limit, type)
 
-    @server.tool(annotations=READ_ONLY)
-    def show(
-        target: Annotated[str, Field(
-            description="a memory path (decisions/x.md) or anchor, or a session id or "
-                        "record path (sessions/...) from recent_sessions")],
-    ) -> str:
-        """Show one memory as stored: the fact file, then its scene (moment) if it has one.
-        Given a session id or record path, show that session's record."""
-        return _call(memory.show, target)
+def _tool_list() -> list[types.Tool]:
+    return [types.Tool(name=name, description=description,
+                       input_schema={"type": "object", "properties": props,
+                                     "required": list(required), "additionalProperties": False},
+                       annotations=annotations)
+            for name, (description, props, required, annotations) in MEMORY_TOOLS.items()]
 
-    @server.tool(annotations=READ_ONLY)
-    def recent_sessions(
-        limit: Annotated[int, Field(description="sessions to list (1-50)")] = 10,
-    ) -> str:
-        """The most recent sessions in this project, newest first, from their session
-        records: when, what it was about, the outcome, the memories it stored or updated,
-        the first open end, and the record path (open it with show)."""
-        return _call(memory.recent_sessions, limit)
 
-    @server.tool(annotations=WRITE)
-    def remember(
-        type: Annotated[str, Field(description=f"one of {', '.join(TYPES)}")],  # noqa: A002
-        description: Annotated[str, Field(description="one line: what to remember")],
-        body: Annotated[str, Field(description="details, in the user's words")] = "",
-        why: Annotated[str, Field(description="the reason the user gave, if any")] = "",
-        anchor: Annotated[str, Field(
-            description="optional lowercase-hyphenated name (default: from the description)")] = "",
-    ) -> str:
-        """Store something the user explicitly asked you to remember. It goes through the
-        same validator and scoring as session encoding and is committed on its own; a
-        restatement of a stored memory updates it in place. Never deletes anything."""
-        return _call(memory.remember, type, description, body, why, anchor)
+def _text_result(text: str, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                is_error=is_error)
 
-    return server
+
+class MemoryTools:
+    """The memory server's tool calls: checked, serialized, and warmed after the handshake.
+
+    The host waits for ``initialize`` and ``tools/list`` before its session can start,
+    so nothing beyond the SDK and the schemas above is loaded for them. What the first
+    call needs (the recall stack, the search index, the embedder and the redactor's
+    ~490 compiled secret rules, together ~0.3-0.9 s) is loaded by a background thread
+    started once ``tools/list`` is answered, while the host is busy with its model. A
+    call that arrives sooner waits for that thread instead of loading everything twice.
+    """
+
+    def __init__(self, memory: AgentMemory) -> None:
+        self.memory = memory
+        self._lock = threading.Lock()  # one call (or the warm-up) at a time
+        self._warm: threading.Thread | None = None
+
+    def warm_up(self) -> None:
+        if self._warm is None:
+            self._warm = threading.Thread(target=self._warm_up, name="dualtrace-warm-up",
+                                          daemon=True)
+            self._warm.start()
+
+    def _warm_up(self) -> None:
+        with self._lock:
+            start = time.perf_counter()
+            try:
+                self.memory.warm_up()
+            except Exception as exc:  # noqa: BLE001 - the first call reports it to the agent
+                print(f"dualtrace mcp: warm-up failed: {exc}", file=sys.stderr, flush=True)
+                return
+            # stderr is the host's log for this server (stdout carries the protocol).
+            print(f"dualtrace mcp: warm-up done in {(time.perf_counter() - start) * 1000:.0f} "
+                  "ms (recall, index, redactor)", file=sys.stderr, flush=True)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        spec = MEMORY_TOOLS.get(name)
+        if spec is None:
+            return f"unknown tool {name!r}: this server has {', '.join(MEMORY_TOOLS)}", True
+        unknown = sorted(set(arguments) - set(spec[1]))
+        if unknown:
+            return (f"unknown argument {unknown[0]!r} for {name}: it takes "
+                    f"{', '.join(spec[1])}"), True
+        fn: Callable[..., str] = getattr(self.memory, name)
+        with self._lock:
+            try:
+                return fn(**arguments), False
+            except DualtraceError as exc:
+                return str(exc), True
+
+
+def memory_server(memory: AgentMemory) -> Server[Any]:
+    tools = MemoryTools(memory)
+    listed = _tool_list()
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        tools.warm_up()
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        text, is_error = await anyio.to_thread.run_sync(lambda: tools.call(params.name, arguments))
+        return _text_result(text, is_error)
+
+    return Server("dualtrace", version=__version__, instructions=MEMORY_INSTRUCTIONS,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def run_stdio(server: Server[Any]) -> None:
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
 
 
 # ------------------------------------------------------------------ encoder server
@@ -123,18 +205,13 @@ ENCODER_TOOLS = ("search_memory", "read_memory", "store_memory", "update_memory"
                  "finish")
 
 
-def encoder_server(address: str, token: str) -> Any:
+def encoder_server(address: str, token: str) -> Server[Any]:
     """The sub-agent's tools; every call is validated by the encoding process.
 
-    A low-level SDK server: the advertised schemas are the encoder's own (shared with
-    the Anthropic backend) and the arguments reach the validator untouched, so a
-    wrong score or a path escape is judged, and explained, in one place.
+    The advertised schemas are the encoder's own (shared with the Anthropic backend) and
+    the arguments reach the validator untouched, so a wrong score or a path escape is
+    judged, and explained, in one place.
     """
-    import anyio.to_thread
-    import mcp_types as types
-    from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
-
     from dualtrace.encoder.backends.anthropic import TOOLS
     from dualtrace.encoder.backends.broker import call_broker
 
@@ -154,23 +231,10 @@ def encoder_server(address: str, token: str) -> Any:
                 lambda: call_broker(address, token, params.name, arguments))
         except DualtraceError as exc:
             text, is_error = str(exc), True
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    is_error=is_error)
+        return _text_result(text, is_error)
 
-    server = Server("dualtrace-encoder", version=__version__, on_list_tools=list_tools,
-                    on_call_tool=call_tool)
-
-    class _Runner:
-        def run(self, transport: str = "stdio") -> None:
-            import anyio
-
-            async def main() -> None:
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-
-            anyio.run(main)
-
-    return _Runner()
+    return Server("dualtrace-encoder", version=__version__, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
 
 
 def serve(memory_dir: str | None = None, *, encoder: bool = False) -> None:
@@ -180,15 +244,14 @@ def serve(memory_dir: str | None = None, *, encoder: bool = False) -> None:
         if not address or not token:
             raise DualtraceError("dualtrace mcp --encoder needs DUALTRACE_BROKER and "
                                  "DUALTRACE_BROKER_TOKEN (it is started by the claude backend)")
-        encoder_server(address, token).run("stdio")
+        run_stdio(encoder_server(address, token))
         return
-    memory_server(AgentMemory.resolve(memory_dir)).run("stdio")
+    run_stdio(memory_server(AgentMemory.resolve(memory_dir)))
 
 
 def main(argv: list[str]) -> int:
     """``dualtrace mcp [--memory-dir DIR]``, routed here before click (start-up time)."""
     import argparse
-    import sys
 
     parser = argparse.ArgumentParser(
         prog="dualtrace mcp",
@@ -207,4 +270,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-__all__ = ["memory_server", "encoder_server", "serve", "main", "ENCODER_TOOLS"]
+__all__ = ["memory_server", "encoder_server", "run_stdio", "serve", "main", "ENCODER_TOOLS",
+           "MEMORY_TOOLS"]

@@ -41,6 +41,11 @@ SCOPES = ("user", "project", "local")
 REQUIRES_TRANSCRIPT = True
 SWEEP_ON_START = True  # session-start re-checks the sessions next to the transcript
 KEEPS_OWN_TRANSCRIPT = False
+# No output wanted: run in the shell's background (install). Claude Code waits for every
+# synchronous hook, `claude -p` included, and its own "async": true is no substitute: at
+# the end of a `claude -p` turn it kills async hooks still running (a Stop hook never
+# finished), and it still waits for SessionEnd (docs/HOSTS.md, measured on 2.1.328).
+BACKGROUND_EVENTS = frozenset({"Stop", "StopFailure", "SessionEnd", "PreCompact"})
 
 # Events that belong to a subagent or are not about the main conversation.
 _IGNORED_EVENTS = frozenset({"SubagentStop", "SubagentStart", "Notification"})

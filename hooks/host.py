@@ -26,6 +26,9 @@ class Host(Protocol):
     REQUIRES_TRANSCRIPT: bool  # a session payload without a transcript path is an error
     SWEEP_ON_START: bool  # session-start queues a sweep of the transcript's folder
     KEEPS_OWN_TRANSCRIPT: bool  # dualtrace writes the transcript itself (from payloads)
+    # Host events whose hook prints nothing and that the host runs through a POSIX shell:
+    # install puts them in the shell's background, so the turn never waits for Python.
+    BACKGROUND_EVENTS: frozenset[str]
 
     def detect(self, payload: dict) -> bool:
         """True when a hook payload (read without ``--host``) comes from this host."""

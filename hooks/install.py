@@ -59,6 +59,14 @@ def _quote(path: str) -> str:
     return shlex.quote(path) if re.search(r"[^\w@%+=:,./-]", path) else path
 
 
+def in_background(command: str) -> str:
+    """``command`` started in the background of the host's POSIX shell, with the hook
+    payload as its stdin: the shell exits at once, so the host's turn does not wait for
+    Python to start. The payload pipe is saved on fd 3 first: sh (dash) gives a
+    background command /dev/null as stdin, and redirects only after that."""
+    return f"exec 3<&0; {command} <&3 3<&- >/dev/null 2>&1 &"
+
+
 def wanted_entries(agent: str, command: str) -> dict[str, dict]:
     """Event -> the hook group we want in that agent's settings."""
     host = registry.get(agent)
@@ -66,8 +74,10 @@ def wanted_entries(agent: str, command: str) -> dict[str, dict]:
     out = {}
     for name, (ours, seconds, matcher) in host.EVENTS.items():
         timeout = seconds * host.TIMEOUT_UNIT
-        handler = {"type": "command", "command": f"{command} hook {ours}{host_flag}",
-                   "timeout": timeout}
+        line = f"{command} hook {ours}{host_flag}"
+        if name in host.BACKGROUND_EVENTS and os.name != "nt":
+            line = in_background(line)  # (Windows hosts may run cmd or PowerShell)
+        handler = {"type": "command", "command": line, "timeout": timeout}
         group: dict = {"matcher": matcher} if matcher else {}
         group["hooks"] = [handler]
         out[name] = group

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -153,6 +156,8 @@ def test_bad_inputs_are_clear_tool_errors_and_write_nothing(stocked, tmp_path):
     calls = [
         ("recall", {"question": "   "}, "'question' is required"),
         ("recall", {"question": "x", "limit": 0}, "'limit' must be an integer from 1 to 100"),
+        ("recall", {"question": "x", "limit": "5"}, "'limit' must be an integer from 1 to 100"),
+        ("search", {"query": "x", "colour": "red"}, "unknown argument 'colour' for search"),
         ("search", {"query": "x", "type": "secret"}, "'type' must be one of decision"),
         ("show", {"target": "../../etc/passwd"}, "must be a path inside the memory directory"),
         ("show", {"target": "/etc/passwd"}, "must be a path inside the memory directory"),
@@ -170,6 +175,7 @@ def test_bad_inputs_are_clear_tool_errors_and_write_nothing(stocked, tmp_path):
     for (name, _args, expected), result in zip(calls, results, strict=True):
         assert result.is_error, name
         assert expected in text_of(result), (name, text_of(result))
+        assert "\n" not in text_of(result).strip(), (name, text_of(result))
     assert _commits(stocked) == before
     assert (stocked / "decisions/move-session-storage-redis-postgres.md").exists()
 
@@ -196,3 +202,72 @@ def test_encoder_server_refuses_to_start_without_its_broker(tmp_path):
                           cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: dualtrace mcp --encoder needs DUALTRACE_BROKER")
+
+
+# ------------------------------------------------------------------ start-up
+
+HEAVY = ("dualtrace.memfs.recall", "dualtrace.memfs.index", "dualtrace.encoder.redact",
+         "kingfisher_sdk", "numpy", "dualtrace.memfs.embed", "dualtrace.memfs.store")
+
+
+def _host(memdir: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    from tests.dualtrace.mcp_helpers import dualtrace_argv
+
+    return subprocess.Popen(dualtrace_argv("mcp", "--memory-dir", str(memdir)), cwd=cwd,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+
+
+def _ask(proc: subprocess.Popen, msg_id: int | None, method: str, params: dict) -> dict:
+    """One JSON-RPC line the way a host writes it; the answer to it (none for a notification)."""
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    if msg_id is not None:
+        msg["id"] = msg_id
+    proc.stdin.write(json.dumps(msg) + "\n")
+    proc.stdin.flush()
+    while msg_id is not None:
+        line = proc.stdout.readline()
+        assert line, f"server closed stdout before answering {method}: {proc.stderr.read()}"
+        answer = json.loads(line)
+        if answer.get("id") == msg_id:
+            return answer
+    return {}
+
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test-host", "version": "0"}}
+
+
+def test_handshake_loads_nothing_but_the_sdk_and_the_schemas(stocked, tmp_path):
+    """What the host waits for (initialize, initialized) imports none of the recall
+    stack, the index or the redactor: those load after tools/list, off the host's path."""
+    proc = _host(stocked, tmp_path, {"PYTHONPROFILEIMPORTTIME": "1"})
+    answer = _ask(proc, 1, "initialize", INIT)
+    _ask(proc, None, "notifications/initialized", {})
+    proc.stdin.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert answer["result"]["serverInfo"]["name"] == "dualtrace"
+    assert "recall" in answer["result"]["instructions"]
+    imported = {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "mcp.server.lowlevel" in imported and "dualtrace.agent_tools" in imported
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    assert "warm-up" not in stderr
+
+
+def test_tools_list_starts_the_warm_up_and_the_first_call_uses_it(stocked, tmp_path):
+    proc = _host(stocked, tmp_path)
+    _ask(proc, 1, "initialize", INIT)
+    _ask(proc, None, "notifications/initialized", {})
+    listed = _ask(proc, 2, "tools/list", {})["result"]["tools"]
+    assert {t["name"] for t in listed} == READ_TOOLS | {"remember"}
+    recall = _ask(proc, 3, "tools/call", {"name": "recall",
+                                         "arguments": {"question": "why postgres for sessions"}})
+    proc.stdin.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert not recall["result"].get("isError"), recall
+    assert recall["result"]["content"][0]["text"].startswith("(STATE A retrieval"), recall
+    # Printed under the lock the first call waits on: the warm-up ran before it.
+    assert re.search(r"^dualtrace mcp: warm-up done in \d+ ms", stderr, re.M), stderr

@@ -137,10 +137,37 @@ class Sandbox:
             return False
         return True
 
+    def hooks_running(self) -> list[int]:
+        """Pids of this sandbox's hook processes still running: the hosts start the Stop
+        and SessionEnd hooks in their shell's background (install), so they can outlive
+        the host's process. Found by HOME in /proc (Linux; [] elsewhere)."""
+        home = f"HOME={self.home}".encode()
+        found = []
+        try:
+            pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+        except OSError:
+            return []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+                if not any(a == b"hook" for a in argv) and not any(b" hook " in a for a in argv):
+                    continue
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if home in fh.read().split(b"\0"):
+                        found.append(pid)
+            except OSError:
+                continue
+        return found
+
     def wait_idle(self, timeout: float = 60.0) -> None:
-        """Poll until the hooks' queue is drained and no worker is alive."""
+        """Poll until no hook of this sandbox is running, the hooks' queue is drained and
+        no worker is alive."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if self.hooks_running():
+                time.sleep(0.02)
+                continue
             jobs = [j for j in queue.list_jobs(str(self.state))
                     if j.get("status") != queue.PARKED and not _debounced(j)]
             if not jobs and not self.worker_running():

@@ -54,7 +54,7 @@ def test_install_merges_next_to_other_hooks_and_uninstall_restores(project):
     assert stop[0] == OTHERS["hooks"]["Stop"][0]  # theirs first, untouched
     ours = stop[1]["hooks"][0]
     # Project scope is shared with teammates: the bare command on their PATH (issue 15).
-    assert ours["command"] == "dualtrace hook stop" and ours["timeout"] == 10
+    assert ours["command"] == inst.in_background("dualtrace hook stop") and ours["timeout"] == 10
     assert "note: project scope is shared" in proc.stdout
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert settings.read_text().splitlines()[1].startswith("    \"")  # indent kept
@@ -113,8 +113,8 @@ def test_letta_timeouts_are_milliseconds_and_codex_session_end_within_its_cap(pr
     codex = json.loads((project / ".codex" / "hooks.json").read_text())
     # Codex caps SessionEnd hooks at 3 s (docs/HOSTS.md): ours asks for no more.
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
-    assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["command"].endswith(
-        "hook session-end --host codex")
+    assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == inst.in_background(
+        "dualtrace hook session-end --host codex")
     assert codex["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 10
     proc = cli("install", "--agent", "codex", "--scope", "local", cwd=project)
     assert proc.returncode == 1 and "Error:" in proc.stderr
@@ -134,7 +134,8 @@ def test_moved_install_updates_our_entry_in_place():
     again, changes = inst.merge(data, inst.wanted_entries("claude-code", "/new/bin/dualtrace"))
     assert changes and all(c.startswith("updated") for c in changes)
     assert len(again["hooks"]["Stop"]) == 1
-    assert again["hooks"]["Stop"][0]["hooks"][0]["command"] == "/new/bin/dualtrace hook stop"
+    assert again["hooks"]["Stop"][0]["hooks"][0]["command"] == inst.in_background(
+        "/new/bin/dualtrace hook stop")
     assert inst.remove(again)[0] == {}
 
 

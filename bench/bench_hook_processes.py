@@ -1,0 +1,116 @@
+"""Where a hook's time goes, per hook, as the real host runs them (issue 17).
+
+    python bench/bench_hook_processes.py [--rounds 15]
+
+One real ``claude -p`` session (the pinned npm Claude Code against the local fake Messages
+API, dualtrace installed by ``dualtrace install --no-mcp``) stores a decision; then each
+hook process is run as Claude Code runs it (the installed console script, the payload on
+stdin, the sandbox's environment) in rounds, interleaved with bare interpreter starts of
+the same Python for scale: ``python -c pass`` (with site and the install's .pth files),
+``python -S -c pass`` (no site) and ``sh -c true`` (what a background entry costs the
+host). Reports min / median wall ms per process, and for each hook the modules it imports
+after ``site`` with their self time (``-X importtime``, one extra run).
+
+Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
+from tests.e2e.e2e_hosts import CLAUDE_CODE, DUALTRACE, Sandbox, npm_host  # noqa: E402
+from tests.fake_anthropic import FakeAnthropic  # noqa: E402
+
+DECISION = ("We decided to use PostgreSQL, not MySQL, for the billing service, because "
+            "billing needs row-level locking for invoice updates.")
+
+
+def imports_after_site(argv: list[str], payload: str, box: Sandbox) -> list[tuple[str, int]]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", *argv], input=payload,
+                          capture_output=True, text=True, env=box.env, cwd=box.project)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            self_us, _, name = line[len("import time:"):].split("|", 2)
+            rows.append((name.strip(), int(self_us)))
+    names = [n for n, _ in rows]
+    return rows[names.index("site") + 1:] if "site" in names else rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    exe = npm_host(*CLAUDE_CODE)
+    with tempfile.TemporaryDirectory(prefix="dualtrace-bench-hooks-") as tmp, \
+            FakeAnthropic() as api:
+        api.default = scripted_assistant({"decided": "Understood, noted."})
+        box = Sandbox.create(Path(tmp) / "box")
+        box.dualtrace("install", "--agent", "claude-code", "--no-mcp")
+        claude = Claude(exe, box, api)
+        claude.turn(DECISION)
+        box.wait_idle()
+        claude.turn("warm up")  # the worker stores the SessionStart text after its commit
+        box.wait_idle()
+        transcript = next((box.home / ".claude" / "projects").rglob("*.jsonl"))
+        base = {"session_id": transcript.stem, "transcript_path": str(transcript),
+                "cwd": str(box.project)}
+        hooks = {
+            "session-start": dict(base, hook_event_name="SessionStart", source="startup"),
+            "prompt (recalls)": dict(base, hook_event_name="UserPromptSubmit",
+                                     prompt="Which database does the billing service use?"),
+            "prompt (nothing)": dict(base, hook_event_name="UserPromptSubmit",
+                                     prompt="Thanks, that is all for today."),
+            "stop": dict(base, hook_event_name="Stop", stop_hook_active=False),
+            "session-end": dict(base, hook_event_name="SessionEnd", reason="other"),
+        }
+        runs: dict[str, tuple[list[str], str]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], ""),
+            "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], ""),
+            "sh -c true": (["/bin/sh", "-c", "true"], ""),
+        }
+        for name, payload in hooks.items():
+            event = name.split(" ")[0]
+            runs[f"hook {name}"] = ([str(DUALTRACE), "hook", event], json.dumps(payload))
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        out_bytes: dict[str, int] = {}
+        load_before = os.getloadavg()[0]
+        for _ in range(args.rounds):
+            for name, (argv, payload) in runs.items():
+                started = time.perf_counter()
+                proc = subprocess.run(argv, input=payload, capture_output=True, text=True,
+                                      env=box.env, cwd=box.project)
+                times[name].append((time.perf_counter() - started) * 1000)
+                out_bytes[name] = len(proc.stdout)
+            box.wait_idle()  # the workers Stop / SessionEnd started, before the next round
+        load_after = os.getloadavg()[0]
+        print(f"{args.rounds} rounds, {os.cpu_count()} cores, load average {load_before:.1f} "
+              f"before, {load_after:.1f} after; {sys.executable}")
+        for name, values in times.items():
+            extra = f"  stdout {out_bytes[name]} B" if name.startswith("hook") else ""
+            print(f"  {name:24s} min {min(values):6.1f}  median {statistics.median(values):6.1f}"
+                  f" ms{extra}")
+        for name, payload in hooks.items():
+            rows = imports_after_site([str(DUALTRACE), "hook", name.split(" ")[0]],
+                                      json.dumps(payload), box)
+            total = sum(us for _, us in rows) / 1000
+            heavy = sorted(rows, key=lambda r: -r[1])[:8]
+            print(f"  imports after site, hook {name}: {len(rows)} modules, {total:.1f} ms self;"
+                  f" heaviest: " + ", ".join(f"{n} {us / 1000:.1f}" for n, us in heavy))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
