@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 
 from dualtrace.encoder import cues
-from tests.conftest import REPO_ROOT
+from tests.conftest import package_files_spelling
 
 
 def test_the_test_command_pattern_is_spelled_only_in_cues():
     spelled = re.compile(r"py\\\\?\.test")  # the regex text r"py\.test" of a test-runner list
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if spelled.search(p.read_text("utf-8")))
-    assert where == ["encoder/cues.py"]
+    assert package_files_spelling(spelled) == ["encoder/cues.py"]
 
 
 def test_every_test_runner_the_digest_knew_is_a_test_command():
@@ -30,9 +28,7 @@ def test_the_check_command_patterns_live_in_cues_and_records_and_offline_use_the
     assert records.CHECK_COMMAND is cues.CHECK_COMMAND
     assert work.CHECK_COMMAND is cues.FAILING_CHECK
     spelled = re.compile(r"golangci-lint|dialyzer")
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if spelled.search(p.read_text("utf-8")))
-    assert where == ["encoder/cues.py"]
+    assert package_files_spelling(spelled) == ["encoder/cues.py"]
 
 
 def test_a_failing_check_is_any_check_a_record_lists_and_more():
