@@ -22,7 +22,7 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 
 Usage:
   python bench/bench_real_sessions.py [--part dev|held-out|all] [--backend offline]
-         [--fake-server] [--json out.json] [--verbose]
+         [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
 ``--part dev`` (default) encodes and reports only the development sessions; held-out
 sessions are encoded and reported only with ``--part held-out`` or ``--part all``.
@@ -352,10 +352,14 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
             "resolved": f"{res[0]}/{res[1]}", "superseded": f"{sup[0]}/{sup[1]}"}
 
 
-def table(result: dict[str, Any]) -> str:
+def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
+    """Per-session rows; held-out sessions only with ``held_out_rows`` (their part is read
+    as totals, so that nobody tunes on it by looking)."""
     lines = ["| session | part | expected | full | part | written | useful | dup | wrong type | ungrounded |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["sessions"]:
+        if r["held_out"] and not held_out_rows:
+            continue
         lines.append(f"| {r['key']} | {'held-out' if r['held_out'] else 'dev'} | {r['expected']} | "
                      f"{r['full']} | {r['part']} | {r['written']} | {r['useful']} | {r['duplicates']} | "
                      f"{r['wrong_types']} | {len(r['grounding'])} |")
@@ -370,11 +374,13 @@ def main() -> None:
                     help="point the anthropic backend at the local fake Messages API (plumbing only)")
     ap.add_argument("--json", type=Path, help="write the full result here")
     ap.add_argument("--verbose", action="store_true", help="print every session's memories to stderr")
+    ap.add_argument("--held-out-rows", action="store_true",
+                    help="also print the held-out sessions' rows (default: their totals only)")
     args = ap.parse_args()
     result = run(args.part, args.backend, args.fake_server, args.verbose)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    print(table(result))
+    print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
     for name in ("dev", "held_out"):

@@ -69,6 +69,10 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--inproc", type=int, default=0, metavar="Q",
+                        help="Instead of new processes: in-process recall, Q queries per "
+                             "round and build (after a 5-query warm-up), --runs rounds, "
+                             "builds alternating round by round (interleaved A/B).")
     parser.add_argument("--baseline-exe", type=Path, default=None,
                         help="Another build's dualtrace console script (e.g. a venv of an "
                              "older commit): its recall runs in the same round robin, on a "
@@ -101,6 +105,10 @@ def main() -> None:
             shutil.copytree(root, copy, symlinks=True)
         base_env = {**env, "DUALTRACE_MEMORY_DIR": str(copy),
                     "PYTHONPYCACHEPREFIX": str(store / "pycache-baseline")}
+    if args.inproc:
+        inproc(args, env, base_env, qs_all=bench_recall.questions(
+            root, anchors, random.Random(5), args.inproc + 5))
+        return
     commands = {
         "python -c pass": lambda q: ([py, "-c", "pass"], env),
         'python -c "import numpy"': lambda q: ([py, "-c", "import numpy"], env),
@@ -168,6 +176,64 @@ def main() -> None:
         print("\nheaviest imports (cumulative us, one semantic recall):")
         for us, name in sorted(rows, reverse=True)[:15]:
             print(f"  {us:>7} {name}")
+
+
+# Run by each build's interpreter: times in-process recalls (wall and thread CPU, per query).
+_INPROC = """
+import hashlib, json, sys, time
+from dualtrace.memfs.recall import recall
+root, qs = sys.argv[1], json.loads(sys.argv[2])
+for q in qs[:5]:
+    recall(root, q)
+out = []
+for q in qs[5:]:
+    w, c = time.perf_counter(), time.thread_time()
+    r = recall(root, q)
+    out.append([(time.perf_counter() - w) * 1000, (time.thread_time() - c) * 1000,
+                r.state + hashlib.sha1(r.render().encode()).hexdigest()[:12]])
+print(json.dumps(out))
+"""
+
+
+def inproc(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, str] | None,
+           qs_all: list[str]) -> None:
+    """In-process recall of this build against --baseline-exe's, round by round."""
+    import json
+
+    builds = {"this build": (sys.executable, env)}
+    if base_env is not None:
+        builds["baseline"] = (str(Path(args.baseline_exe).with_name("python")), base_env)
+    wall: dict[str, list[float]] = {b: [] for b in builds}
+    cpu: dict[str, list[float]] = {b: [] for b in builds}
+    states: dict[str, list[str]] = {b: [] for b in builds}
+    loads = []
+    for _ in range(args.runs):
+        for name, (py, e) in builds.items():
+            loads.append(os.getloadavg()[0])
+            done = subprocess.run([py, "-c", _INPROC, e["DUALTRACE_MEMORY_DIR"],
+                                   json.dumps(qs_all)], capture_output=True, text=True,
+                                  env=e, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr.strip()[-2000:]}")
+            rows = json.loads(done.stdout)
+            wall[name] += [r[0] for r in rows]
+            cpu[name] += [r[1] for r in rows]
+            states[name] = [r[2] for r in rows]
+    print(f"in-process recall: {len(qs_all) - 5} queries x {args.runs} rounds per build, "
+          f"builds alternating; load average {min(loads):.1f}-{max(loads):.1f}")
+    print()
+    print("| build | wall p50 | wall p90 | CPU p50 | CPU p90 |")
+    print("|---|---|---|---|---|")
+    for name in builds:
+        print(f"| {name} | {statistics.median(wall[name]):.1f} ms | "
+              f"{bench_recall.pct(wall[name], 90):.1f} ms | {statistics.median(cpu[name]):.1f} ms"
+              f" | {bench_recall.pct(cpu[name], 90):.1f} ms |")
+    if base_env is not None:
+        ours, theirs = states["this build"], states["baseline"]
+        same = sum(a == b for a, b in zip(ours, theirs, strict=True))
+        print(f"\nrendered answers identical for {same}/{len(ours)} queries; states this "
+              f"build: { {s: [o[0] for o in ours].count(s) for s in 'ABC'} }, baseline: "
+              f"{ {s: [o[0] for o in theirs].count(s) for s in 'ABC'} }")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ same record sizes over the real transcripts in the shared corpus.
 
     python bench/bench_records.py              # 1,000 sessions
     python bench/bench_records.py --sessions 200
+    python bench/bench_records.py --profile     # where the growth comes from
+
+``--profile`` runs cProfile over the first 100 and the last 100 sessions and lists the
+functions whose time per session grew most between the two (cumulative, ms per session).
 """
 
 from __future__ import annotations
@@ -118,10 +122,47 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+WINDOW = 100
+
+
+def _profiles(n: int) -> dict[int, object]:
+    """One profiler for the first WINDOW sessions, one for the last WINDOW."""
+    import cProfile
+
+    first, last = cProfile.Profile(), cProfile.Profile()
+    out: dict[int, object] = {}
+    for i in range(min(WINDOW, n)):
+        out[i] = first
+        out[n - 1 - i] = last
+    return out
+
+
+def _growth(profiles: dict[int, object], n: int) -> None:
+    import pstats
+
+    def per_session(prof: object) -> dict[str, tuple[float, float]]:
+        stats = pstats.Stats(prof).stats  # type: ignore[attr-defined, arg-type]
+        out = {}
+        for (file, line, name), (_cc, _nc, tt, ct, _callers) in stats.items():
+            where = f"{Path(file).name}:{line}({name})"
+            out[where] = (tt * 1000 / WINDOW, ct * 1000 / WINDOW)
+        return out
+
+    first, last = per_session(profiles[0]), per_session(profiles[n - 1])
+    rows = sorted(((last[k][1] - first.get(k, (0.0, 0.0))[1], k) for k in last), reverse=True)
+    print(f"\ngrowth, cumulative ms per session (first {WINDOW} -> last {WINDOW}):")
+    for delta, key in rows[:25]:
+        a = first.get(key, (0.0, 0.0))
+        b = last[key]
+        print(f"  {a[1]:8.1f} -> {b[1]:8.1f} ({delta:+7.1f})  self {a[0]:6.1f} -> {b[0]:6.1f}"
+              f"  {key}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-records-") as tmp:
         base = Path(tmp)
@@ -143,10 +184,16 @@ def main() -> int:
             paths.append(path)
         mem = base / "mem"
         times: list[float] = []
-        for path in paths:
+        profiles = _profiles(len(paths)) if args.profile else {}
+        for n, path in enumerate(paths):
+            prof = profiles.get(n)
+            if prof is not None:
+                prof.enable()
             start = time.perf_counter()
             report = record_past_session(path, memory_dir=mem, settings=settings, facts=[])
             times.append((time.perf_counter() - start) * 1000)
+            if prof is not None:
+                prof.disable()
             assert report.commit, (path, report.skipped)
         sizes = [(mem / i.path).stat().st_size for i in records.list_records(mem)]
         git_before = du(mem / ".git")
@@ -176,6 +223,8 @@ def main() -> int:
         print(f"search index: {index_bytes / 1e6:.2f} MB after reindex ({reindex_ms:.0f} ms)")
         print(f"list_records(limit=3) over {len(sizes)} records: {list3_ms:.1f} ms "
               f"-> {[i.path.rsplit('/', 1)[-1] for i in listed]}")
+        if profiles:
+            _growth(profiles, len(paths))
         # The real transcripts: record sizes under the default budget.
         real = sorted(p for p in CORPUS.rglob("*.jsonl") if "subagents" not in p.parts)
         if real:

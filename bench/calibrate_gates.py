@@ -1,6 +1,6 @@
 """Calibrate recall's relevance gates with session records and paraphrases in the pool.
 
-    python bench/calibrate_gates.py --pool DIR [--sde DIR] [--grid small|full]
+    python bench/calibrate_gates.py --pool DIR [--sde | --sde-kept KEPT] [--grid '{"rc": 0.7};...']
 
 For each candidate (memory gate: coverage, semantic-only cosine, coverage + cosine;
 record gate: the same three) it reports, on the *dev* split only:
@@ -8,8 +8,8 @@ record gate: the same three) it reports, on the *dev* split only:
   --keep DIR``): direct / paraphrase answered in the top 3, never-discussed -> C;
 - the labelled store of tests/data/recall_questions.py: never-stored -> C, answerable
   found in the top 3, and its paraphrases found in the top 3;
-- sde-bench MRR and amended when ``--sde`` names a directory kept by
-  ``bench/eval_sdebench.py --keep`` (re-encoded here once when it has no touch data).
+- sde-bench MRR and amended: ``--sde`` encodes sde-bench here once; ``--sde-kept KEPT``
+  reuses a directory written by ``bench/eval_sdebench.py --keep KEPT`` (copied).
 The held-out split is evaluated only by bench/eval_sessions.py, after choosing.
 """
 
@@ -36,6 +36,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pool", type=Path, required=True)
     parser.add_argument("--sde", action="store_true", help="also measure sde-bench (re-encodes)")
+    parser.add_argument("--sde-kept", type=Path, default=None,
+                        help="sde-bench from a directory kept by eval_sdebench.py --keep")
     parser.add_argument("--grid", default="current",
                         help='"current", or candidates as JSON objects joined by ";"')
     args = parser.parse_args()
@@ -59,6 +61,15 @@ def main() -> None:
         chats = tmp / "chats"
         chats.mkdir()
         data, _ = sb.encode_all(tmp / "sde", chats, "offline")
+        sde = (sb, tmp / "sde", data)
+    elif args.sde_kept:
+        import shutil
+
+        sb = _load("eval_sdebench", ROOT / "bench" / "eval_sdebench.py")
+        shutil.copytree(args.sde_kept / "memory", tmp / "sde")
+        saved = json.loads((args.sde_kept / "touched.json").read_text(encoding="utf-8"))
+        data = {"tasks": sb.load_tasks()[0],
+                "touched": {t: [set(s) for s in sets] for t, sets in saved.items()}}
         sde = (sb, tmp / "sde", data)
     pool_index = Index.open(args.pool)
     lab_index = Index.open(store.root)
@@ -87,16 +98,19 @@ def main() -> None:
 
     current = dict(mc=R.MEMORY_GATE.combo, mh=R.MEMORY_GATE.sem_high,
                    mf=R.MEMORY_GATE.sem_floor, mcf=R.MEMORY_GATE.cov_floor,
+                   mlf=R.MEMORY_GATE.lex_sem_floor,
                    rt=R.RECORD_GATE.coverage, rh=R.RECORD_GATE.sem_high,
                    rc=R.RECORD_GATE.combo, rf=R.RECORD_GATE.sem_floor,
-                   rcf=R.RECORD_GATE.cov_floor)
+                   rcf=R.RECORD_GATE.cov_floor, rlf=R.RECORD_GATE.lex_sem_floor)
     if args.grid == "current":
         grid = [current]
     else:
         grid = [dict(current, **json.loads(g)) for g in args.grid.split(";")]
     for g in grid:
-        R.MEMORY_GATE = R.Gate(R.THRESHOLD, g["mh"], g["mc"], g["mf"], g["mcf"])
-        R.RECORD_GATE = R.Gate(g["rt"], g["rh"], g["rc"], g["rf"], g["rcf"])
+        R.MEMORY_GATE = R.Gate(R.THRESHOLD, g["mh"], g["mc"], g["mf"], g["mcf"],
+                               lex_sem_floor=g["mlf"])
+        R.RECORD_GATE = R.Gate(g["rt"], g["rh"], g["rc"], g["rf"], g["rcf"],
+                               lex_sem_floor=g["rlf"])
         print(json.dumps({**g, **run()}), flush=True)
     pool_index.close()
     lab_index.close()

@@ -1,6 +1,6 @@
 """Recall over real Claude Code sessions: the question set of bench/data/session_questions.json.
 
-    python bench/eval_sessions.py [--embedder auto|off] [--reuse DIR | --keep DIR] [-v]
+    python bench/eval_sessions.py [--set main|fresh] [--embedder auto|off] [--reuse DIR | --keep DIR] [-v]
 
 1. Every main transcript of ../shared/corpus/claude-code/ (claude-code-log,
    claude-code-viewer, claude-reliability, spotter: 22 sessions) is encoded, oldest
@@ -17,6 +17,9 @@
    ``--split item``: session 1's split (every third item).
 
 The set was written by reading the sessions before any tuning (docs/BENCHMARKS.md).
+``--set fresh`` scores bench/data/session_questions_fresh.json instead: session 3's fresh
+held-out set (same sessions, new questions), written before session 3's tuning and never
+tuned on; it is all held out (split ``fresh``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus" / "claude-code"
 QUESTIONS = ROOT / "bench" / "data" / "session_questions.json"
+SETS = {"main": QUESTIONS, "fresh": ROOT / "bench" / "data" / "session_questions_fresh.json"}
 FOLDERS = ("claude-code-log", "claude-code-viewer", "claude-reliability", "spotter")
 
 
@@ -94,14 +98,15 @@ def judge(result, item: dict) -> tuple[bool, bool]:
     return False, session_hit
 
 
-def evaluate(memdir: Path, embedder: str, verbose: bool, split: str = "split") -> dict:
+def evaluate(memdir: Path, embedder: str, verbose: bool, split: str = "split",
+             questions: Path = QUESTIONS) -> dict:
     from dualtrace.memfs import embed
     from dualtrace.memfs.index import Index
     from dualtrace.memfs.recall import recall
 
     if embedder == "off":
         embed.set_embedder(None)
-    items = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    items = json.loads(questions.read_text(encoding="utf-8"))["questions"]
     tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     rows = []
     times = []
@@ -123,8 +128,10 @@ def evaluate(memdir: Path, embedder: str, verbose: bool, split: str = "split") -
                           for m in result.memories[:3]]))
         stats = {"memories": index.unit_count, "records": index.record_count,
                  "chunks": index.chunk_count}
-    out: dict = {"pool": stats, "embedder": embedder, "split": split}
-    for split in ("dev", "heldout", "all"):
+    out: dict = {"pool": stats, "embedder": embedder, "split": split,
+                 "set": questions.name}
+    present = sorted({item[split] for item in items})
+    for split in (*present, "all"):
         for kind in ("direct", "paraphrase", "answerable", "never"):
             ok = n = near = 0
             for (k, s), (a, b, c) in tally.items():
@@ -156,14 +163,18 @@ def main() -> None:
     parser.add_argument("--split", choices=("conversation", "item"), default="conversation",
                         help="conversation: session 2's split (held-out sessions); "
                              "item: session 1's (every third item).")
+    parser.add_argument("--set", choices=tuple(SETS), default="main",
+                        help="main: the 80+35 question set; fresh: session 3's fresh held-out set.")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     if not CORPUS.is_dir():
         sys.exit(f"corpus not found at {CORPUS}")
     os.environ.setdefault("DUALTRACE_STATE_DIR", tempfile.mkdtemp(prefix="dt-state-"))
-    split = "split" if args.split == "conversation" else "split_by_item"
+    split = "split" if args.split == "conversation" or args.set == "fresh" else "split_by_item"
+    questions = SETS[args.set]
     if args.reuse:
-        print(json.dumps(evaluate(args.reuse, args.embedder, args.verbose, split), indent=1))
+        print(json.dumps(evaluate(args.reuse, args.embedder, args.verbose, split, questions),
+                         indent=1))
         return
     with tempfile.TemporaryDirectory() as tmp:
         memdir = args.keep or Path(tmp) / "memory"
@@ -171,7 +182,8 @@ def main() -> None:
         skipped = {k: v for k, v in built["sessions"].items() if v != "encoded"}
         print(f"encoded {len(built['sessions'])} sessions in {built['seconds']}s; "
               f"skipped: {skipped or 'none'}", file=sys.stderr)
-        print(json.dumps(evaluate(memdir, args.embedder, args.verbose, split), indent=1))
+        print(json.dumps(evaluate(memdir, args.embedder, args.verbose, split, questions),
+                         indent=1))
 
 
 if __name__ == "__main__":

@@ -300,7 +300,11 @@ def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str
         # Pinned system files, the memory index, open conflicts; stored for the next
         # session's hook (and rebuilt by the worker after each commit).
         key, cwd, command = _start_key(host, info)
-        text = startctx.build_and_store(state, key, host, cwd, command)
+        text, pending = startctx.build_and_store(state, key, host, cwd, command)
+        if pending:
+            # The worker adds the memories related to the last session (a hybrid
+            # recall this hook does not pay for) before it exits: make sure one runs.
+            ensure_worker(state)
         return registry.get(host).context_output(event, text) if text else None
     from dualtrace import config  # lazy: the Stop path never loads it
     from dualtrace.memfs import inject

@@ -18,7 +18,10 @@ from, and the hook prints it when the signature still holds:
 
 Anything else means a miss: the hook builds the text as before and stores it. The
 worker rebuilds the stored texts of a memory directory after each commit to it, so the
-next session's hook finds a fresh one. Texts that show open conflicts are never stored
+next session's hook finds a fresh one. Only the worker adds the memories related to the
+last session (a hybrid recall: numpy and the embedding model would cost the hook
+~100 ms): a text the hook built is marked ``related: false`` and the worker, the next
+time it runs, rebuilds it complete (``complete``). Texts that show open conflicts are never stored
 (showing them marks them shown, which the full path does). The cached text comes from
 memory files, which are redacted; the state dir gets no other text.
 
@@ -70,11 +73,11 @@ def _tree(root: str | None) -> list[int] | None:
     under ``root`` (names too: a rename within one clock tick keeps every mtime)."""
     if not root:
         return None
-    try:
-        top = os.stat(root)
-    except OSError:
+    if not os.path.isdir(root):
         return None
-    files, size, newest, names = 0, 0, top.st_mtime_ns, 0
+    # Not the root folder's own mtime: creating .dualtrace/ (the index) moves it, and
+    # anything under it that changes is seen through its own entry.
+    files, size, newest, names = 0, 0, 0, 0
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -167,10 +170,11 @@ def entries(state: str) -> list[tuple[str, dict]]:
 
 # ------------------------------------------------------------------ building (not on the hit path)
 
-def build(state: str, host: str, cwd: str, command: str,
-          memory_dir: str | None = None) -> tuple[str | None, list | None]:
+def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None = None,
+          *, related: bool = False) -> tuple[str | None, list | None]:
     """The SessionStart text for ``cwd`` as the hook shows it (None: nothing to show),
-    and the signature to store it under (None: do not store it)."""
+    and the signature to store it under (None: do not store it). ``related``: with the
+    memories recalled for the last session's request (the worker's build)."""
     from dualtrace import config
     from dualtrace.memfs import inject
 
@@ -198,30 +202,58 @@ def build(state: str, host: str, cwd: str, command: str,
         sig = None  # showing them marks them shown: only the full path does that
     text = inject.session_start_context(
         store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
-        command=command)
+        command=command, related=related)
     return text, sig
 
 
 def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
-                    memory_dir: str | None = None) -> str | None:
-    text, sig = build(state, host, cwd, command, memory_dir)
+                    memory_dir: str | None = None, *,
+                    related: bool = False) -> tuple[str | None, bool]:
+    """(the text, whether the stored text waits for the worker's related memories)."""
+    text, sig = build(state, host, cwd, command, memory_dir, related=related)
+    pending = False
     if text is not None and sig is not None:
+        # Without session records there is nothing to relate: complete as it is.
+        pending = not related and _has_records(sig[0])
         write(state, key, {"cwd": cwd, "host": host, "command": command,
-                           "memory_dir": sig[0], "signature": sig, "text": text})
-    return text
+                           "memory_dir": sig[0], "signature": sig, "text": text,
+                           "related": not pending})
+    return text, pending
 
 
-def refresh(state: str, memory_dir: str) -> int:
-    """Rebuild the stored texts of ``memory_dir`` (the worker, after a commit to it), so
-    the next session's hook finds them fresh. Returns how many were rebuilt."""
+def _has_records(memory_dir: str) -> bool:
+    from dualtrace.memfs.sessions import LOCAL_RECORDS_DIR, RECORDS_DIR
+
+    return any(os.path.isdir(os.path.join(memory_dir, d))
+               for d in (RECORDS_DIR, LOCAL_RECORDS_DIR))
+
+
+def refresh(state: str, memory_dir: str | None = None) -> int:
+    """Rebuild stored texts complete (with the related memories), so the next session's
+    hook finds them fresh: those of ``memory_dir`` (the worker, after a commit to it), or
+    with None the ones a hook built without the related memories (``complete``).
+    Returns how many were rebuilt."""
     done = 0
     for key, entry in entries(state):
-        if entry.get("memory_dir") != memory_dir:
+        if memory_dir is None:
+            if entry.get("related") is not False:
+                continue
+        elif entry.get("memory_dir") != memory_dir:
             continue
         try:
             build_and_store(state, key, str(entry["host"]), str(entry["cwd"]),
-                            str(entry["command"]), memory_dir)
+                            str(entry["command"]), str(entry["memory_dir"]), related=True)
             done += 1
         except (KeyError, OSError):
             continue
     return done
+
+
+def pending(state: str) -> bool:
+    """Whether a stored text waits for the worker's related memories."""
+    return any(entry.get("related") is False for _key, entry in entries(state))
+
+
+def complete(state: str) -> int:
+    """Rebuild, with the related memories, every stored text a hook built without them."""
+    return refresh(state, None)

@@ -65,6 +65,8 @@ class Worker:
         self._settings: dict[str, tuple[float, config.Settings]] = {}
         self.current_memdir: str | None = None
         self.scans = 0  # full reads of the queue (for tests and the log)
+        self.start_texts_due = True  # texts a hook stored without related memories
+        self.start_rechecks = 0
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -82,8 +84,22 @@ class Worker:
                 claimed = self.claim(jobs)
                 if claimed is not None:
                     self.process(*claimed)
+                    self.start_texts_due = True
                     continue
+                if self.start_texts_due:
+                    self.start_texts_due = False
+                    self.complete_start_texts()
                 wait = self.idle_wait(jobs, stamp)
+                if wait is None and self.start_rechecks < 3 and self.start_texts_pending() \
+                        and self.lock.acquire(blocking=False):
+                    # A SessionStart hook stored a text while this worker ran (it
+                    # spawned it, then built the text): complete it before exiting.
+                    # Checked after the lock is released, as the hook writes the text
+                    # before it tries the lock: one of the two always sees the other.
+                    Path(self.s, "worker.pid").write_text(str(os.getpid()), encoding="ascii")
+                    self.start_texts_due = True
+                    self.start_rechecks += 1  # a text that cannot be built: no loop
+                    continue
                 if wait is None:
                     # A hook that could not get the queue lock deferred its touch to
                     # queue/incoming/ and saw this worker alive: stay for it.
@@ -331,6 +347,24 @@ class Worker:
             startctx.refresh(self.s, memdir)
         except Exception as exc:  # noqa: BLE001 - a stale text only costs the hook a build
             self.log(f"session-start text for {memdir}: {type(exc).__name__}: {exc}")
+
+    def start_texts_pending(self) -> bool:
+        from dualtrace import startctx
+
+        try:
+            return startctx.pending(self.s)
+        except Exception:  # noqa: BLE001 - nothing to complete then
+            return False
+
+    def complete_start_texts(self) -> None:
+        """SessionStart texts a hook built and stored lack the memories related to the
+        last session (a hybrid recall the hook does not pay for): rebuild them whole."""
+        from dualtrace import startctx
+
+        try:
+            startctx.complete(self.s)
+        except Exception as exc:  # noqa: BLE001 - the hook's own text stays usable
+            self.log(f"session-start texts: {type(exc).__name__}: {exc}")
 
     # ---------------------------------------------------------------- team sync
 

@@ -112,3 +112,17 @@ def distinct_failures(a: str, b: str) -> bool:
     if errors_a and errors_b and not (tests_a or tests_b):
         return not errors_a & errors_b
     return False
+
+
+def same_failure(a: str, b: str) -> bool:
+    """True when two incidents' texts name one failure: the same failing tests; else
+    recorded signatures that mostly agree; else (no test named) the same specific errors
+    and rules. Texts that name nothing are never the same by this test."""
+    sig_a, tests_a, errors_a = failure_keys(a)
+    sig_b, tests_b, errors_b = failure_keys(b)
+    if tests_a or tests_b:
+        return tests_a == tests_b
+    if sig_a and sig_b:
+        ta, tb = tokens(sig_a), tokens(sig_b)
+        return bool(ta and tb) and len(ta & tb) / min(len(ta), len(tb)) >= 0.75
+    return bool(errors_a) and errors_a == errors_b

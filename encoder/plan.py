@@ -34,7 +34,7 @@ from dualtrace.encoder.hostile import (
     instruction_like,
     rule_backing,
 )
-from dualtrace.encoder.matching import best_match, distinct_failures
+from dualtrace.encoder.matching import best_match, distinct_failures, failure_keys, same_failure
 from dualtrace.encoder.operations import (
     MomentDraft,
     Operation,
@@ -52,7 +52,7 @@ from dualtrace.encoder.operations import (
 )
 from dualtrace.errors import DualtraceError, PathError
 from dualtrace.memfs import formats, sessions
-from dualtrace.memfs.anchors import check_anchor
+from dualtrace.memfs.anchors import MAX_ANCHOR, check_anchor, make_anchor
 from dualtrace.memfs.formats import (
     CONFIDENCE,
     FACT_FOLDER_TYPES,
@@ -322,6 +322,9 @@ class PlanBuilder:
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,
                                         f"evidence {op.scores.total} < 5: not encoded"), None)
+        if op.type == "incident":
+            anchor = self._failure_anchor(op, anchor)
+            op = replace(op, anchor=anchor)
         rel = formats.fact_path(op.type, anchor)
         existing = self._existing_for(op, rel)
         if op.type == "decision" and existing is None and self.ctx.provenance is not None:
@@ -423,14 +426,43 @@ class PlanBuilder:
                 out.append(rel)
         return tuple(out)
 
-    def _existing_for(self, op: Store, rel: str) -> Fact | None:
+    def _fact_at(self, kind: str, anchor: str) -> Fact | None:
+        rel = formats.fact_path(kind, anchor)
         found = self.current(rel)
         if isinstance(found, Fact):
             return found
-        alias = self.store.find_fact(op.type, op.anchor) if rel not in self.pending else None
-        if alias is not None:
-            return alias
+        return self.store.find_fact(kind, anchor) if rel not in self.pending else None
+
+    def _failure_anchor(self, op: Store, anchor: str) -> str:
+        """An incident's anchor that no other failure holds. Two different failures (other
+        failing tests, errors, rules or signature) proposed under one anchor are two
+        files: the later one's anchor gains its own failure's names, else a number."""
         mine = f"{op.description}\n{op.body}"
+
+        def other_failure(candidate: str) -> bool:
+            held = self._fact_at("incident", candidate)
+            return held is not None and distinct_failures(mine, f"{held.description}\n{held.body}")
+
+        if not other_failure(anchor):
+            return anchor
+        _sig, tests, errors = failure_keys(mine)
+        own = [w for w in sorted(tests) + sorted(errors) if w.lower().replace("_", "-") not in anchor]
+        tries = [make_anchor(f"{' '.join(own[:2])} {anchor}")] if own else []
+        stem = anchor[: MAX_ANCHOR - 3].rstrip("-")
+        tries += [f"{stem}-{n}" for n in range(2, 100)]
+        return next((t for t in tries if t != anchor and not other_failure(t)), anchor)
+
+    def _existing_for(self, op: Store, rel: str) -> Fact | None:
+        found = self._fact_at(op.type, op.anchor)
+        if found is not None:
+            return found
+        mine = f"{op.description}\n{op.body}"
+        if op.type == "incident":
+            # one failure is one incident of a session, whatever its two anchors say
+            twin = next((f for f in self.facts() if f.path in self.pending and f.type == "incident"
+                         and same_failure(mine, f"{f.description}\n{f.body}")), None)
+            if twin is not None:
+                return twin
         candidates = [
             (f.path, f"{f.anchor.replace('-', ' ')} {f.description}")
             for f in self.facts()
@@ -443,8 +475,8 @@ class PlanBuilder:
                          SIMILAR_THRESHOLD)
         if key is None:
             return None
-        found = self.current(key)
-        return found if isinstance(found, Fact) else None
+        match = self.current(key)
+        return match if isinstance(match, Fact) else None
 
     def _new_moment(self, kind: str, anchor: str, description: str, draft: MomentDraft,
                     linked_fact: str, confidence: str) -> Moment:

@@ -259,6 +259,15 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
                 if key not in repeat:
                     repeat[key] = 1
                     failures.append(f"{when} error: {line}")
+            elif e.kind == "tool" and e.detail == "hook-feedback":
+                # A hook that blocked the agent (Claude Code's "Stop hook feedback"):
+                # why it refused is what a later question asks.
+                line = _hook_feedback_line(rel(e.result or ""))
+                key = f"hook:{e.tool}:{line}"
+                if key not in repeat:
+                    repeat[key] = 1
+                    failures.append(f"{when} {e.tool or 'hook'} blocked the agent"
+                                    + (f": {line}" if line else ""))
             elif e.kind == "tool" and e.is_error:
                 err = _first_error_line(rel(e.result or ""))
                 name = e.tool or "tool"
@@ -296,6 +305,9 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
                 if s not in notes:
                     notes.append(s)
         user = "\n\n".join(d.user) if d.user else None
+        expansion = _expansion(d)
+        if user and expansion:
+            user += f"\n\n(Claude Code's text for {expansion[0]}: \"{expansion[1]}\")"
         turns.append(Turn(
             number=first_turn + n, date=_day(d.ts) or session.date, time=_hhmm(d.ts),
             user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:MAX_NOTES]),
@@ -329,6 +341,36 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
                  describe(drafts))
 
 
+EXPANSION_CHARS = 400
+
+
+def _expansion(draft: _Draft) -> tuple[str, str] | None:
+    """(command, the host's text it expanded to, cut) for the slash command that opens
+    the turn (``/init``'s prompt). Written labelled as the host's: it says what the
+    command asked, and the user did not type it."""
+    for e in draft.events:
+        if e.kind == "tool" and e.detail == "command-expansion" and e.result:
+            text = one_line(e.result)
+            if len(text) > EXPANSION_CHARS:
+                text = text[:EXPANSION_CHARS - 3].rstrip() + "..."
+            return (e.text.split(None, 1)[0] if e.text else "the command"), text
+    return None
+
+
+def _hook_feedback_line(text: str) -> str:
+    """A hook's blocking feedback as one line: headings and the script name dropped,
+    the reason first, the boilerplate of what to do next left out."""
+    lines = []
+    for raw in text.splitlines():
+        line = re.sub(r"^\[[^\]]*\]:\s*", "", raw.strip()).lstrip("#").strip()
+        if re.match(r"(?i)before stopping|if you've hit a problem|---", line):
+            break
+        if line:
+            lines.append(line)
+    joined = " ".join(lines)
+    return joined[:297].rstrip() + "..." if len(joined) > 300 else joined
+
+
 def has_request(session: Session) -> bool:
     """Whether the session holds a real request from the user (the record gate)."""
     return bool(describe(_turn_drafts(session)))
@@ -343,7 +385,12 @@ def describe(drafts: Iterable[_Draft]) -> str:
             text = _BASH_INPUT.sub(lambda m: "!" + m.group(1).strip(), text)
             lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
             line = next((ln for ln in lines if not ln.startswith("!")), lines[0] if lines else "")
-            if not line or _GREETING.match(line) or (line.startswith("/") and " " not in line):
+            expansion = _expansion(d) if line.startswith("/") and " " not in line else None
+            if expansion:
+                # A bare command the host expanded (``/init``): the command, then what
+                # it asked in the host's words.
+                line = f"{line}: {expansion[1]}"
+            elif not line or _GREETING.match(line) or (line.startswith("/") and " " not in line):
                 continue
             m = re.search(r"(?<=[.!?])\s", line)
             if m and m.start() >= 20:

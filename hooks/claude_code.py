@@ -216,6 +216,11 @@ _HOUSEKEEPING = frozenset({"/clear", "/exit", "/quit", "/cost", "/help", "/statu
                            "/export", "/context", "/agents", "/usage", "/theme", "/fast"})
 
 
+# "Stop hook feedback:" (also SubagentStop and other events' hooks) opens the text
+# Claude Code sends the agent when a hook blocks it.
+_HOOK_FEEDBACK = re.compile(r"([A-Z][A-Za-z]+) hook feedback:\s*")
+
+
 def clean_user_text(text: str) -> str:
     """Remove host-injected tags; '' when nothing the user typed is left.
 
@@ -332,15 +337,44 @@ class _Parser:
         self._dispatch(rtype, rec, ts)
 
     def _dispatch(self, rtype: Any, rec: dict[str, Any], ts: str | None) -> None:
-        b = self.b
         if rtype == "system":
             self._system(rec, ts)
         elif rec.get("isMeta"):
-            b.noise["meta"] += 1
+            self._meta(rec, ts)
         elif rtype == "assistant":
             self._assistant(rec, ts)
         else:
             self._user(rec, ts)
+
+    def _meta(self, rec: dict[str, Any], ts: str | None) -> None:
+        """Text Claude Code adds on the user's side (``isMeta``): never the user's words.
+
+        Two kinds are kept, as tool events (evidence, like any tool output): a hook's
+        feedback that blocked a stop ("Stop hook feedback: ... untracked files"), and
+        the text a slash command the user just typed expands to (``/init``'s prompt).
+        The local-command caveat, system reminders and skill texts stay out.
+        """
+        from dualtrace.encoder.session import MAX_RESULT_CHARS, Event, truncate_middle
+
+        b = self.b
+        text = _blocks_text(rec.get("message", {}).get("content")
+                            if isinstance(rec.get("message"), dict) else None).strip()
+        hook = _HOOK_FEEDBACK.match(text)
+        last = b.events[-1] if b.events else None
+        if hook:
+            name = hook.group(1)
+            b.add(Event("tool", ts, text=f"{name} hook feedback", tool=f"{name} hook",
+                        detail="hook-feedback", agent=self.agent,
+                        result=truncate_middle(text[hook.end():].strip(), MAX_RESULT_CHARS)))
+        elif (text and not text.startswith(("<", "Caveat:")) and last is not None
+              and last.kind == "user" and last.agent == self.agent
+              and last.text.startswith("/")):
+            command = last.text.split(None, 1)[0]
+            b.add(Event("tool", ts, text=f"{command} expands to", tool="slash-command",
+                        detail="command-expansion", agent=self.agent,
+                        result=truncate_middle(text, MAX_RESULT_CHARS)))
+        else:
+            b.noise["meta"] += 1
 
     def _system(self, rec: dict[str, Any], ts: str | None) -> None:
         from dualtrace.encoder.session import Event, truncate_middle

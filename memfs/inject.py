@@ -70,13 +70,16 @@ def _cap(settings: Any, name: str, default: int) -> int:
 
 def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
                           mcp_tools: bool = False, user_memory: Path | None = None,
-                          command: str = "dualtrace") -> str:
+                          command: str = "dualtrace", related: bool = False) -> str:
     """Pinned system files, open conflicts, an index of decisions/incidents, how to ask
     (and, when the host has dualtrace's MCP server, that its tools are there).
 
     ``user_memory``: the person's own memory directory; its preferences are injected
     in every project, ahead of the project's own files. ``command``: how the agent runs
     dualtrace (the hooks' own absolute path: a bare name may not be on its PATH).
+    ``related``: also recall (hybrid, with the installed embedder) the memories related
+    to the last session's request and open end. The worker builds the stored text with
+    it after each commit; the hook never does (numpy and the model cost it ~100 ms).
     """
     cap = _cap(settings, "session_start_chars", 6000)
     with Index.open(store.root) as index:
@@ -107,11 +110,19 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
         for item in conflicts:
             lines.append(f"- {describe(item)}")
         sections.append("\n".join(lines))
-    recent = _recent_sessions(store)
+    infos = _recent_records(store)
+    recent = _recent_sessions(infos)
     if recent:
         sections.append("\n".join(
             ["## Recent sessions in this project (`dualtrace show <session>` prints one)",
              *recent]))
+    shown, near = _related_to_last_session(store, infos[0], settings) \
+        if related and infos else (set(), [])
+    if near:
+        sections.append("\n".join(
+            [f"## Related to the last session's request ({infos[0].date or 'undated'} "
+             f"{infos[0].session[:8]})", *near]))
+        facts = [d for d in facts if d.path not in shown]
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:
         lines = ["## Stored decisions and incidents (most useful first; "
@@ -135,17 +146,53 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
 
 
 RECENT_SESSIONS = 3
+RELATED_MEMORIES = 3
 
 
-def _recent_sessions(store: Any) -> list[str]:
-    """One line per recent session record: date, id, what, outcome, first open end."""
+def _recent_records(store: Any) -> list[Any]:
+    """The newest session records of this project (memfs.sessions.RecordInfo)."""
     try:
         from dualtrace.memfs.sessions import list_records
 
-        infos = list_records(store.root, limit=RECENT_SESSIONS, project=store.project)
+        return list_records(store.root, limit=RECENT_SESSIONS, project=store.project)
     except Exception as exc:  # noqa: BLE001 - a notice, never a failure of the hook
         log.warning("cannot list session records: %s", exc)
         return []
+
+
+def _related_to_last_session(store: Any, info: Any,
+                             settings: Any) -> tuple[set[str], list[str]]:
+    """(paths, lines) of the curated memories recall finds for the last session's
+    request and open end: STATE A/B only, nothing when none passes the gates."""
+    question = " ".join(f"{info.description} {info.open_end or ''}".split())[:4000]
+    if not info.description:
+        return set(), []
+    try:
+        result = recall(store.root, question, limit=RELATED_MEMORIES, records=False,
+                        stale_days=int(getattr(settings, "stale_days", 180)))
+    except Exception as exc:  # noqa: BLE001 - a bonus section, never a failure
+        log.warning("related memories for the last session: %s", exc)
+        return set(), []
+    paths: set[str] = set()
+    lines: list[str] = []
+    for memory in result.memories if result.state != "C" else ():
+        if memory.record is not None:
+            continue
+        paths.add(memory.path)
+        if memory.bullet:
+            lines.append(f"- [{memory.type}] {memory.bullet} ({memory.path})")
+            continue
+        description = " ".join(str(getattr(memory.fact, "description", "")).split())
+        if len(description) > 160:
+            description = description[:157] + "..."
+        anchor = memory.path.rsplit("/", 1)[-1].removesuffix(".md")
+        lines.append(f"- [{memory.type}] {anchor}: {description} (STATE {memory.state}, "
+                     f"{memory.confidence or 'unrated'})")
+    return paths, lines
+
+
+def _recent_sessions(infos: list[Any]) -> list[str]:
+    """One line per recent session record: date, id, what, outcome, first open end."""
     lines = []
     for info in infos:
         what = info.description or "(no request recorded)"

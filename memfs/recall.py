@@ -153,7 +153,9 @@ _SESSIONS_AGG = re.compile(
 _SESSIONS_AGG_WORDS = frozenset(
     "session sessions times time list every count far history had spend spent worked "
     "working discussed talked".split())
-SESSIONS_AGG_CANDIDATES = 400
+# A count or a listing must see every matching turn: no cap below the chunk count
+# (400 chunks missed 196 of 490 sessions on a 1k-record store, docs/BENCHMARKS.md).
+SESSIONS_AGG_CANDIDATES = 400  # the floor; a bigger index is read whole
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
 _FILE_REF = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
@@ -549,6 +551,44 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
            chunks: bool = False) -> list[_Unit]:
     if not terms and qvec is None:
         return []
+    idf, known = _term_weights(index, terms, types)
+    if not known and qvec is None:
+        return []
+    denominator = _denominator(terms, idf, known)
+    hits = index.match(known, types, limit=candidates * 4) if known else []
+    sem_hits, cosine = _semantic_hits(index, qvec, chunks) if qvec is not None else ([], None)
+    ranked = _candidates(index, hits, sem_hits, types, candidates)
+    if cosine:
+        # Every candidate's cosine, for the gate: a word match whose text means
+        # something else must not look like a blank. The fusion below ranks by the
+        # nearest documents only (``sem``), as measured on sde-bench.
+        for unit in ranked:
+            unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
+    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
+        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
+        # lookup per question word and candidate) is computed for the best of a first
+        # fusion of the bm25 and the cosine order, not for every candidate.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
+        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
+        for unit in ranked:
+            unit.fused = 0.0
+    _cover(index, ranked, known, idf, chunks)
+    _final(index, ranked, denominator, routed, chunks)
+    if qvec is not None:
+        # Reciprocal-rank fusion of the lexical and the semantic order.
+        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
+        for unit in ranked:
+            if unit.superseded_by:
+                unit.fused *= SUPERSEDED_FACTOR
+        ranked.sort(key=lambda u: (-u.fused, -u.final))
+    else:
+        ranked.sort(key=lambda u: -u.final)
+    return _successors_first(ranked) if not chunks else ranked
+
+
+def _term_weights(index: Index, terms: list[str],
+                  types: tuple[str, ...] | None) -> tuple[dict[str, float], list[str]]:
+    """(IDF of each question word, the words that are evidence: known and not common)."""
     total = index.count(types) or 1
     idf: dict[str, float] = {}
     known: list[str] = []
@@ -569,8 +609,11 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         known, common = common, []
         for term in known:
             idf[term] = IDF_FLOOR
-    if not known and qvec is None:
-        return []
+    return idf, known
+
+
+def _denominator(terms: list[str], idf: dict[str, float], known: list[str]) -> float:
+    """The IDF mass a full match covers."""
     # A long text (a bug report, a prompt) is not expected to be covered word for word:
     # relevance is measured against its MAX_TERMS heaviest words.
     if len(terms) > LONG_QUERY:
@@ -578,10 +621,13 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             idf[t] * LONG_UNKNOWN / UNKNOWN_WEIGHT for t in idf if t not in known]
     else:
         pool = list(idf.values())
-    denominator = sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
+    return sum(sorted(pool, reverse=True)[:MAX_TERMS]) or 1.0
+
+
+def _candidates(index: Index, hits: list[tuple[int, float]], sem_hits: list[tuple[int, float]],
+                types: tuple[str, ...] | None, candidates: int) -> list[_Unit]:
+    """One unit per memory (fact + moment) from the bm25 hits, then the nearest vectors'."""
     units: dict[str, _Unit] = {}
-    hits = index.match(known, types, limit=candidates * 4) if known else []
-    sem_hits, cosine = _semantic_hits(index, qvec, chunks) if qvec is not None else ([], None)
     info = index.hit_info([i for i, _ in hits] + [i for i, _ in sem_hits])
     for doc_id, score in hits:
         meta = info.get(doc_id)
@@ -608,20 +654,13 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         if doc_id not in unit.ids:
             unit.ids.append(doc_id)
         unit.sem = max(unit.sem, sim)
-    if cosine:
-        # Every candidate's cosine, for the gate: a word match whose text means
-        # something else must not look like a blank. The fusion below ranks by the
-        # nearest documents only (``sem``), as measured on sde-bench.
-        for unit in ranked:
-            unit.cos = max([unit.sem] + [cosine.get(doc_id, 0.0) for doc_id in unit.ids])
-    if chunks and qvec is not None and len(ranked) > RECORD_COVERED:
-        # Record chunks: only the first RECORD_RERANK are used, so word coverage (a
-        # lookup per question word and candidate) is computed for the best of a first
-        # fusion of the bm25 and the cosine order, not for every candidate.
-        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.bm25)
-        ranked = sorted(ranked, key=lambda u: -u.fused)[:RECORD_COVERED]
-        for unit in ranked:
-            unit.fused = 0.0
+    return ranked
+
+
+def _cover(index: Index, ranked: list[_Unit], known: list[str], idf: dict[str, float],
+           chunks: bool) -> None:
+    """Summed IDF of the question words each unit contains (``coverage``) and has in its
+    anchor or description (``about``: what the memory is about, not what it mentions)."""
     all_ids = [i for u in ranked for i in u.ids]
     for term in known:
         about: set[int] = set()
@@ -634,6 +673,12 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
                 unit.coverage += idf[term]
             if any(i in about for i in unit.ids):
                 unit.about += idf[term]
+
+
+def _final(index: Index, ranked: list[_Unit], denominator: float, routed: tuple[str, ...],
+           chunks: bool) -> None:
+    """The lexical score: bm25, coverage and aboutness, the routed type's boost, and the
+    penalty of a superseded memory."""
     best = max((u.bm25 for u in ranked), default=0.0) or 1.0
     superseded = index.superseded(u.key for u in ranked) if not chunks else {}
     for unit in ranked:
@@ -647,16 +692,6 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         unit.superseded_by = superseded.get(unit.key)
         if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
-    if qvec is not None:
-        # Reciprocal-rank fusion of the lexical and the semantic order.
-        _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
-        for unit in ranked:
-            if unit.superseded_by:
-                unit.fused *= SUPERSEDED_FACTOR
-        ranked.sort(key=lambda u: (-u.fused, -u.final))
-    else:
-        ranked.sort(key=lambda u: -u.final)
-    return _successors_first(ranked) if not chunks else ranked
 
 
 def _fuse(units: list[_Unit], lexical: list[_Unit], key: Any) -> None:
@@ -966,8 +1001,9 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
     best: dict[str, tuple[float, Doc]] = {}
     weights: dict[str, float] = {}
     if topic:
-        units = [u for u in _score(index, topic, (SESSION_TYPE,), (),
-                                   candidates=SESSIONS_AGG_CANDIDATES, chunks=True)
+        every = max(SESSIONS_AGG_CANDIDATES, index.chunk_count)
+        units = [u for u in _score(index, topic, (SESSION_TYPE,), (), candidates=every,
+                                   chunks=True)
                  if u.coverage >= THRESHOLD and u.ids]
         docs = index.docs(u.ids[0] for u in units)
         for unit in units:

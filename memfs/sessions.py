@@ -11,6 +11,7 @@ docs/FORMATS.md and for the read side in /work/coord/session-record-format.md.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -480,22 +481,36 @@ def _read(root: Path, rel: str) -> str:
     return read_nofollow(Path(root) / rel, rel)
 
 
-def _record_files(root: Path, local: bool) -> list[str]:
+def _record_files(root: Path, local: bool, id8_: str | None = None) -> list[str]:
+    """Relative paths of the record files (``id8_``: only those of that file-name id).
+
+    With ``os.scandir`` the entry types come from the directory listing: no stat per
+    file (a stat and an lstat per record made ``find_record``, run for every commit,
+    grow with the number of records: 3 -> 12 ms per commit over 220 records).
+    """
     rels: list[str] = []
     bases = [RECORDS_DIR] + ([LOCAL_RECORDS_DIR] if local else [])
     for base in bases:
         folder = root / base
-        if not folder.is_dir():
-            continue
-        if folder.is_symlink():
-            continue  # never followed (issue 13): a link could point anywhere
-        for month in folder.iterdir():
-            if month.is_symlink() or not month.is_dir():
+        if folder.is_symlink() or not folder.is_dir():
+            continue  # a link is never followed (issue 13): it could point anywhere
+        for month in _entries(folder):
+            if month.is_symlink() or not month.is_dir(follow_symlinks=False):
                 continue
-            for f in month.iterdir():
-                if f.suffix == ".md" and not f.is_symlink() and f.is_file():
-                    rels.append(f"{base}/{month.name}/{f.name}")
+            for f in _entries(Path(month.path)):
+                name = f.name
+                if (name.endswith(".md") and (id8_ is None or name[11:19] == id8_)
+                        and f.is_file(follow_symlinks=False)):
+                    rels.append(f"{base}/{month.name}/{name}")
     return rels
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
 
 
 def _first_open_end(body: str) -> str | None:
@@ -574,11 +589,7 @@ def _newest(root: Path, rels: list[str], limit: int, project: str | None) -> lis
 def find_record(root: Path | str, session_id: str) -> str | None:
     """Path of the record of ``session_id`` (exact id), or None."""
     root = Path(root)
-    want = id8(session_id)
-    for rel in _record_files(root, True):
-        name = rel.rsplit("/", 1)[-1]
-        if name[11:19] != want:
-            continue
+    for rel in _record_files(root, True, id8(session_id)):
         try:
             data, _ = _split(_read(root, rel), rel)
         except (OSError, UnicodeDecodeError, DualtraceError):

@@ -170,6 +170,8 @@ class Candidate:
     status: str | None = None
     files: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)  # what the work it asked for added
+    confidence: str | None = None  # set by a structural reader that knows how sure it is
+    told: tuple[int, ...] = ()  # the user messages a structural candidate stands for
 
     @property
     def text(self) -> str:
@@ -386,88 +388,135 @@ def _quote(text: str, limit: int) -> str:
 def work_candidates(session) -> list[Candidate]:
     """Decisions from the user's requests and the work they caused, incidents from fix
     arcs, learnings from a compacted summary's constraints (see work.py)."""
-    out: list[Candidate] = []
     where = session.session_id[:8] if session.session_id else "this session"
     request, concepts, solving = work.compaction_notes(session)
-    compacted = [i for i, e in enumerate(session.events) if e.kind == "compaction" and e.text]
-    found = work.tasks(session)
+    arcs = _incident_arcs(session)
+    # A request that only brought in a failure (pasted, or run with the shell escape) and
+    # got it fixed is remembered as that incident, not a second time as work.
+    brought = {a.asked: set(a.fix_files) for a in arcs if a.asked is not None}
+    found = [t for t in work.tasks(session)
+             if not (t.start in brought and all(f in brought[t.start] or work.is_test_file(f)
+                                                or work.is_doc(f) for f in t.changed))]
     # the biggest pieces of work first when a session holds many requests
     ranked = sorted(found, key=lambda t: (len(t.changed) + 2 * len(t.commits)), reverse=True)[:MAX_TASKS]
-    for t in sorted(ranked, key=lambda t: t.start):
-        said = work.prose(t.request.text)
-        lead = _request_sentence(said)
-        spans = any(t.start < i <= t.end for i in compacted)
-        vague = len(work.content_words(lead)) < 4 or spans
-        if vague and request:
-            lead = _request_sentence(re.sub(r"^(?:the )?user (?:asked|requested|wants?)(?: to)?\s*", "",
-                                            request.replace('"', ""), flags=_I))
-        outcome = work._outcome(t.report)
-        answer = work._outcome(t.answer, 2) if t.answer else []
-        if answer and said.rstrip().endswith("?"):
-            # a question the agent answered, then acted on: the finding leads
-            lead = work.clean_sentence(f"{answer[0].rstrip('.')} ({lead.rstrip('.').lower()})", 200)
-        if vague and not request and outcome:
-            lead = work.clean_sentence(outcome[0])
-        if not lead or len(work.content_words(lead)) < 2:
-            continue
-        lines = [f"The user asked (session {where}): {_quote(said, 600)}"]
-        for f in t.followups[:5]:
-            lines.append(f"The user added: \"{_quote(f, 300)}\"")
-        if answer:
-            lines.append("The agent found: " + " ".join(answer))
-        if outcome:
-            lines.append("Outcome (the agent's report): " + " ".join(outcome))
-        if request and vague:
-            lines.append("From the compacted context: " + _quote(request, 500))
-        if solving and vague:
-            lines.append("How: " + " ".join(_quote(b, 240) for b in solving[:2]))
-        if t.changed:
-            lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
-                         + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
-        for c in t.commits[-3:]:
-            sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
-            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip())
-        raw = "\n".join([t.request.text, *t.followups, t.report])
-        cand = Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
-                         problem=[" ".join(t.request.text.split())],
-                         ts=t.request.ts, role="work", idents=_identifiers(raw)[:8],
-                         description=lead, body_text="\n\n".join(lines),
-                         subject=" ".join(work.content_words(lead)[:8]), files=t.changed)
-        out.append(cand)
+    compacted = [i for i, e in enumerate(session.events) if e.kind == "compaction" and e.text]
+    out = [c for t in sorted(ranked, key=lambda t: t.start)
+           if (c := _task_candidate(t, where, request, solving, compacted)) is not None]
     for bullet in concepts[:MAX_LEARNINGS]:
         text = work.clean_sentence(bullet)
         out.append(Candidate("learning", [text], event_index=len(session.events), role="work",
                              description=text,
                              body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
                              subject=" ".join(work.content_words(bullet)[:6])))
+    out.extend(_arc_candidate(arc, where) for arc in arcs)
+    return out
+
+
+def _task_candidate(t: work.Task, where: str, request: str, solving: list[str],
+                    compacted: list[int]) -> Candidate | None:
+    """A user's request and the work it caused as one decision (None when it says nothing)."""
+    said = work.prose(t.request.text)
+    lead = _request_sentence(said)
+    spans = any(t.start < i <= t.end for i in compacted)
+    vague = len(work.content_words(lead)) < 4 or spans
+    if vague and request:
+        lead = _request_sentence(re.sub(r"^(?:the )?user (?:asked|requested|wants?)(?: to)?\s*", "",
+                                        request.replace('"', ""), flags=_I))
+    outcome = work._outcome(t.report)
+    answer = work._outcome(t.answer, 2) if t.answer else []
+    if answer and said.rstrip().endswith("?"):
+        # a question the agent answered, then acted on: the finding leads
+        lead = work.clean_sentence(f"{answer[0].rstrip('.')} ({lead.rstrip('.').lower()})", 200)
+    if vague and not request and outcome:
+        lead = work.clean_sentence(outcome[0])
+    if not lead or len(work.content_words(lead)) < 2:
+        return None
+    lines = [f"The user asked (session {where}): {_quote(said, 600)}"]
+    lines += [f"The user added: \"{_quote(f, 300)}\"" for f in t.followups[:5]]
+    if answer:
+        lines.append("The agent found: " + " ".join(answer))
+    if outcome:
+        lines.append("Outcome (the agent's report): " + " ".join(outcome))
+    if request and vague:
+        lines.append("From the compacted context: " + _quote(request, 500))
+    if solving and vague:
+        lines.append("How: " + " ".join(_quote(b, 240) for b in solving[:2]))
+    if t.changed:
+        lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
+                     + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
+    lines += [_commit_line(c) for c in t.commits[-3:]]
+    raw = "\n".join([t.request.text, *t.followups, t.report])
+    return Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
+                     problem=[" ".join(t.request.text.split())],
+                     ts=t.request.ts, role="work", idents=_identifiers(raw)[:8],
+                     description=lead, body_text="\n\n".join(lines),
+                     subject=" ".join(work.content_words(lead)[:8]), files=t.changed)
+
+
+def _commit_line(c) -> str:
+    sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
+    return f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip()
+
+
+def _incident_arcs(session) -> list[work.Arc]:
+    """The session's fix arcs worth an incident: one per failure, at most two; never the
+    agent's own new code or test failing while it was written (a failure the user brought
+    in is theirs, whoever wrote the code)."""
     created = {work.relative(e.path, session.cwd) for e in session.events
                if e.kind == "edit" and e.path and e.edit_kind == "create"}
+    out: list[work.Arc] = []
     for arc in _merge_arcs(work.fix_arcs(session, limit=4))[:2]:
         target = re.split(r"[(:]", arc.signature.split()[0])[0].rsplit("/", 1)[-1] if arc.signature else ""
-        if any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command) for c in created):
-            continue  # the agent's own new code or test, failing while it was written
-        shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
-        desc = work.clean_sentence(f"`{_short_command(arc.command)}` failed: {shown}", 200)
-        lines = [f"`{one_line(arc.command, 100)}` failed (session {where}): {arc.error_line}"]
-        if arc.cause:
-            lines.append(f"Cause (as the agent stated): {_quote(arc.cause, 400)}")
-        if arc.fix_files:
-            lines.append("Fix: edited " + ", ".join(f"`{f}`" for f in arc.fix_files[:8]))
-        lines.append(f"Resolved: `{one_line(arc.passed or arc.command, 100)}` passed afterwards"
-                     + (f" ({arc.failures} failing runs before)" if arc.failures > 1 else ""))
-        for c in arc.commits[-2:]:
-            sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
-            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip())
-        also = list(dict.fromkeys(work._norm_cmd(c) for c in arc.also))
-        also = [c for c in also if c != work._norm_cmd(arc.command)]
-        if also:
-            lines.append("The same failure in: " + ", ".join(f"`{one_line(c, 80)}`" for c in also[:3]))
-        lines.append(f"Failure signature: {arc.signature}")
-        out.append(Candidate("incident", [desc], support=[arc.cause] if arc.cause else [],
-                             event_index=arc.first, role="tool", description=desc,
-                             body_text="\n\n".join(lines), subject=arc.signature, status="resolved",
-                             files=arc.fix_files))
+        if arc.origin == "run" and any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command)
+                                       for c in created):
+            continue
+        out.append(arc)
     return out
+
+
+_VERIFIED = {
+    "user": "the user confirmed it works: \"{}\"",
+    "agent": "the agent stated the fix (no check re-ran in the session): \"{}\"",
+}
+
+
+def _arc_candidate(arc: work.Arc, where: str) -> Candidate:
+    """An incident from a fix arc: what failed, the stated cause, the fix's files, and what
+    marked it resolved (a passing re-run; for a pasted failure also the user's or the
+    agent's word, said so in the body)."""
+    shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
+    pasted = arc.origin == "pasted" and not arc.command
+    head = f"`{_short_command(arc.command)}` failed" if arc.command else "The user reported"
+    desc = work.clean_sentence(f"{head}: {shown}", 200)
+    if pasted:
+        lines = [f"The user pasted this failure (session {where}): {arc.error_line}"]
+    else:
+        by = " (the user's run)" if arc.origin == "pasted" else ""
+        lines = [f"`{one_line(arc.command, 100)}` failed{by} (session {where}): {arc.error_line}"]
+    if arc.cause:
+        lines.append(f"Cause (as the agent stated): {_quote(arc.cause, 400)}")
+    if arc.fix_files:
+        lines.append("Fix: edited " + ", ".join(f"`{f}`" for f in arc.fix_files[:8]))
+    runs = f" ({arc.failures} failing runs before)" if arc.failures > 1 else ""
+    if arc.verified == "re-run":
+        lines.append(f"Resolved: `{one_line(arc.passed or arc.command, 100)}` passed afterwards{runs}")
+    elif arc.verified:
+        lines.append("Resolved: " + _VERIFIED[arc.verified].format(_quote(arc.evidence, 240)) + runs)
+    else:
+        lines.append("Not confirmed fixed in the session.")
+    lines += [_commit_line(c) for c in arc.commits[-2:]]
+    also = list(dict.fromkeys(work._norm_cmd(c) for c in arc.also))
+    also = [c for c in also if c != work._norm_cmd(arc.command)]
+    if also:
+        lines.append("The same failure in: " + ", ".join(f"`{one_line(c, 80)}`" for c in also[:3]))
+    lines.append(f"Failure signature: {arc.signature}")
+    cand = Candidate("incident", [desc], support=[arc.cause] if arc.cause else [],
+                     event_index=arc.first, role="tool", description=desc,
+                     body_text="\n\n".join(lines), subject=arc.signature,
+                     status="resolved" if arc.verified else "investigating", files=arc.fix_files)
+    cand.confidence = "MEDIUM" if arc.verified in ("agent", "") else "HIGH"
+    cand.told = (arc.asked,) if arc.asked is not None else ()
+    return cand
 
 
 def _short_command(command: str) -> str:
@@ -482,25 +531,43 @@ def _short_command(command: str) -> str:
     return out or cmd[:60]
 
 
+_PROOF = ("", "agent", "user", "re-run")  # what marks an arc fixed, weakest first
+
+
+def _one_episode(a: work.Arc, b: work.Arc) -> bool:
+    """Two arcs of one debugging episode: the same failure, the same check with fixes in
+    the same files, or a failure the user brought in and a check the agent ran on it
+    afterwards whose fix touches the same files."""
+    if a.signature.split()[:1] == b.signature.split()[:1]:
+        return True
+    shared = bool(set(a.fix_files) & set(b.fix_files))
+    if work._norm_cmd(a.command).split()[:2] == work._norm_cmd(b.command).split()[:2] and shared:
+        return True
+    early, late = sorted((a, b), key=lambda x: x.first)
+    return early.origin == "pasted" and late.origin == "run" and shared
+
+
 def _merge_arcs(arcs: list[work.Arc]) -> list[work.Arc]:
-    """One incident per debugging episode: arcs of one check whose fixes touch the same files."""
+    """One incident per debugging episode (:func:`_one_episode`)."""
     out: list[work.Arc] = []
-    for arc in arcs:
-        same = next((a for a in out if a.signature.split()[:1] == arc.signature.split()[:1]
-                     or (work._norm_cmd(a.command).split()[:2] == work._norm_cmd(arc.command).split()[:2]
-                         and set(a.fix_files) & set(arc.fix_files))), None)
+    for arc in sorted(arcs, key=lambda a: a.first):
+        same = next((a for a in out if _one_episode(a, arc)), None)
         if same is None:
             out.append(arc)
             continue
-        if arc.failures > same.failures:
-            # the check that failed most is the failure's home; keep its words
+        if arc.failures > same.failures and same.origin == "run":
+            # the check that failed most is the failure's home; keep its words (a failure
+            # the user brought in stays theirs)
             same.command, arc.command = arc.command, same.command
             same.signature, same.error_line, same.passed = arc.signature, arc.error_line, arc.passed
+        if _PROOF.index(arc.verified) > _PROOF.index(same.verified):
+            same.verified, same.passed, same.evidence = arc.verified, arc.passed, arc.evidence
         same.failures += arc.failures
         same.fix_files += [f for f in arc.fix_files if f not in same.fix_files]
         same.cause = same.cause or arc.cause
         same.last = max(same.last, arc.last)
-        same.also.append(arc.command)
+        if arc.command:
+            same.also.append(arc.command)
     return out
 
 
@@ -797,9 +864,12 @@ class OfflineBackend:
             # What the agent did at the user's request carries that request: an assistant
             # recap of the work would be a second memory of one subject.
             candidates = [c for c in candidates if c.role != "assistant"]
+            told = {i for c in worked for i in c.told}
             if any(c.type == "incident" for c in worked):
+                # the user's words about a failure an arc followed are that incident
                 candidates = [c for c in candidates if c.type != "incident" or c.role != "user"
-                              or CONFIRM.search(c.text) or RESOLVED.search(c.text)]
+                              or (c.event_index not in told
+                                  and (CONFIRM.search(c.text) or RESOLVED.search(c.text)))]
             candidates += worked
         else:
             candidates += structural_incidents(session, candidates)
@@ -852,7 +922,7 @@ class OfflineBackend:
             cand.idents.extend(i for i in inherited if i not in cand.idents)
         subject = cand.subject or subject_of(cand)
         description = cand.description or self.describe(cand)
-        confidence = self.confidence(cand)
+        confidence = cand.confidence or self.confidence(cand)
         status = cand.status
         if cand.type == "incident" and status is None:
             status = "resolved" if RESOLVED.search(cand.text) else (

@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from dualtrace.encoder.cues import FAILING_CHECK as CHECK_COMMAND
+from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
@@ -33,7 +34,7 @@ _PASTE_LINE = re.compile(
     r"^\s*(?:[+\-@]{1,3}(?:\s|$)|@@|diff --git|index [0-9a-f]+|---\s|\+\+\+\s|<[/!a-zA-Z][^>]*>|"
     r"E\s{2,}|={3,}|_{3,}|-{3,}|\[\.\.\.|>>>|\$ |#\s*\d|File \"|at \S+\(|Traceback|\d+ (?:passed|failed)|"
     r"(?:PASSED|FAILED|ERROR)\b|\S+::\S+|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\s{4,}\S|\|.*\||[{}\[\]();,]+$|"
-    r"\w+\.\w+:\d+|error\[|warning\[|\s*\d+\s*[|│→])")
+    r"[\w/.-]+\.\w+:\d+|error\[|warning\[|\s*\d+\s*[|│→]|.*\S {5,}\S)")
 _TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 
@@ -240,7 +241,7 @@ class Task:
 _AFTER_STOP = "(after the user stopped a tool call)"
 
 
-def _is_doc(path: str) -> bool:
+def is_doc(path: str) -> bool:
     return path.lower().endswith((".md", ".rst", ".txt"))
 
 
@@ -297,7 +298,7 @@ def tasks(session: Session) -> list[Task]:
         joins = prev is not None and (
             t.followups[:1] == [_AFTER_STOP]
             or bool(t.files and set(t.files) & set(prev.files))
-            or bool(t.files and prev.files and all(_is_doc(p) for p in t.files))
+            or bool(t.files and prev.files and all(is_doc(p) for p in t.files))
             or bool(t.files and not prev.files and not prev.commits and short))
         if joins and prev is not None:
             words = prose(t.request.text)
@@ -353,6 +354,15 @@ class Arc:
     last: int
     commits: list[Event] = field(default_factory=list)
     also: list[str] = field(default_factory=list)  # other checks that showed this failure
+    # Where the failure came from: "run" (a check the agent or user ran in the session) or
+    # "pasted" (output the user pasted into a message, or ran with the host's shell escape
+    # and then described). ``verified`` says what marks it fixed: "re-run" (the same check
+    # passed), "user" (the user said it works now), "agent" (the agent said it fixed it,
+    # nothing re-ran it), "" (not fixed in the session).
+    origin: str = "run"
+    verified: str = "re-run"
+    evidence: str = ""  # the user's or the agent's words that marked it fixed
+    asked: int | None = None  # the user message that brought the failure in
 
 
 def _norm_cmd(command: str) -> str:
@@ -424,6 +434,15 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
     events = session.events
     arcs: dict[str, Arc] = {}
     for i, e in enumerate(events):
+        if e.kind == "user" and e.agent is None and not (e.detail or "").startswith("rejection"):
+            pasted = pasted_failure(e.text)
+            if pasted and pasted[0] in arcs:
+                arcs[pasted[0]].failures += 1
+            elif pasted:
+                arc = pasted_arc(session, i, *pasted)
+                if arc is not None:
+                    arcs[arc.signature] = arc
+            continue
         failed = e.is_error or e.exit_code not in (None, 0)
         if e.kind != "command" or not failed or not CHECK_COMMAND.search(e.command or ""):
             continue
@@ -436,6 +455,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
         fix: list[str] = []
         cause = ""
         passed_at = None
+        asked: int | None = None
         for j in range(i + 1, len(events)):
             f = events[j]
             if f.kind == "edit" and f.path and not f.is_error:
@@ -456,18 +476,140 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                             passed_at = j
                         break
             elif f.kind == "user" and f.agent is None and not (f.detail or "").startswith("rejection"):
-                if not is_trivial(prose(f.text)):
+                if e.tool == "user-shell" and asked is None and not fix:
+                    asked = j  # what the user says about the failure they ran is its framing
+                elif not is_trivial(prose(f.text)):
                     break  # the user moved on
         if passed_at is None:
             continue
+        if asked is not None and _updates_tests(events[asked].text, fix):
+            continue  # the tests were changed to the intended behaviour: no failure fixed
         arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
                         fix_files=fix, passed=events[passed_at].command, failures=1, first=i,
-                        last=passed_at)
+                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked)
     found = list(arcs.values())
     for arc in found:
         arc.commits = related_commits(session, arc.fix_files, after=arc.first)
     found.sort(key=lambda a: (bool(a.cause), a.failures, len(a.fix_files)), reverse=True)
     return sorted(found[:limit], key=lambda a: a.first)
+
+
+# ---------------------------------------------------------------- failures the user brings in
+
+# Output a tool wrote, pasted into a message: a person writes "the tests fail", a runner
+# writes these lines (a traceback, pytest's FAILED/E lines and summary, an exception line,
+# a checker's located error, ExUnit/Jest/go/cargo failure heads).
+_PASTED_FAILURE = re.compile(
+    r"Traceback \(most recent call last\)|^\s*(?:FAILED|ERROR)\s+[\w/.-]+(?:::|\s+-\s)|^\s*E\s{2,}\S"
+    r"|^\s*=+ [^\n]*\b\d+ (?:failed|errors?)\b|^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s+\S"
+    r"|^\s*(?:error|warning)\[[\w-]+\]|^\s*error(?: TS\d+)?:\s|^\s*[\w./-]+\.\w{1,5}:\d+(?::\d+)?:?\s*-?\s*error\b"
+    r"|panicked at|^\s*\d+\) test |^--- FAIL:|^\s*\u25cf |^\s*\*\* \(\w+(?:Error|Exception)\)", re.M)
+_PROMPT_CMD = re.compile(r"^\s*(?:\$|>|\u276f|%)\s+(.+)$", re.M)
+_TICKED = re.compile(r"`([^`\n]{3,120})`")
+# What closes a pasted failure when no check re-ran: the user saying it works, the agent
+# saying it fixed it (after editing); "still fails" reopens it.
+_STILL = re.compile(r"\b(?:still (?:fail\w*|broken|errors?|erroring|get(?:ting)?|see(?:ing)?|the same|happen\w*"
+                    r"|not|doesn'?t|does not|crash\w*|throw\w*)|same (?:error|failure|problem|issue|traceback)"
+                    r"|didn'?t (?:work|help|fix)|not fixed|no luck|now (?:it )?(?:fails|errors|crashes))\b", _I)
+_WORKS = re.compile(r"\b(?:(?:it|that|this|everything) works(?: now)?|works now|(?:that|this) (?:worked|fixed it|did it)"
+                    r"|(?:tests? )?pass(?:es)? now|(?:now )?all (?:tests )?pass|fixed,? thanks?|problem solved"
+                    r"|looks good now|(?:it'?s|that'?s) fixed)\b", _I)
+_FIXED_CLAIM = re.compile(
+    r"^(?:fixed|resolved)\b|\b(?:(?:i'?ve|i have|this|that|which) (?:fixed|resolved)|(?:is|are|has been|have been|should be) (?:now )?"
+    r"(?:fixed|resolved)|should (?:now )?(?:work|pass)|now (?:works|passes|pass|runs|loads|succeeds)"
+    r"|(?:this|that|the (?:change|fix)) (?:fixes|resolves|should fix)|(?:fixed|resolves?) the (?:issue|error|bug"
+    r"|problem|failure|crash|exception))\b", _I)
+_TEST_CHANGE = re.compile(r"\b(?:update|change|adapt|adjust|rewrite|align)\w*\b[^.?!]{0,40}\btests?\b", _I)
+
+
+def is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return bool(re.match(r"(?:test_|.*(?:_test|\.test|\.spec|Test)\.\w+$)", name)) or "/test" in f"/{path}"
+
+
+def _updates_tests(framing: str, fix: list[str]) -> bool:
+    """The user asked for the tests to follow an intended change and only tests were
+    edited: the failure was the old expectation, nothing was broken."""
+    return bool(fix) and all(is_test_file(f) for f in fix) and bool(_TEST_CHANGE.search(prose(framing)))
+
+
+def pasted_failure(text: str) -> tuple[str, str, str] | None:
+    """(signature, telling line, the check's command when the message names one) of a
+    failure a user pasted into a message; None for prose about a failure."""
+    raw = re.sub(r"```[\w-]*", "\n", text)
+    if not _PASTED_FAILURE.search(raw):
+        return None
+    sig, line = signature_of(raw)
+    if not sig:
+        return None
+    command = next((c.strip() for c in _PROMPT_CMD.findall(raw) + _TICKED.findall(raw)
+                    if CHECK_COMMAND.search(c)), "")
+    return sig, line, command
+
+
+def _family(command: str) -> str:
+    m = CHECK_COMMAND.search(command)
+    return " ".join(m.group(0).lower().split()) if m else ""
+
+
+def _covers(later: str, signature: str, pasted: str, error_line: str) -> bool:
+    """A later command that re-runs the check behind a pasted failure: the same runner
+    as the pasted command, else a test run for a failing test, a checker for a rule."""
+    if pasted:
+        return _family(later) == _family(pasted)
+    tested = bool(re.search(r"\b(?:test\w*|FAILED|assert\w*)\b", f"{signature} {error_line}", _I))
+    return bool(TEST_COMMAND.search(later)) if tested else bool(
+        re.search(r"\berror\[|\breport[A-Z]|:\d+:\d+", error_line) and _family(later))
+
+
+def pasted_arc(session: Session, i: int, signature: str, line: str, command: str) -> Arc | None:
+    """A failure the user pasted at event ``i``, the agent's edits after it, and what marks
+    it fixed (see :class:`Arc` ``verified``): a passing re-run of its check, else the
+    user's "works now", else the agent's "fixed" after its last edit. A pasted
+    failure the user moves on from before anything was edited is no incident."""
+    events = session.events
+    fix: list[str] = []
+    cause, evidence, verified = "", "", ""
+    failures, end = 1, None
+    for j in range(i + 1, len(events)):
+        f = events[j]
+        if f.agent is not None:
+            continue
+        if f.kind == "edit" and f.path and not f.is_error:
+            rel = relative(f.path, session.cwd)
+            if rel and rel not in fix:
+                fix.append(rel)
+                evidence, verified, end = "", "", None  # edited again: a claim before is old
+        elif f.kind == "assistant" and f.detail != "thinking":
+            cause = cause or _cause_of(f.text)
+            claim = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
+            if fix and claim and len(claim) <= 400:
+                evidence, verified, end = claim, "agent", j
+        elif f.kind == "command" and f.command and _covers(f.command, signature, command, line):
+            if not f.is_error and f.exit_code in (0, None):
+                if fix:
+                    evidence, verified, end = f.command, "re-run", j
+                    break
+            elif signature_of(f.result or "")[0] == signature:
+                evidence, verified, end = "", "", None  # counted by fix_arcs
+        elif f.kind == "user" and not (f.detail or "").startswith("rejection"):
+            again = pasted_failure(f.text)
+            words = prose(f.text)
+            if (again and again[0] == signature) or _STILL.search(words):
+                failures += 0 if again else 1  # a pasted repeat is counted by fix_arcs
+                evidence, verified, end = "", "", None
+                continue
+            if fix and _WORKS.search(words):
+                evidence, verified, end = words, "user", j
+                break
+            if again or not is_trivial(words):
+                break  # the user moved on
+    if not fix or _updates_tests(events[i].text, fix):
+        return None
+    return Arc(command=command, signature=signature, error_line=line, cause=cause, fix_files=fix,
+               passed=evidence if verified == "re-run" else None, failures=failures, first=i,
+               last=end if end is not None else i, origin="pasted", verified=verified,
+               evidence=evidence, asked=i)
 
 
 def _cause_of(text: str) -> str:

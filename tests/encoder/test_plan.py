@@ -257,6 +257,44 @@ def test_two_different_failures_are_never_one_incident_however_alike_the_wording
     assert t.action == k.action == "store" and t.path != k.path
 
 
+def test_two_failures_under_one_anchor_are_two_files_and_one_failure_is_one_incident(memdir):
+    """Issue 12 item 2 for every backend: an anchor never holds two different failures, and
+    one failure proposed under two anchors in a session is one incident."""
+    b = builder(memdir)
+    first = b.add(store_op(type="incident", anchor="cache-get-fails", moment=None,
+                           description="`pytest -q` failed: test_cache_get_expires",
+                           body="test_cache_get_expires failed (AssertionError)."))
+    other = b.add(store_op(type="incident", anchor="cache-get-fails", moment=None,
+                           description="`pytest -q` failed: test_cache_get_retries",
+                           body="test_cache_get_retries failed (AssertionError)."))
+    assert first.action == other.action == "store"
+    assert first.path == "incidents/cache-get-fails.md"
+    assert other.path == "incidents/test-cache-get-retries-cache-get-fails.md"
+    # the same anchor with the same failure: updated in place
+    again = b.add(store_op(type="incident", anchor="cache-get-fails", moment=None,
+                           description="`pytest -q` failed again: test_cache_get_retries",
+                           body="test_cache_get_retries failed again after the TTL change."))
+    assert again.action == "update" and again.path == other.path
+    # one failure under a wholly different anchor and wording in the same session
+    twin = b.add(store_op(type="incident", anchor="ttl-expiry-flake", moment=None,
+                          description="Expiry flakes in the nightly run",
+                          body="Seen in test_cache_get_expires only."))
+    assert twin.action == "update" and twin.path == first.path
+    put = b.add(store_op(type="incident", anchor="cache-put-fails", moment=None,
+                         description="The cache put path leaks memory",
+                         body="Failure signature: cache put leaks memory"))
+    commit(b.store, b.changeset())
+    paths = {f.path for f in MemoryStore(memdir).scan().facts()}
+    assert paths == {first.path, other.path, put.path}
+    # a later session: another failure under that anchor with no test or error names to
+    # tell it by (only the offline encoder's recorded signatures differ): a number
+    b2 = builder(memdir, session="sess-0002", day="2026-05-02")
+    evicts = b2.add(store_op(type="incident", anchor="cache-put-fails", moment=None,
+                             description="The cache put path evicts live keys",
+                             body="Failure signature: cache put evicts live keys"))
+    assert evicts.action == "store" and evicts.path == "incidents/cache-put-fails-2.md"
+
+
 def test_failure_keys_of_real_checker_output():
     from dualtrace.encoder.matching import distinct_failures, failure_keys
 

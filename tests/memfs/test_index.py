@@ -225,3 +225,24 @@ def test_cheap_signature_moves_with_head_and_folders(memdir):
     rel = store.write(_fact("x-y", "another decision"))
     store.commit([rel], "mem: store decisions/x-y (decision, evidence:5)\n")
     assert index_mod.cheap_signature(store.root) != before
+
+
+def test_docs_matching_about_tells_subject_words_from_mentions(memdir):
+    """``present``: the word is anywhere in the document; ``about``: in its anchor or
+    description (the read path's "what a memory is about"), among the given ids only."""
+    store = _store(memdir)
+    rels = [store.write(_fact("ledger-sharding", "Shard the ledger by tenant")),
+            store.write(_fact("nightly-backup", "Backups run nightly", "The ledger is copied too")),
+            store.write(_fact("cache-policy", "Cache entries expire", "nothing relevant")),
+            store.write(_fact("ledger-retention", "Keep seven years", "retention rules"))]
+    store.commit(rels, "mem: four")
+    with Index.open(memdir) as index:
+        by_unit = {index.docs_of_units([u])[0].unit: index.docs_of_units([u])[0].id
+                   for u in _units(store)}
+        ids = [i for u, i in by_unit.items() if "retention" not in u]
+        present, about = index.docs_matching_about("ledger", ids)
+        names = {i: u for u, i in by_unit.items()}
+        assert {names[i] for i in present} == {"decisions/ledger-sharding.md",
+                                               "decisions/nightly-backup.md"}
+        assert {names[i] for i in about} == {"decisions/ledger-sharding.md"}
+        assert index.docs_matching_about("absentword", ids) == (set(), set())

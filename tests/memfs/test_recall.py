@@ -228,3 +228,46 @@ def test_cli_reindex(labelled_store, tmp_path):
     assert out.returncode == 0, out.stderr
     # 9 facts (their moments join them) + 2 preference + 3 convention bullets
     assert out.stdout.startswith("indexed 14 memories")
+
+
+def _wordllama():
+    from dualtrace.memfs import embed
+
+    return embed.load_wordllama()
+
+
+@pytest.mark.parametrize("semantic", [False, True], ids=["lexical", "semantic"])
+def test_an_incident_naming_a_service_in_passing_does_not_win_state_a(memdir, semantic):
+    """Rank what a memory is about above words it merely mentions (issue 11, item 2).
+
+    The incident is FULL (fact + moment, so it would answer in STATE A) and names the
+    payment service and its retries several times in passing; the decision is about the
+    payment service's retries and has no moment. The question asks about the service:
+    the decision must come first and the answer is its STATE B, not the incident's A.
+    """
+    embedder = _wordllama() if semantic else None
+    if semantic and embedder is None:
+        pytest.skip("dualtrace[semantic] not installed")
+    store = MemoryStore(memdir, project="p")
+    decision = _fact("payment-service-retries", "Payment service retries failed charges",
+                     body="Failed charges are retried three times with jittered exponential "
+                          "backoff, then parked for a person.")
+    incident = _fact("checkout-latency-spike", "Checkout latency spike on Black Friday",
+                     kind="incident",
+                     body="Checkout latency rose to 9 s. We looked at the payment service, its "
+                          "retries, the payment service dashboard and the search cache; the "
+                          "cause was a cold CDN edge.")
+    scene = _moment(incident, "During the spike the payment service retries looked busy and the "
+                              "payment service was suspected first, but its retries were normal; "
+                              "the CDN edge was cold.",
+                    timeline=("payment service retries checked", "CDN edge warmed"))
+    paths = [store.write(decision), store.write(incident), store.write(scene)]
+    store.commit(paths, "mem: decision + incident\n")
+    for question in ("How does the payment service handle retries?",
+                     "What did we decide about payment service retries?"):
+        result = recall(store, question, limit=3, embedder=embedder)
+        assert [m.path for m in result.memories][:1] == ["decisions/payment-service-retries.md"]
+        assert result.state == "B", question  # the decision's state, not the incident's A
+    # The incident still answers a question about itself, in STATE A.
+    result = recall(store, "What caused the checkout latency spike?", limit=3, embedder=embedder)
+    assert result.state == "A" and result.memories[0].path == "incidents/checkout-latency-spike.md"

@@ -203,6 +203,29 @@ def test_vectors_kept_in_step_with_the_index(store):
         docs = index.conn.execute("SELECT count(*) FROM docs").fetchone()[0]
         assert count == docs
 
+    def in_step(index: Index) -> bool:
+        return index.conn.execute(
+            "SELECT (SELECT count(*) FROM vectors) = (SELECT count(*) FROM docs) AND NOT "
+            "EXISTS (SELECT 1 FROM docs WHERE id NOT IN (SELECT doc_id FROM vectors))"
+        ).fetchone()[0] == 1
+
+    with Index.open(store.root) as index:
+        # The oldest file edited by hand (its documents get new ids), the file holding
+        # the newest document deleted, then a file added: still one vector per document.
+        oldest = index.conn.execute("SELECT path FROM docs ORDER BY id LIMIT 1").fetchone()[0]
+        newest = index.conn.execute("SELECT path FROM docs ORDER BY id DESC LIMIT 1").fetchone()[0]
+        assert oldest != newest
+        path = store.root / oldest
+        path.write_text(path.read_text().replace("vis-group", "vis-group (all of it)"))
+        (store.root / newest).unlink()
+        index.update_paths([oldest, newest])
+        assert index.ensure_vectors(embedder) > 0 and in_step(index)
+    _record(store, "ccccdddd-0000-1111-2222-333344445555", "2026-03-03T10:00:00Z",
+            "A third session", [("Rotate the API keys monthly.", "Rotation is a cron job.")])
+    with Index.open(store.root) as index:
+        index.ensure_vectors(embedder)
+        assert in_step(index)
+
 
 @needs_semantic
 def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp_path):
@@ -302,3 +325,33 @@ def test_words_alone_do_not_pass_when_the_text_means_something_else(memdir):
     question = "How do we shard the users table?"
     assert recall(store, question, embedder=None, records=False).state == "B"  # words pass
     assert recall(store, question, embedder=embed.load_wordllama()).state == "C"
+
+
+def test_a_listing_of_sessions_counts_past_the_first_400_matching_turns(tmp_path):
+    """'Which sessions were about X' with X in more turns than the old 400-candidate cap:
+    every session is listed (the cap counted 400 of 450)."""
+    from dualtrace.memfs import sessions
+    from dualtrace.memfs.index import reindex
+
+    root = tmp_path / "m"
+    root.mkdir()
+    for i in range(450):
+        day = f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        sid = f"{i:08x}-0000-4000-8000-000000000000"
+        turns = (sessions.Turn(number=1, date=day, time="10:00",
+                               user=f"look at the quokkaparser warning number {i}",
+                               agent="the quokkaparser warning is gone now"),
+                 sessions.Turn(number=2, date=day, time="10:30", user="thanks, commit it",
+                               agent="committed"))
+        rel = sessions.record_path(sid, f"{day}T10:00:00Z")
+        record = sessions.SessionRecord(path=rel, session=sid, host="claude-code",
+                                        project="p", started=f"{day}T10:00:00Z",
+                                        description=f"quokkaparser warning {i}", turns=turns)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(sessions.render_record(record), encoding="utf-8")
+    reindex(root)
+    result = recall(root, "which sessions were about the quokkaparser warning", embedder=None)
+    assert result.state == "B" and result.aggregation
+    assert len({m.record.session for m in result.memories}) == 450
+    dates = [m.record.date for m in result.memories]
+    assert dates == sorted(dates)
