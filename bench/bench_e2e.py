@@ -14,7 +14,11 @@ per arm:
   ``dualtrace install`` writes them: the floor of dualtrace's design;
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
-- ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0).
+- ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
+- ``hooked-nowarm``: ``hooked`` with ``mcp_warm = false``: every ``dualtrace mcp`` Claude
+  Code starts imports the SDK itself instead of being forked by the warm server
+  (dualtrace/mcp_warm.py);
+- ``hooked-nomcp``: ``hooked`` installed with ``--no-mcp`` (the hooks without the server).
 
 One round runs one turn of every arm, in an order rotated every round, so machine noise
 hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
@@ -44,7 +48,7 @@ from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
-ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0")
+ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-nowarm", "hooked-nomcp")
 BACKGROUND = "exec 3<&0; {} <&3 3<&- >/dev/null 2>&1 &"  # as hooks/install.py writes it
 
 PROMPTS = [
@@ -104,6 +108,20 @@ def empty_hooks(box: Sandbox, background: bool) -> None:
     path.write_text(json.dumps({"hooks": hooks}, indent=2))
 
 
+def stop_warm_servers(tmp: Path) -> None:
+    """The `dualtrace mcp` warm servers (dualtrace/mcp_warm.py) the arms' Claude Code
+    sessions started: their argv names their state dir, which is under ``tmp``."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+            if b"serve_forever" in cmd and str(tmp).encode() in cmd:
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -145,9 +163,13 @@ def main() -> int:
             elif arm.startswith("hooked"):
                 if arm == "hooked-nice0":
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
+                no_mcp = args.no_mcp or arm == "hooked-nomcp"
                 install = box.dualtrace("install", "--agent", "claude-code",
-                                        *(["--no-mcp"] if args.no_mcp else []))
+                                        *(["--no-mcp"] if no_mcp else []))
                 assert "SessionEnd" in install.stdout, install.stdout
+                if arm == "hooked-nowarm":
+                    box.state.mkdir(parents=True, exist_ok=True)
+                    (box.state / "config.toml").write_text("mcp_warm = false\n")
         claudes = {arm: Claude(exe, box, api) for arm, box in boxes.items()}
         # One warm-up turn each (node's and Python's first start fill the page cache).
         for claude in claudes.values():
@@ -174,6 +196,7 @@ def main() -> int:
                 summary[arm] = (len(runs), sum(1 for r in runs if r.get("commit")),
                                 sum(1 for r in runs if r.get("error")), len(box.memory_dirs()),
                                 host_hook_durations(box.home / ".claude" / "projects"))
+        stop_warm_servers(Path(tmp))
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds"
           f"{' (one resumed session per arm)' if args.resume else ' (a new session each)'}, "
           f"fake model latency {args.model_ms:.0f} ms, "

@@ -127,6 +127,9 @@ def main() -> None:
     os.environ["DUALTRACE_HOME"] = str(tmp / "state")
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     env["DUALTRACE_HOME"] = str(tmp / "state")
+    # Each start here is a process of its own, as in earlier sessions; the warm server's
+    # starts are measured by bench/bench_mcp_start.py.
+    env["DUALTRACE_MCP_WARM"] = "0"
     memdir = tmp / "memory"
     anchors = build(memdir, args.memories)
     rng = random.Random(3)

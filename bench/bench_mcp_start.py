@@ -9,9 +9,11 @@ the first ``tools/call`` answered. For each phase it also reads the server's own
 time (``/proc/<pid>/stat`` utime+stime): wall time on this shared 2-core machine swings
 with the load, CPU time much less.
 
-The first call is timed from when it is sent. ``dualtrace mcp`` runs twice: the call
-sent at once after ``tools/list`` (the worst case: it waits for the warm-up) and sent
-1.5 s later (a host's model answers first, as in a real session).
+The first call is timed from when it is sent. ``dualtrace mcp`` runs three ways (a
+process of its own, ``DUALTRACE_MCP_WARM=0``; forked by an already running warm server;
+the first start, which starts the warm server: dualtrace/mcp_warm.py), each with the
+call sent at once after ``tools/list`` (the worst case: it waits for the session's
+warm-up) and sent 1.5 s later (a host's model answers first, as in a real session).
 
 Candidates, interleaved round by round so load drift hits all alike:
 - a stdlib-only JSON-RPC echo (json + sys: the interpreter floor of answering MCP);
@@ -119,13 +121,16 @@ def cpu_ms(pid: int) -> float:
 
 
 def phases(argv: list[str], env: dict[str, str], cwd: str, tool: str,
-           arguments: dict[str, str], think: float = 0.0) -> list[tuple[float, float]]:
+           arguments: dict[str, str], think: float = 0.0,
+           env_extra: dict[str, str] | None = None) -> list[tuple[float, float]]:
     """(wall ms, server CPU ms) when each phase's answer arrived: since the spawn for
     initialize and tools/list; for the first call, since it was sent, ``think`` seconds
     after tools/list (a host's model reads the tool list and answers first)."""
     start = time.perf_counter()
+    if env_extra and env_extra.get("DUALTRACE_HOME") == "fresh":  # no warm server yet
+        env_extra = dict(env_extra, DUALTRACE_HOME=tempfile.mkdtemp(dir=env["WARM_ROOT"]))
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+                            stderr=subprocess.DEVNULL, env={**env, **(env_extra or {})}, cwd=cwd)
     assert proc.stdin and proc.stdout
     stdin, stdout = proc.stdin, proc.stdout
 
@@ -164,6 +169,19 @@ def phases(argv: list[str], env: dict[str, str], cwd: str, tool: str,
     return marks
 
 
+def stop_warm_servers(tmp: Path) -> None:
+    """The warm servers this run started (their argv names a socket under ``tmp``)."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(tmp).encode() in (entry / "cmdline").read_bytes() \
+                    and b"serve_forever" in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=9)
@@ -172,7 +190,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dt-bench-mcp-start-"))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
-    env.update(HOME=str(tmp / "home"), DUALTRACE_HOME=str(tmp / "state"))
+    env.update(HOME=str(tmp / "home"), DUALTRACE_HOME=str(tmp / "state"),
+               DUALTRACE_MCP_IDLE="600", WARM_ROOT=str(tmp))  # stopped at the end
     os.environ.update(DUALTRACE_HOME=env["DUALTRACE_HOME"])
     from dualtrace.encoder.redact import redact_text
     from dualtrace.pipeline import encode_session
@@ -187,10 +206,11 @@ def main() -> None:
     here = sdk_version(sys.executable)
 
     echo = ("echo", {"text": "hi"})
-    candidates: dict[str, tuple[list[str], tuple[str, dict[str, str]], float]] = {}
+    candidates: dict[str, tuple[list[str], tuple[str, dict[str, str]], float,
+                                dict[str, str]]] = {}
     path = tmp / "floor.py"
     path.write_text(FLOOR)
-    candidates["stdlib-only JSON-RPC echo (no SDK)"] = ([sys.executable, str(path)], echo, 0.0)
+    candidates["stdlib-only JSON-RPC echo (no SDK)"] = ([sys.executable, str(path)], echo, 0.0, {})
     for version, python in pythons.items():
         major = version.split(".")[0]
         for name, code in (("high", HIGH_2 if major == "2" else HIGH_1),
@@ -198,20 +218,31 @@ def main() -> None:
             path = tmp / f"echo_{name}_{version}.py"
             path.write_text(code)
             kind = ("MCPServer" if major == "2" else "FastMCP") if name == "high" else "lowlevel Server"
-            candidates[f"mcp {version}: {kind} echo"] = ([python, str(path)], echo, 0.0)
+            candidates[f"mcp {version}: {kind} echo"] = ([python, str(path)], echo, 0.0, {})
     exe = str(Path(sys.executable).parent / "dualtrace")
     server = [exe, "mcp", "--memory-dir", str(memdir)]
     recall = ("recall", {"question": "why postgres for sessions"})
-    candidates[f"dualtrace mcp (mcp {here}), recall sent at once"] = (server, recall, 0.0)
-    candidates[f"dualtrace mcp (mcp {here}), recall sent {THINK:g} s after tools/list"] = (
-        server, recall, THINK)
+    own = {"DUALTRACE_MCP_WARM": "0"}
+    warm = {"DUALTRACE_MCP_WARM": "1"}
+    # A new state dir each run (the warm server's socket lives there), the same compiled
+    # secret rules (a first start on a machine where dualtrace ran before).
+    first = {"DUALTRACE_MCP_WARM": "1", "DUALTRACE_HOME": "fresh",
+             "KF_RULE_CACHE_DIR": str(tmp / "state" / "cache" / "kingfisher-rules")}
+    for label, extra in ((f"dualtrace mcp (mcp {here}), a process of its own", own),
+                         ("dualtrace mcp, forked by the running warm server", warm),
+                         ("dualtrace mcp, first start (starts the warm server)", first)):
+        candidates[f"{label}, recall sent at once"] = (server, recall, 0.0, extra)
+        candidates[f"{label}, recall sent {THINK:g} s after tools/list"] = (
+            server, recall, THINK, extra)
 
     load = [os.getloadavg()[0]]
     marks: dict[str, list[list[tuple[float, float]]]] = {label: [] for label in candidates}
     for _ in range(args.runs):
-        for label, (argv, (tool, arguments), think) in candidates.items():
-            marks[label].append(phases(argv, env, str(tmp), tool, arguments, think))
+        for label, (argv, (tool, arguments), think, extra) in candidates.items():
+            marks[label].append(phases(argv, env, str(tmp), tool, arguments, think, extra))
         load.append(os.getloadavg()[0])
+
+    stop_warm_servers(tmp)
 
     def med(label: str, phase: int, which: int) -> float:
         return statistics.median(run[phase][which] for run in marks[label])

@@ -216,19 +216,101 @@ def _settings(backend: str, fake_url: str | None):
                     extra={"retry_base_seconds": 0.01, "retry_max_seconds": 0.05})
 
 
+class Scorer:
+    """What the sessions of a run wrote so far, for the duplicate and supersede checks."""
+
+    def __init__(self, sessions: list[dict]) -> None:
+        self.sessions = sessions
+        self.by_key = {e["key"]: e for e in sessions}
+        self.captured_by: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(lambda: defaultdict(list))
+        self.expectation_path: dict[tuple[str, int], str] = {}
+        self.seen_bullets: dict[str, set[str]] = defaultdict(set)
+        self.types: dict[str, str] = {}
+
+    def expectations(self, row: dict[str, Any], s: dict, memories: list[dict], after: dict[str, str]) -> None:
+        """Captured in full / in part, wrong types, resolved and superseded for ``s``."""
+        for i, exp in enumerate(s["expect"]):
+            levels = [(match_level(m, exp), m) for m in memories]
+            best = "full" if any(lv == "full" for lv, _ in levels) else \
+                "part" if any(lv == "part" for lv, _ in levels) else None
+            if best:
+                row[best] += 1
+            text_all = [(m["description"] + "\n" + m["body"]).lower() for m in memories]
+            if best != "full" and any(all(word_in(w, t) for w in exp["words"]) for t in text_all):
+                row["wrong_types"] += 1  # the memory is there, under a type that is wrong
+            winner = next((m for lv, m in levels if lv == best), None) if best else None
+            if winner:
+                self.expectation_path[(s["key"], i)] = winner["path"]
+            if exp.get("status") == "resolved":
+                row["resolved"][1] += 1
+                if winner and winner["status"] == "resolved":
+                    row["resolved"][0] += 1
+            if exp.get("supersedes"):
+                row["superseded"][1] += 1
+                earlier = next((e for e in self.sessions if e["key"] == exp["supersedes"]), None)
+                old = [self.expectation_path.get((exp["supersedes"], j))
+                       for j in range(len(earlier["expect"]) if earlier else 0)]
+                if winner and any(o and o != winner["path"] and "superseded_by:" in after.get(o, "")
+                                  for o in old):
+                    row["superseded"][0] += 1
+
+    def memory(self, row: dict[str, Any], s: dict, m: dict, live: set[str], hay: str) -> None:
+        """Useful, duplicate and grounding checks of one written memory."""
+        matched = [(i, match_level(m, exp)) for i, exp in enumerate(s["expect"])]
+        matched = [(i, lv) for i, lv in matched if lv]
+        clean = clean_description(m["description"])
+        useful = bool(matched) and clean
+        row["useful"] += useful
+        row["duplicates"] += self._duplicate(s, m, live, matched)
+        bad = sorted(f"{k}:{t}" for k, t in artifacts(m["added"]) if not grounded(k, t, hay))
+        row["grounding"] += bad
+        row["memories"].append({"path": m["path"], "type": m["type"], "new": m["new"],
+                                "description": m["description"][:240], "status": m["status"],
+                                "useful": useful, "clean": clean, "ungrounded": bad})
+
+    def _duplicate(self, s: dict, m: dict, live: set[str], matched: list[tuple[int, str]]) -> bool:
+        dup = False
+        if m["path"].startswith("system/"):
+            norm = " ".join(m["description"].lower().split())
+            dup = norm in self.seen_bullets[s["project"]]
+            self.seen_bullets[s["project"]].add(norm)
+        elif m["path"] in live:
+            # another live file of the project already holds what this one says:
+            # an expectation of this session it also captures, or one of an
+            # earlier session it captures in full (a revision supersedes instead)
+            for (key, i), paths in self.captured_by[s["project"]].items():
+                exp = self.by_key[key]["expect"][i]
+                level = match_level(m, exp)
+                mine = key == s["key"]
+                if not level or (not mine and level != "full"):
+                    continue
+                # same subject, same kind of memory: a broader memory that only
+                # mentions the subject (another type) is not a second copy
+                if any(p != m["path"] and p in live and self.types.get(p) == m["type"]
+                       for p in paths):
+                    dup = True
+            for i, _lv in matched:
+                self.captured_by[s["project"]][(s["key"], i)].append(m["path"])
+            self.types[m["path"]] = m["type"]
+        return dup
+
+
+def _fake_server():
+    try:
+        from tests.fake_anthropic import FakeAnthropic, message, tool_use
+    except ImportError:  # tests mirrored to the package
+        from tests.encoder.fake_anthropic import FakeAnthropic, message, tool_use  # type: ignore
+    fake = FakeAnthropic().start()
+    fake.default = lambda body: message(tool_use("finish", {"summary": "bench plumbing"}))
+    return fake
+
+
 def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, Any]:
     from real_sessions import SESSIONS
 
     from dualtrace.pipeline import encode_session
 
-    fake = None
-    if fake_server:
-        try:
-            from tests.fake_anthropic import FakeAnthropic, message, tool_use
-        except ImportError:  # tests mirrored to the package
-            from tests.encoder.fake_anthropic import FakeAnthropic, message, tool_use  # type: ignore
-        fake = FakeAnthropic().start()
-        fake.default = lambda body: message(tool_use("finish", {"summary": "bench plumbing"}))
+    fake = _fake_server() if fake_server else None
     chosen = [s for s in SESSIONS if part == "all" or (s["held_out"] == (part == "held-out"))]
     missing = [s["key"] for s in chosen if not (CORPUS / s["path"]).is_file()]
     if missing:
@@ -236,11 +318,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
     per_session: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DUALTRACE_HOME"] = str(Path(tmp) / "state")
-        by_key = {e["key"]: e for e in SESSIONS}
-        captured_by: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(lambda: defaultdict(list))
-        expectation_path: dict[tuple[str, int], str] = {}
-        seen_bullets: dict[str, set[str]] = defaultdict(set)
-        types: dict[str, str] = {}
+        scorer = Scorer(SESSIONS)
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
             transcript = CORPUS / s["path"]
@@ -256,65 +334,9 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                                    "wrong_types": 0, "grounding": [], "resolved": [0, 0],
                                    "superseded": [0, 0], "memories": []}
             live = {p for p, t in after.items() if "superseded_by:" not in t}
-            for i, exp in enumerate(s["expect"]):
-                levels = [(match_level(m, exp), m) for m in memories]
-                best = "full" if any(lv == "full" for lv, _ in levels) else \
-                    "part" if any(lv == "part" for lv, _ in levels) else None
-                if best:
-                    row[best] += 1
-                text_all = [(m["description"] + "\n" + m["body"]).lower() for m in memories]
-                if best != "full" and any(all(word_in(w, t) for w in exp["words"]) for t in text_all):
-                    row["wrong_types"] += 1  # the memory is there, under a type that is wrong
-                winner = next((m for lv, m in levels if lv == best), None) if best else None
-                if winner:
-                    expectation_path[(s["key"], i)] = winner["path"]
-                if exp.get("status") == "resolved":
-                    row["resolved"][1] += 1
-                    if winner and winner["status"] == "resolved":
-                        row["resolved"][0] += 1
-                if exp.get("supersedes"):
-                    row["superseded"][1] += 1
-                    earlier = next((e for e in SESSIONS if e["key"] == exp["supersedes"]), None)
-                    old = [expectation_path.get((exp["supersedes"], j))
-                           for j in range(len(earlier["expect"]) if earlier else 0)]
-                    if winner and any(o and o != winner["path"] and "superseded_by:" in after.get(o, "")
-                                      for o in old):
-                        row["superseded"][0] += 1
+            scorer.expectations(row, s, memories, after)
             for m in memories:
-                matched = [(i, match_level(m, exp)) for i, exp in enumerate(s["expect"])]
-                matched = [(i, lv) for i, lv in matched if lv]
-                clean = clean_description(m["description"])
-                useful = bool(matched) and clean
-                row["useful"] += useful
-                dup = False
-                if m["path"].startswith("system/"):
-                    norm = " ".join(m["description"].lower().split())
-                    dup = norm in seen_bullets[s["project"]]
-                    seen_bullets[s["project"]].add(norm)
-                elif m["path"] in live:
-                    # another live file of the project already holds what this one says:
-                    # an expectation of this session it also captures, or one of an
-                    # earlier session it captures in full (a revision supersedes instead)
-                    for (key, i), paths in captured_by[s["project"]].items():
-                        exp = by_key[key]["expect"][i]
-                        level = match_level(m, exp)
-                        mine = key == s["key"]
-                        if not level or (not mine and level != "full"):
-                            continue
-                        # same subject, same kind of memory: a broader memory that only
-                        # mentions the subject (another type) is not a second copy
-                        if any(p != m["path"] and p in live and types.get(p) == m["type"]
-                               for p in paths):
-                            dup = True
-                    for i, _lv in matched:
-                        captured_by[s["project"]][(s["key"], i)].append(m["path"])
-                    types[m["path"]] = m["type"]
-                row["duplicates"] += dup
-                bad = sorted(f"{k}:{t}" for k, t in artifacts(m["added"]) if not grounded(k, t, hay))
-                row["grounding"] += bad
-                row["memories"].append({"path": m["path"], "type": m["type"], "new": m["new"],
-                                        "description": m["description"][:240], "status": m["status"],
-                                        "useful": useful, "clean": clean, "ungrounded": bad})
+                scorer.memory(row, s, m, live, hay)
             for text in scenes:
                 row["grounding"] += sorted(f"scene {k}:{t}" for k, t in artifacts(text)
                                            if not grounded(k, t, hay))

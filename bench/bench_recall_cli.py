@@ -210,9 +210,11 @@ def inproc(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, st
     for _ in range(args.runs):
         for name, (py, e) in builds.items():
             loads.append(os.getloadavg()[0])
+            # cwd outside any checkout: "-c" puts the cwd first on sys.path, and a
+            # checkout there would shadow the build's own package.
             done = subprocess.run([py, "-c", _INPROC, e["DUALTRACE_MEMORY_DIR"],
                                    json.dumps(qs_all)], capture_output=True, text=True,
-                                  env=e, check=False)
+                                  env=e, check=False, cwd=e["DUALTRACE_HOME"])
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {done.stderr.strip()[-2000:]}")
             rows = json.loads(done.stdout)

@@ -61,7 +61,8 @@ def _jsonl_under(folder: Path) -> list[Path]:
 
 def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]:
     """Transcripts to backfill, oldest first. No paths: this project's sessions of
-    every host (Claude Code's project folder, Codex rollouts with this cwd)."""
+    every host (Claude Code's project folder, Codex rollouts with this cwd, the
+    conversations of the Letta Code agents this project's .letta settings name)."""
     found: list[Path] = []
     for p in paths:
         p = Path(p).expanduser().resolve()
@@ -81,7 +82,8 @@ def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]
     return sorted(unique, key=lambda p: (started_at(p), str(p)))
 
 
-_TS = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.+Z-]{10,40})"')
+# "timestamp": Claude Code, Codex, the plain format; "captured_at": Letta Code.
+_TS = re.compile(rb'"(?:timestamp|captured_at)"\s*:\s*"([0-9T:.+Z-]{10,40})"')
 
 
 def started_at(path: Path) -> str:

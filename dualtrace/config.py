@@ -127,6 +127,10 @@ class Settings:
     session_start_chars: int = 6000
     prompt_chars: int = 2000
     claude_cli: str = "claude"
+    # `dualtrace mcp` through a warm server that keeps the SDK imported and forks one
+    # server per host session (dualtrace/mcp_warm.py). Read from the user config only,
+    # by mcp_warm itself (it runs before this module is imported).
+    mcp_warm: bool = True
     # Session records (issue 11): "commit" keeps one per session in sessions/ and commits
     # it with the session's facts; "local" keeps it in the gitignored state (indexed,
     # never pushed); "off" writes none. The budget is the record file's size in bytes.

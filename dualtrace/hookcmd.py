@@ -81,7 +81,7 @@ def entry() -> None:
 
         sys.exit(run_driver(argv[1:]))
     if argv[:1] == ["mcp"]:  # a server the host starts at session start: skip click too
-        from dualtrace.mcp_server import main as mcp_main
+        from dualtrace.mcp_warm import main as mcp_main  # a fork of a warm server if it can
 
         sys.exit(mcp_main(argv[1:]))
     from dualtrace.cli import main

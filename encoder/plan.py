@@ -330,25 +330,34 @@ class PlanBuilder:
         if op.type == "decision" and existing is None and self.ctx.provenance is not None:
             op = self._backed_decision(op, self.ctx.provenance)
         if existing is not None:
-            upd = Update(
-                target=existing.path,
-                reason="recurred" if op.type == "incident" else "revisited",
-                body=op.body,
-                description=op.description,
-                confidence=op.confidence,
-                status=op.status,
-                what=op.moment.what if op.moment else None,
-                marker=op.moment.marker if op.moment else None,
-                moment=op.moment,
-                scores=op.scores,
-            )
-            outcome = self._update(upd)
-            return replace(outcome, note=f"same subject as {existing.path}: updated in place"
-                           + (f"; {outcome.note}" if outcome.note else ""))
+            return self._store_as_update(op, existing)
         if op.supersedes:
             old = self.current(op.supersedes)
             if not isinstance(old, Fact) or old.type != "decision":
                 raise Rejected(f"supersedes {op.supersedes!r} is not a stored decision")
+        return self._store_new(op, rel, tier)
+
+    def _store_as_update(self, op: Store, existing: Fact) -> Outcome:
+        """A Store of a subject already stored: an update in place, never a second file."""
+        upd = Update(
+            target=existing.path,
+            reason="recurred" if op.type == "incident" else "revisited",
+            body=op.body,
+            description=op.description,
+            confidence=op.confidence,
+            status=op.status,
+            what=op.moment.what if op.moment else None,
+            marker=op.moment.marker if op.moment else None,
+            moment=op.moment,
+            scores=op.scores,
+        )
+        outcome = self._update(upd)
+        return replace(outcome, note=f"same subject as {existing.path}: updated in place"
+                       + (f"; {outcome.note}" if outcome.note else ""))
+
+    def _store_new(self, op: Store, rel: str, tier: str) -> Outcome:
+        """A new fact file (and its moment for FULL), superseding a decision if asked."""
+        anchor = op.anchor
         related = self._related(op.related)
         moment = None
         note = ""
@@ -609,9 +618,24 @@ class PlanBuilder:
             sessions=sessions,
             updated=self.ctx.date,
         )
-        # Timeline: append to the existing scene, or create the scene (upgrade).
-        verb = "update"
         moment_path = fact.linked_scene or formats.scene_path(fact.type, fact.anchor)
+        new, verb = self._update_scene(op, fact, new, moment_path, evidence, confidence)
+        if new == fact and not any(p == moment_path for p in self.pending):
+            return self._record(Outcome("skip", fact.path, fact.tier or "RECORD", op.scores,
+                                        confidence, "nothing new"), None)
+        self._put(new)
+        tier = new.tier or ("FULL" if new.linked_scene else "RECORD")
+        target = fact.path.removesuffix(".md")
+        detail = "added scene" if verb == "upgrade" else op.reason
+        return self._record(
+            Outcome(verb, fact.path, tier, scores, confidence, "; ".join(note)),
+            OpLine(verb, target, detail, evidence),
+        )
+
+    def _update_scene(self, op: Update, fact: Fact, new: Fact, moment_path: str,
+                      evidence: int | None, confidence: str) -> tuple[Fact, str]:
+        """Timeline: append to the existing scene, or create the scene (an upgrade).
+        Returns the updated fact and the verb ("update" | "upgrade")."""
         scene = self.current(moment_path)
         draft = op.moment
         what = op.what or (draft.what if draft else None)
@@ -634,22 +658,11 @@ class PlanBuilder:
                                       confidence=confidence, updated=self.ctx.date))
         elif draft is not None and wants_full:
             check_moment(draft, fact.anchor, self.ctx.grounding)
-            scene = self._new_moment(fact.type, fact.anchor, new.description, draft,
-                                     fact.path, confidence)
-            self._put(scene)
-            new = replace(new, linked_scene=scene.path, tier="FULL")
-            verb = "upgrade"
-        if new == fact and not any(p == moment_path for p in self.pending):
-            return self._record(Outcome("skip", fact.path, fact.tier or "RECORD", op.scores,
-                                        confidence, "nothing new"), None)
-        self._put(new)
-        tier = new.tier or ("FULL" if new.linked_scene else "RECORD")
-        target = fact.path.removesuffix(".md")
-        detail = "added scene" if verb == "upgrade" else op.reason
-        return self._record(
-            Outcome(verb, fact.path, tier, scores, confidence, "; ".join(note)),
-            OpLine(verb, target, detail, evidence),
-        )
+            made = self._new_moment(fact.type, fact.anchor, new.description, draft,
+                                    fact.path, confidence)
+            self._put(made)
+            return replace(new, linked_scene=made.path, tier="FULL"), "upgrade"
+        return new, "update"
 
     # ---- the session record
 

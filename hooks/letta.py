@@ -10,7 +10,8 @@ Letta Code writes ``$LETTA_TRANSCRIPT_ROOT/<agent>/<conversation>/transcript.jso
 or ``{"kind": "tool_call", "name", "argsText", "resultText", "resultOk", ...}``, with a
 ``state.json`` beside it (its reflection cursor; not ours). When that file exists for
 the conversation a hook fires in, it is the session's transcript and the session id is
-its conversation folder's name.
+its conversation folder's name. Stop payloads name no conversation: the prompt hook's
+turn record says which (``turn_of``).
 
 Older Letta Code versions write no transcript, and their Stop payloads carry no
 transcript path: then each Stop (user + assistant message) and PostToolUse payload is
@@ -130,8 +131,108 @@ def _conversations(payload: dict) -> list[str]:
     return out
 
 
+# ------------------------------------------------------------------ which conversation a Stop is
+#
+# Letta Code's Stop payload names neither the agent nor the conversation (and its hook
+# runner drops LETTA_AGENT_ID when the payload has no agent_id), but it carries the
+# turn's ``user_message``; the UserPromptSubmit hook of the same turn carries that
+# prompt with ``agent_id`` and ``conversation_id``. So the prompt hook leaves a turn
+# record, named by a hash of (working directory, prompt), and Stop finds its
+# conversation by the same hash: right even when two conversations of one agent run at
+# once. The record holds ids only (no prompt text: the state dir never holds secrets).
+
+TURNS = "turns"
+TURN_TTL = 2 * 86400  # seconds a turn record is kept (a turn is minutes long)
+
+
+def _turn_key(cwd: str, prompt: str) -> str:
+    import hashlib
+
+    text = f"{os.path.realpath(cwd) if cwd else ''}\0{prompt.strip()}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _cwd(payload: dict) -> str:
+    value = payload.get("working_directory") or os.environ.get("LETTA_WORKING_DIR") \
+        or payload.get("cwd")
+    return value if isinstance(value, str) else ""
+
+
+def note_turn(state: str, payload: dict) -> None:
+    """At UserPromptSubmit: which agent and conversation this prompt belongs to."""
+    prompt, agent = payload.get("prompt"), agent_id(payload)
+    names = _conversations(payload)
+    if not isinstance(prompt, str) or not prompt.strip() or not agent or not names:
+        return
+    folder = os.path.join(state, DIR, TURNS)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    record = json.dumps({"agent": agent, "conversation": names[0],
+                         "cwd": os.path.realpath(_cwd(payload)) if _cwd(payload) else ""})
+    path = os.path.join(folder, _turn_key(_cwd(payload), prompt) + ".json")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(record)
+    os.replace(tmp, path)
+    _prune_turns(folder)
+
+
+def _prune_turns(folder: str) -> None:
+    cutoff = time.time() - TURN_TTL
+    try:
+        with os.scandir(folder) as entries:
+            old = [e.path for e in entries if e.stat().st_mtime < cutoff]
+    except OSError:
+        return
+    for path in old:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _read_turn(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and isinstance(record.get("agent"), str) \
+            and isinstance(record.get("conversation"), str):
+        return record
+    return None
+
+
+def turn_of(state: str, payload: dict) -> dict | None:
+    """The agent and conversation of the turn a Stop payload ends: the turn record of its
+    ``user_message`` in this working directory; without one, the record of the last
+    prompt submitted in this directory (wrong only if two conversations take turns in
+    one directory and Letta sends no user_message)."""
+    folder = os.path.join(state, DIR, TURNS)
+    cwd = _cwd(payload)
+    prompt = payload.get("user_message")
+    if isinstance(prompt, str) and prompt.strip():
+        record = _read_turn(os.path.join(folder, _turn_key(cwd, prompt) + ".json"))
+        if record:
+            return record
+    here = os.path.realpath(cwd) if cwd else ""
+    best: tuple[float, dict] | None = None
+    try:
+        with os.scandir(folder) as entries:
+            files = [(e.stat().st_mtime, e.path) for e in entries if e.name.endswith(".json")]
+    except OSError:
+        return None
+    for mtime, path in sorted(files, reverse=True):
+        record = _read_turn(path)
+        if record and record.get("cwd") == here:
+            best = (mtime, record)
+            break
+    return best[1] if best else None
+
+
 def native_for(payload: dict, event: str) -> str | None:
-    """The transcript Letta Code keeps for this payload's conversation, if it exists."""
+    """The transcript Letta Code keeps for this payload's conversation, if it exists.
+    A payload that names no conversation (Stop, PostToolUse) is given one by its turn
+    record (``with_turn``); only without any is it the agent's transcript written last."""
     agent = agent_id(payload)
     if not agent:
         return None
@@ -143,6 +244,17 @@ def native_for(payload: dict, event: str) -> str | None:
     if not names and event in ("stop", "post-tool-use", "session-end"):
         return latest_native(agent)
     return None
+
+
+def with_turn(state: str, payload: dict, event: str) -> dict:
+    """The payload with the agent and conversation of its turn filled in when it names
+    neither (Letta's Stop and PostToolUse); unchanged otherwise."""
+    if event not in ("stop", "post-tool-use") or _conversations(payload):
+        return payload
+    record = turn_of(state, payload)
+    if record is None or (agent_id(payload) not in (None, record["agent"])):
+        return payload
+    return dict(payload, agent_id=record["agent"], conversation_id=record["conversation"])
 
 
 def conversation_key(payload: dict) -> str:
@@ -210,7 +322,8 @@ def records(payload: dict, event: str) -> list[dict]:
 def keep(state: str, payload: dict, lines: list[dict]) -> tuple[str, str | None]:
     """Append already-redacted ``lines`` to the conversation's transcript; returns its
     path and the session id of the agent-keyed file it adopted (else None)."""
-    path, adopted = resolve_transcript(state, payload)
+    # Stop and PostToolUse name no conversation: the same turn record as in normalize.
+    path, adopted = resolve_transcript(state, with_turn(state, payload, "stop"))
     if lines:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
@@ -244,6 +357,12 @@ def normalize(payload: dict, event: str, state: str) -> dict:
     back as ``lines`` (raw), and every event that touches the transcript is finished by
     ``keep`` in the hook's detached child (which also adopts the agent-keyed file; see
     ``resolve_transcript``)."""
+    if event == "prompt":
+        try:
+            note_turn(state, payload)
+        except OSError:
+            pass  # a full or read-only state dir: Stop falls back to the newest transcript
+    payload = with_turn(state, payload, event)
     out = {
         "session_id": conversation_key(payload),
         "transcript": transcript_path(state, conversation_key(payload)),
@@ -279,10 +398,36 @@ def settings_path(scope: str, root: Path, home: Path) -> Path:
             "local": root / ".letta" / "settings.local.json"}[scope]
 
 
+def project_agents(root: Path) -> list[str]:
+    """The agents Letta Code used in this project, from the file where it keeps them:
+    ``<root>/.letta/settings.local.json`` (``lastAgent``, ``lastSession``,
+    ``sessionsByServer``, ``pinnedAgents``, ``pinnedAgentsByServer``; letta-code's
+    ``LocalProjectSettings``, src/settings-manager.ts)."""
+    try:
+        data = json.loads((Path(root) / ".letta" / "settings.local.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    found: list[object] = [data.get("lastAgent")]
+    sessions = [data.get("lastSession")]
+    if isinstance(data.get("sessionsByServer"), dict):
+        sessions += list(data["sessionsByServer"].values())
+    found += [ref.get("agentId") for ref in sessions if isinstance(ref, dict)]
+    pinned = [data.get("pinnedAgents")]
+    if isinstance(data.get("pinnedAgentsByServer"), dict):
+        pinned += list(data["pinnedAgentsByServer"].values())
+    found += [a for ids in pinned if isinstance(ids, list) for a in ids]
+    return list(dict.fromkeys(a for a in found if isinstance(a, str) and a.strip()))
+
+
 def project_transcripts(root: Path) -> list[Path]:
-    # Letta's transcripts name no working directory: which are this project's is not
-    # knowable from the files (backfill takes their folder as an explicit path).
-    return []
+    """Every conversation Letta Code keeps for this project's agents. Letta's transcripts
+    name no working directory; the project's settings name its agents, and an agent's
+    conversations are taken to be its project's (Letta Code keeps one agent per
+    directory unless told otherwise)."""
+    return [Path(p) for agent in project_agents(root)
+            for p in _agent_transcripts(agent_root(agent))]
 
 
 def find_transcript(session_id: str) -> str | None:

@@ -32,6 +32,32 @@ def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:
 _REAL_HOME = Path(os.path.expanduser("~")).resolve()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_warm_servers_left(tmp_path_factory):
+    """A real host (Claude Code, Codex) starts `dualtrace mcp` with an environment of its
+    own, without DUALTRACE_MCP_WARM=0, so e2e tests may start warm servers
+    (dualtrace/mcp_warm.py); they must not outlive the run. Found by their environment's
+    HOME inside this run's temp dirs."""
+    yield
+    import signal
+
+    base = str(tmp_path_factory.getbasetemp())
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        try:
+            if not entry.name.isdigit() or b"serve_forever" not in (entry / "cmdline").read_bytes():
+                continue
+            env = dict(v.split(b"=", 1) for v in (entry / "environ").read_bytes().split(b"\0")
+                       if b"=" in v)
+        except OSError:
+            continue
+        if any(env.get(k, b"").decode(errors="replace").startswith(base)
+               for k in (b"HOME", b"DUALTRACE_HOME")):
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     """Point every dualtrace path at a temp dir; fail if the real home is used."""
@@ -52,6 +78,10 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     # No global git identity: dualtrace must commit without one.
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # `dualtrace mcp` serves in its own process here; the warm server has its own tests
+    # (tests/dualtrace/test_mcp_warm.py). One started anyway exits 2 s after its last session.
+    monkeypatch.setenv("DUALTRACE_MCP_WARM", "0")
+    monkeypatch.setenv("DUALTRACE_MCP_IDLE", "2")
     # kingfisher compiles its rules once (~2.5 s) and caches the database; share that
     # cache across the run (subprocesses inherit it) instead of one per temp home.
     monkeypatch.setenv("KF_RULE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kingfisher-rules"))

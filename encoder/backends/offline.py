@@ -408,7 +408,7 @@ def work_candidates(session) -> list[Candidate]:
                              description=text,
                              body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
                              subject=" ".join(work.content_words(bullet)[:6])))
-    out.extend(_arc_candidate(arc, where) for arc in arcs)
+    out.extend(_arc_candidate(arc, where, session) for arc in arcs)
     return out
 
 
@@ -480,7 +480,7 @@ _VERIFIED = {
 }
 
 
-def _arc_candidate(arc: work.Arc, where: str) -> Candidate:
+def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
     """An incident from a fix arc: what failed, the stated cause, the fix's files, and what
     marked it resolved (a passing re-run; for a pasted failure also the user's or the
     agent's word, said so in the body)."""
@@ -515,7 +515,7 @@ def _arc_candidate(arc: work.Arc, where: str) -> Candidate:
                      body_text="\n\n".join(lines), subject=arc.signature,
                      status="resolved" if arc.verified else "investigating", files=arc.fix_files)
     cand.confidence = "MEDIUM" if arc.verified in ("agent", "") else "HIGH"
-    cand.told = (arc.asked,) if arc.asked is not None else ()
+    cand.told = work.told_about(session, arc.asked) if arc.asked is not None else ()
     return cand
 
 

@@ -252,6 +252,23 @@ def tasks(session: Session) -> list[Task]:
     or interrupted tool call, or edits the same files) or only documents it (edits of
     .md files right after); requests that changed nothing are not tasks.
     """
+    merged: list[Task] = []
+    for t in _turns(session):
+        prev = merged[-1] if merged else None
+        if prev is not None and _joins(prev, t):
+            _absorb(prev, t)
+        else:
+            merged.append(t)
+    # a file deleted by a later task is no change of this one
+    gone: set[str] = set()
+    for t in reversed(merged):
+        t.deleted |= gone
+        gone |= t.deleted
+    return [t for t in merged if t.changed or t.commits]
+
+
+def _turns(session: Session) -> list[Task]:
+    """One task per non-trivial user request, with what happened until the next one."""
     cwd = session.cwd
     turns: list[Task] = []
     current: Task | None = None
@@ -259,12 +276,11 @@ def tasks(session: Session) -> list[Task]:
     for i, e in enumerate(session.events):
         main = e.agent is None
         if e.kind == "user" and main:
-            text = e.text
             if e.detail and e.detail.startswith("rejection"):
-                if current is not None and prose(text):
-                    current.followups.append(prose(text))
+                if current is not None and prose(e.text):
+                    current.followups.append(prose(e.text))
                 continue
-            words = prose(text)
+            words = prose(e.text)
             if current is not None and (is_trivial(words) or not words):
                 continue
             current = Task(request=e, start=i, end=i)
@@ -278,54 +294,56 @@ def tasks(session: Session) -> list[Task]:
         current.end = i
         if e.kind == "tool" and e.detail == "rejected" and main:
             interrupted = True
-        elif e.kind == "edit" and e.path and not e.is_error:
-            rel = relative(e.path, cwd)
-            if rel:
-                current.files[rel] = "delete" if e.edit_kind == "delete" else (
-                    current.files.get(rel) or e.edit_kind or "modify")
-                current.deleted.discard(rel)
-        elif e.kind == "command" and e.command and not e.is_error and e.exit_code in (0, None):
-            for rel in _removed(e.command, cwd):
-                current.deleted.add(rel)
-        elif e.kind == "commit":
-            current.commits.append(e)
-        elif e.kind == "assistant" and main and e.detail != "thinking" and e.text.strip():
-            current.report = e.text
-    merged: list[Task] = []
-    for t in turns:
-        prev = merged[-1] if merged else None
-        short = len(content_words(prose(t.request.text))) < 8
-        joins = prev is not None and (
-            t.followups[:1] == [_AFTER_STOP]
+        else:
+            _note_event(current, e, cwd, main)
+    return turns
+
+
+def _note_event(task: Task, e: Event, cwd: str | None, main: bool) -> None:
+    """What one event of a turn changed: files edited or removed, commits, the report."""
+    if e.kind == "edit" and e.path and not e.is_error:
+        rel = relative(e.path, cwd)
+        if rel:
+            task.files[rel] = "delete" if e.edit_kind == "delete" else (
+                task.files.get(rel) or e.edit_kind or "modify")
+            task.deleted.discard(rel)
+    elif e.kind == "command" and e.command and not e.is_error and e.exit_code in (0, None):
+        for rel in _removed(e.command, cwd):
+            task.deleted.add(rel)
+    elif e.kind == "commit":
+        task.commits.append(e)
+    elif e.kind == "assistant" and main and e.detail != "thinking" and e.text.strip():
+        task.report = e.text
+
+
+def _joins(prev: Task, t: Task) -> bool:
+    """``t`` continues ``prev``: after a stopped tool call, on the same files, only
+    documenting it, or a short request right after a question that changed nothing."""
+    short = len(content_words(prose(t.request.text))) < 8
+    return (t.followups[:1] == [_AFTER_STOP]
             or bool(t.files and set(t.files) & set(prev.files))
             or bool(t.files and prev.files and all(is_doc(p) for p in t.files))
             or bool(t.files and not prev.files and not prev.commits and short))
-        if joins and prev is not None:
-            words = prose(t.request.text)
-            if words:
-                prev.followups.append(words)
-            prev.followups.extend(f for f in t.followups if f != _AFTER_STOP)
-            if not prev.files and not prev.answer:
-                prev.answer = prev.report
-            for p, kind in t.files.items():
-                prev.files.setdefault(p, kind)
-                if kind == "delete":
-                    prev.files[p] = kind
-            prev.deleted |= t.deleted
-            for p in list(prev.deleted):
-                if p in t.files and t.files[p] != "delete":
-                    prev.deleted.discard(p)
-            prev.commits += t.commits
-            prev.report = t.report or prev.report
-            prev.end = t.end
-        else:
-            merged.append(t)
-    # a file deleted by a later task is no change of this one
-    gone: set[str] = set()
-    for t in reversed(merged):
-        t.deleted |= gone
-        gone |= t.deleted
-    return [t for t in merged if t.changed or t.commits]
+
+
+def _absorb(prev: Task, t: Task) -> None:
+    words = prose(t.request.text)
+    if words:
+        prev.followups.append(words)
+    prev.followups.extend(f for f in t.followups if f != _AFTER_STOP)
+    if not prev.files and not prev.answer:
+        prev.answer = prev.report
+    for p, kind in t.files.items():
+        prev.files.setdefault(p, kind)
+        if kind == "delete":
+            prev.files[p] = kind
+    prev.deleted |= t.deleted
+    for p in list(prev.deleted):
+        if p in t.files and t.files[p] != "delete":
+            prev.deleted.discard(p)
+    prev.commits += t.commits
+    prev.report = t.report or prev.report
+    prev.end = t.end
 
 
 # ---------------------------------------------------------------- fix arcs
@@ -610,6 +628,22 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                passed=evidence if verified == "re-run" else None, failures=failures, first=i,
                last=end if end is not None else i, origin="pasted", verified=verified,
                evidence=evidence, asked=i)
+
+
+def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
+    """The user messages that brought one failure in: the one at ``asked`` and up to
+    ``limit`` just before it with no edit or commit in between ("the export crashes on
+    startup", then the traceback)."""
+    out = [asked]
+    for j in range(asked - 1, -1, -1):
+        e = session.events[j]
+        if e.agent is not None:
+            continue
+        if e.kind in ("edit", "commit") or len(out) > limit:
+            break
+        if e.kind == "user" and not (e.detail or "").startswith("rejection"):
+            out.append(j)
+    return tuple(out)
 
 
 def _cause_of(text: str) -> str:

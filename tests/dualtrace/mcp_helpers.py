@@ -26,7 +26,9 @@ def server_params(memdir: Path, cwd: Path, extra_env: dict[str, str] | None = No
                   ) -> StdioServerParameters:
     argv = dualtrace_argv("mcp", "--memory-dir", str(memdir))
     env = {k: os.environ[k] for k in ("HOME", "DUALTRACE_HOME", "PATH", "XDG_DATA_HOME",
-                                       "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM")
+                                       "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM",
+                                       "DUALTRACE_MCP_WARM", "DUALTRACE_MCP_IDLE",
+                                       "XDG_RUNTIME_DIR")
            if k in os.environ}
     env.update(extra_env or {})
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))

@@ -219,3 +219,14 @@ def test_the_same_pasted_failure_in_a_later_session_updates_the_incident(tmp_pat
     _report, incidents, _decisions = encode(tmp_path, later, "b.jsonl")
     (inc,) = incidents
     assert len(inc.sessions) == 2
+
+
+def test_the_users_report_before_the_paste_is_the_same_incident(tmp_path):
+    records = [user("The nightly export definitely crashes on startup since the upgrade."),
+               said(1, "Can you paste the traceback?"),
+               user(TRACEBACK_PASTE),
+               *edit(2, "export/cli.py"),
+               said(3, "Fixed: `main` merges the defaults before reading the key.")]
+    report, incidents, _decisions = encode(tmp_path, records)
+    assert len(incidents) == 1, [op["path"] for op in report.operations if op.get("path")]
+    assert incidents[0].status == "resolved"

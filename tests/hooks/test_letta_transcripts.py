@@ -202,3 +202,115 @@ def test_without_lettas_transcript_the_payload_log_is_kept(hook_env, state_dir, 
     key = conversation or "agent-7"
     assert job["transcript"] == str(state_dir / letta.DIR / f"{key}.jsonl")
     assert Path(job["transcript"]).is_file()
+
+
+# ------------------------------------------------------------------ two conversations at once
+
+
+def _letta_env(hook_env: dict) -> dict:
+    """Letta Code's hook runner drops LETTA_AGENT_ID unless the payload has an agent_id
+    (src/hooks/executor.ts), so a Stop hook sees neither the agent nor the conversation."""
+    return {k: v for k, v in hook_env.items() if k != "LETTA_AGENT_ID"}
+
+
+def _prompt(env: dict, project: Path, conversation: str, text: str) -> None:
+    payload = {"event_type": "UserPromptSubmit", "prompt": text, "is_command": False,
+               "agent_id": "agent-7", "conversation_id": conversation,
+               "working_directory": str(project)}
+    proc = run_hook("prompt", payload, env=env)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+
+
+def _stop(env: dict, project: Path, user_message: str | None) -> None:
+    payload = {"event_type": "Stop", "stop_reason": "end_turn", "message_count": 2,
+               "working_directory": str(project), "assistant_message": "Done."}
+    if user_message is not None:
+        payload["user_message"] = user_message
+    proc = run_hook("stop", payload, env=env)
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b"", proc.stderr
+
+
+def test_stop_queues_its_own_conversation_when_two_of_one_agent_run_at_once(
+        hook_env, state_dir, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    a, b = native("agent-7", "conv-a"), native("agent-7", "conv-b")
+    os.utime(a, (1_000_000, 1_000_000))  # conv-b's transcript is the one written last
+    env = _letta_env(hook_env)
+    _prompt(env, project, "conv-a", "Why did the login test fail on CI? token sk-live-123")
+    _prompt(env, project, "conv-b", "Rename the settings module")
+
+    def jobs() -> list[tuple[str, str]]:
+        return sorted((j["session_id"], j["transcript"]) for j in queue.list_jobs(str(state_dir)))
+
+    _stop(env, project, "Why did the login test fail on CI? token sk-live-123")
+    assert jobs() == [("conv-a", str(a))]  # not conv-b, the newest file
+    _stop(env, project, "Rename the settings module")
+    assert jobs() == [("conv-a", str(a)), ("conv-b", str(b))]
+    assert not (state_dir / letta.DIR / "letta.jsonl").exists()  # no payload log kept
+    # The turn records hold ids, never the prompt's words.
+    records = list((state_dir / letta.DIR / letta.TURNS).iterdir())
+    assert len(records) == 2
+    text = "".join(p.read_text() for p in records)
+    assert "conv-a" in text and "login" not in text and "sk-live" not in text
+
+    # The same two Stops with no debounce: the real worker encodes each conversation
+    # from its own transcript.
+    for job in queue.list_jobs(str(state_dir)):
+        queue.remove(str(state_dir), job["id"])
+    env["DUALTRACE_DEBOUNCE_SECONDS"] = "0"
+    _stop(env, project, "Rename the settings module")
+    _stop(env, project, "Why did the login test fail on CI? token sk-live-123")
+    wait_drained(state_dir)
+    done = runs(state_dir)
+    assert {(r["session"], r["transcript"]) for r in done} == {("conv-a", str(a)),
+                                                                ("conv-b", str(b))}
+    assert [r["error"] for r in done] == [None] * len(done)
+    assert any(r["commit"] for r in done)
+
+
+def test_stop_without_user_message_takes_the_last_prompt_in_its_directory(
+        hook_env, state_dir, tmp_path):
+    """An older Stop payload (no user_message): the conversation of the last prompt
+    submitted in this working directory, not the agent's newest transcript."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    a = native("agent-7", "conv-here")
+    native("agent-7", "conv-there")  # written last
+    os.utime(a, (1_000_000, 1_000_000))
+    env = _letta_env(hook_env)
+    _prompt(env, here, "conv-here", "first question")
+    _prompt(env, there, "conv-there", "second question")
+    _stop(env, here, None)
+    assert [(j["session_id"], j["transcript"]) for j in queue.list_jobs(str(state_dir))] == [
+        ("conv-here", str(a))]
+
+
+# ------------------------------------------------------------------ backfill without paths
+
+
+def test_backfill_without_paths_finds_the_projects_letta_conversations(tmp_path):
+    import subprocess
+    import sys
+
+    project = tmp_path / "project"
+    (project / ".letta").mkdir(parents=True)
+    # letta-code's LocalProjectSettings: the agents this directory used
+    (project / ".letta" / "settings.local.json").write_text(json.dumps({
+        "lastAgent": "agent-7",
+        "sessionsByServer": {"api.letta.com": {"agentId": "agent-9", "conversationId": "c"}},
+        "permissions": {"allow": []}}))
+    mine = [native("agent-7", "conv-1"), native("agent-9", "conv-9")]
+    native("agent-8", "conv-elsewhere")  # another project's agent
+    assert sorted(letta.project_transcripts(project)) == sorted(mine)
+
+    memory = tmp_path / "memory"
+    proc = subprocess.run([sys.executable, "-m", "dualtrace.cli", "backfill", "--backend",
+                           "offline", "--memory-dir", str(memory)], cwd=project,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 transcript(s): 2 encoded" in proc.stdout, proc.stdout
+    log = subprocess.run(["git", "-C", str(memory), "log", "--format=%B"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "conv-1" in log and "conv-9" in log and "conv-elsewhere" not in log

@@ -1,0 +1,447 @@
+"""Warm starts for ``dualtrace mcp``: hosts start the server for every session (Claude
+Code for every ``claude -p`` turn) and wait for its handshake, and importing the ``mcp``
+SDK alone costs ~0.4 s of CPU. So ``dualtrace mcp`` is a thin client:
+
+- a per-user **warm server** (one per interpreter, dualtrace version and state dir) has
+  the SDK and the server module imported and waits on a Unix socket in ``<state>/run``
+  (0700; the peer's uid is checked);
+- ``dualtrace mcp`` connects, hands it its stdin, stdout and stderr (SCM_RIGHTS) with its
+  argv, cwd, environment and umask, and waits; the warm server forks a child that takes
+  those over and runs the real server (dualtrace/mcp_server.py) exactly as a fresh
+  process would, then sends back the exit status, which ``dualtrace mcp`` exits with;
+- no warm server yet (or a stale one): ``dualtrace mcp`` starts one, detached, and
+  connects when it listens (the first start pays the import once); anything failing
+  before the child took over falls back to serving in this process.
+
+The child is forked before any thread or event loop exists in the warm server, and
+builds everything per session after the fork (memory dir, index, redactor). If the
+``dualtrace mcp`` process dies (the host killed it), the child sees its socket close and
+exits. Before each fork the warm server re-checks the files of every module it loaded
+(dualtrace's and the SDK's): after an upgrade it refuses the session (the client serves
+it in process) and exits. It exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600)
+with no session. ``mcp_warm = false`` in the user config or ``DUALTRACE_MCP_WARM=0``
+turns all of this off; fallbacks are logged in ``<state>/logs/mcp.log``. Standard library only at module
+level: this runs on every host start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+import time
+
+IDLE_SECONDS = 600.0
+START_WAIT = 20.0  # seconds a first start waits for the warm server to listen
+_HEADER = struct.Struct("!I")
+READY, STATUS = b"R", b"S"
+
+
+def enabled(argv: list[str], state: str) -> bool:
+    if os.environ.get("DUALTRACE_MCP_WARM", "").strip().lower() in ("0", "false", "no"):
+        return False
+    if "--encoder" in argv or not (hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
+                                   and hasattr(os, "fork")):
+        return False
+    return _setting(state)
+
+
+def _setting(state: str) -> bool:
+    """``mcp_warm`` in the user config (``dualtrace config set mcp_warm false``); the
+    file is parsed only when it mentions the key (this runs on every host start)."""
+    try:
+        with open(os.path.join(state, "config.toml"), "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return True
+    if b"mcp_warm" not in raw:
+        return True
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return True  # the CLI reports a broken config; the server still starts
+    table = data.get("dualtrace")
+    value = data.get("mcp_warm", table.get("mcp_warm", True) if isinstance(table, dict) else True)
+    return value not in (False, "false", "0", "no", 0)
+
+
+def log(state: str, message: str) -> None:
+    """One line in ``<state>/logs/mcp.log`` (a host shows the server's stderr to few)."""
+    try:
+        logs = os.path.join(state, "logs")
+        os.makedirs(logs, exist_ok=True)
+        with open(os.path.join(logs, "mcp.log"), "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+    except OSError:
+        pass
+
+
+MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes
+
+
+def _socket_dir(state: str, name: str) -> str:
+    """``<state>/run``; a shorter private folder when that path is too long for a socket."""
+    here = os.path.join(state, "run")
+    if len(os.path.join(here, name)) <= MAX_SOCKET_PATH:
+        return here
+    base = os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
+    return os.path.join(base, f"dualtrace-{os.getuid()}")
+
+
+def _private_dir(path: str) -> str:
+    """The folder, created 0700; refused unless it is ours and no one else's (a socket
+    there is trusted with our file descriptors and environment)."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{path} is not a private directory of this user")
+    return path
+
+
+def key(state: str) -> str:
+    """Which warm server this process may use: same interpreter, same code, same state.
+    (The warm server also re-checks every module it has loaded before each fork.)"""
+    from importlib.util import find_spec
+
+    from dualtrace import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = [sys.executable, __version__, state]
+    spec = find_spec("mcp")
+    files = [os.path.join(here, n) for n in ("mcp_server.py", "agent_tools.py", "mcp_warm.py")]
+    files += [spec.origin] if spec and spec.origin else []
+    for path in files:
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(path)
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def socket_path(state: str) -> str:
+    name = f"mcp-{key(state)}.sock"
+    return os.path.join(_socket_dir(state, name), name)
+
+
+# ------------------------------------------------------------------ the client side
+
+
+def _connect(path: str) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _start_server(path: str, state: str) -> None:
+    import subprocess
+
+    logs = os.path.join(state, "logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, "mcp.log"), "ab") as err:
+        subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm import "
+                          "serve_forever; serve_forever(sys.argv[1], sys.argv[2])", path, state],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                         start_new_session=True, close_fds=True)
+
+
+def _reach(path: str, state: str) -> socket.socket | None:
+    sock = _connect(path)
+    if sock is not None:
+        return sock
+    _start_server(path, state)
+    deadline = time.monotonic() + START_WAIT
+    while time.monotonic() < deadline:
+        sock = _connect(path)
+        if sock is not None:
+            return sock
+        time.sleep(0.01)
+    return None
+
+
+def client(argv: list[str], state: str) -> int | None:
+    """Serve this host session through the warm server; its exit status, or None when it
+    could not take the session over (the caller then serves it in process)."""
+    try:
+        path = socket_path(state)
+        _private_dir(os.path.dirname(path))
+        sock = _reach(path, state)
+    except OSError as exc:
+        log(state, f"warm server not used: {exc}")
+        return None
+    if sock is None:
+        log(state, f"warm server did not listen within {START_WAIT:g} s: serving in process")
+        return None
+    umask = os.umask(0)
+    os.umask(umask)
+    header = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+                         "umask": umask}).encode("utf-8", "surrogateescape")
+    try:
+        sock.settimeout(START_WAIT)  # a hung warm server must not hang the host
+        socket.send_fds(sock, [_HEADER.pack(len(header)) + header], [0, 1, 2])
+        if _recv_exact(sock, 1) != READY:
+            sock.close()
+            log(state, "warm server refused the session (stale or failing): serving in process")
+            return None  # nothing of the session was touched: serve it here
+    except OSError as exc:
+        sock.close()
+        log(state, f"warm server handoff failed: {exc}: serving in process")
+        return None
+    try:
+        sock.settimeout(None)
+        reply = _recv_exact(sock, 2)
+    except OSError:
+        reply = b""
+    except KeyboardInterrupt:  # hosts stop their servers with SIGINT (Claude Code does)
+        return 130  # closing the socket tells the session's fork to stop the same way
+    finally:
+        sock.close()
+    # The child answered the host and then died without a status: an error exit.
+    return reply[1] if len(reply) == 2 and reply[:1] == STATUS else 1
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+# ------------------------------------------------------------------ the warm server
+
+
+def _preload(state: str) -> None:
+    """Load once what every session's warm-up would: the recall stack (pure Python) and
+    the redactor with its ~490 compiled secret rules (a single-threaded native scanner).
+    A fork inherits them; each session still opens its own index and embedder."""
+    try:
+        import dualtrace.memfs.index  # noqa: F401
+        import dualtrace.memfs.recall  # noqa: F401
+        import dualtrace.memfs.sessions  # noqa: F401
+        import dualtrace.memfs.store  # noqa: F401
+        from dualtrace.encoder.redact import redact_text
+
+        redact_text("dualtrace warm server")  # builds the rules; finds nothing to remember
+    except Exception as exc:  # noqa: BLE001 - sessions then load it themselves
+        log(state, f"warm server preload failed: {exc}")
+
+
+def _preload_checked(state: str) -> bool:
+    _preload(state)
+    if _threads() > 1:  # forking a process with other threads is not safe: stop
+        log(state, "warm server stopping: a preloaded library started a thread")
+        raise SystemExit(0)
+    return True
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir(f"/proc/{os.getpid()}/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
+def _loaded_files() -> dict[str, int]:
+    """mtime of every file this process imported code from that an upgrade would
+    replace: dualtrace's own modules and the SDK's."""
+    out: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and name.split(".")[0] in ("dualtrace", "mcp", "mcp_types", "pydantic",
+                                            "pydantic_core", "anyio", "kingfisher_sdk"):
+            try:
+                out[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                out[path] = -1
+    return out
+
+
+def _stale(loaded: dict[str, int]) -> str | None:
+    for path, mtime in loaded.items():
+        try:
+            now = os.stat(path).st_mtime_ns
+        except OSError:
+            now = -1
+        if now != mtime:
+            return path
+    return None
+
+
+def serve_forever(path: str, state: str) -> None:
+    """Listen on ``path`` until idle; fork one MCP server per connection."""
+    import fcntl
+    import signal
+
+    idle = float(os.environ.get("DUALTRACE_MCP_IDLE") or IDLE_SECONDS)
+    lock = open(path + ".lock", "w")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another warm server for this key is starting or running
+    import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
+
+    loaded = _loaded_files()
+    preloaded = False  # after the first fork: the session that started us waits for it
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    bound = os.stat(path).st_ino  # a later server may have replaced the file: not ours then
+    listener.listen(16)
+    listener.settimeout(1.0)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: set[int] = set()
+    last = time.monotonic()
+    log(state, f"warm server listening on {path} ({len(loaded)} files loaded)")
+    try:
+        while children or time.monotonic() - last < idle:
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                conn = None
+            for pid in list(children):
+                try:
+                    done, _status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    children.discard(pid)
+                    last = time.monotonic()
+            if conn is None:
+                if not preloaded:
+                    preloaded = _preload_checked(state)
+                    loaded = {**_loaded_files(), **loaded}  # keep what the start saw
+                continue
+            if not _same_user(conn):
+                conn.close()
+                continue
+            changed = _stale(loaded)
+            if changed:  # upgraded or edited: never serve old code; the client serves itself
+                log(state, f"warm server stopping: {changed} changed since it started")
+                conn.close()
+                break
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                lock.close()
+                _child(conn)  # never returns
+            conn.close()
+            children.add(pid)
+            last = time.monotonic()
+            if not preloaded:
+                preloaded = _preload_checked(state)
+                loaded = {**_loaded_files(), **loaded}  # keep what the start saw
+    finally:
+        try:
+            if os.stat(path).st_ino == bound:
+                os.unlink(path)
+        except OSError:
+            pass
+        listener.close()
+        log(state, "warm server exited")
+
+
+def _same_user(conn: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True  # the 0700 folder alone keeps others out
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+def _child(conn: socket.socket) -> None:
+    """One host session in a fork of the warm server; exits the process."""
+    import signal
+    import threading
+
+    code = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+        if len(fds) != 3 or len(msg) < _HEADER.size:
+            os._exit(1)
+        (size,) = _HEADER.unpack(msg[:_HEADER.size])
+        body = msg[_HEADER.size:]
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                os._exit(1)
+            body += chunk
+        header = json.loads(body.decode("utf-8", "surrogateescape"))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(header["cwd"])
+        os.environ.clear()
+        os.environ.update(header["env"])
+        os.umask(int(header["umask"]))
+        sys.argv = ["dualtrace", "mcp", *header["argv"]]
+        conn.sendall(READY)
+
+        def watch() -> None:
+            """The dualtrace mcp process is gone (the host stopped or killed it): stop
+            as a server of its own would on SIGINT, and surely within 5 s."""
+            try:
+                conn.recv(1)
+            except OSError:
+                pass
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+            os._exit(130)
+
+        threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
+        from dualtrace.mcp_server import main
+
+        code = main(list(header["argv"]))
+    except SystemExit as exc:  # argparse's usage errors, as in a process of its own
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - report through the status byte, never raise
+        import traceback
+
+        traceback.print_exc()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass
+    try:
+        conn.sendall(STATUS + bytes([code & 0xFF]))
+    except OSError:
+        pass
+    os._exit(code)
+
+
+def main(argv: list[str]) -> int:
+    """``dualtrace mcp ...`` as the host starts it."""
+    from dualtrace.paths import state_dir
+
+    state = state_dir()
+    if enabled(argv, state):
+        code = client(argv, state)
+        if code is not None:
+            return code
+    from dualtrace.mcp_server import main as serve_here
+
+    return serve_here(argv)
+
+
+__all__ = ["main", "client", "serve_forever", "socket_path", "key", "enabled"]
