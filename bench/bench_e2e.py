@@ -1,6 +1,6 @@
 """What dualtrace's hooks add to real Claude Code turns (issue 17).
 
-    python bench/bench_e2e.py [--turns 10] [--no-mcp] [--arms bare,floor,floor-bg,hooked]
+    python bench/bench_e2e.py [--turns 10] [--mcp] [--arms bare,floor,floor-bg,hooked]
 
 The real Claude Code (the pinned npm version, from the e2e cache; installed there on
 first use) runs ``claude -p`` turns against the local fake Messages API in one temp HOME
@@ -15,10 +15,13 @@ per arm:
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
 - ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
-- ``hooked-nowarm``: ``hooked`` with ``mcp_warm = false``: every ``dualtrace mcp`` Claude
-  Code starts imports the SDK itself instead of being forked by the warm server
-  (dualtrace/mcp_warm.py);
-- ``hooked-nomcp``: ``hooked`` installed with ``--no-mcp`` (the hooks without the server).
+- ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (opt-in since
+  session 3), whatever ``--mcp`` says for the other hooked arms;
+- ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
+  synchronous (the background wrapper taken off again) and the worker at nice 0;
+- ``hooked-nowarm``: ``hooked-mcp`` with ``mcp_warm = false``: every ``dualtrace mcp``
+  Claude Code starts imports the SDK itself instead of being forked by the warm server
+  (dualtrace/mcp_warm.py).
 
 One round runs one turn of every arm, in an order rotated every round, so machine noise
 hits all arms alike; each turn is the wall time of the ``claude -p`` process, which
@@ -26,6 +29,14 @@ includes the synchronous hooks. Reports per arm the median, the added millisecon
 against ``bare`` and the median of the per-round ratios to ``bare`` (target for
 ``hooked``: < 1.05), the load average before and after, and the hook durations Claude Code
 itself recorded. ``--resume`` makes turns 2..N resume each arm's first session.
+``--stream``: the interactive case, one long-lived Claude Code per arm (``claude -p
+--input-format stream-json``: one session, SessionStart and the MCP server start once),
+each round one more prompt to every arm; a turn is the time from writing the prompt to
+the ``result`` event (UserPromptSubmit and Stop run every turn), the start-up (first
+turn) is reported apart. ``--wheel``: the hooked and floor arms run a non-editable install
+as a person gets one (pipx, uv tool): a wheel built from this tree in a fresh virtualenv
+(dependencies from this one through a plain path entry), instead of the editable dev
+install, whose import finder costs every Python start ~10 ms (more under load).
 
 Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 """
@@ -44,12 +55,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dualtrace.hooks.install import in_background  # noqa: E402
 from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
-ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-nowarm", "hooked-nomcp")
-BACKGROUND = "exec 3<&0; {} <&3 3<&- >/dev/null 2>&1 &"  # as hooks/install.py writes it
+ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp",
+        "hooked-sync", "hooked-nowarm")
+BACKGROUND = in_background("{}")  # the entry install writes for Stop / SessionEnd
 
 PROMPTS = [
     "We decided to use PostgreSQL, not MySQL, for the billing service, because billing "
@@ -66,6 +79,34 @@ PROMPTS = [
     "Why does billing need row-level locking?",
     "Thanks, that is all for today.",
 ]
+
+
+class Stream:
+    """One long-lived ``claude -p --input-format stream-json`` session (interactive-like)."""
+
+    def __init__(self, exe: Path, box: Sandbox) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [str(exe), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+             "--verbose"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=box.env, cwd=box.project, text=True, bufsize=1)
+
+    def turn(self, prompt: str) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        started = time.perf_counter()
+        self.proc.stdin.write(json.dumps({"type": "user", "message": {
+            "role": "user", "content": prompt}}) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith("{") and json.loads(line).get("type") == "result":
+                return time.perf_counter() - started
+        raise AssertionError("claude ended before answering")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def turn(claude: Claude, prompt: str, resume: str | None) -> tuple[float, str]:
@@ -95,9 +136,9 @@ def host_hook_durations(projects: Path) -> dict[str, list[int]]:
     return found
 
 
-def empty_hooks(box: Sandbox, background: bool) -> None:
+def empty_hooks(box: Sandbox, background: bool, interpreter: str) -> None:
     """Four ``python -c pass`` hooks in the arm's user settings."""
-    python = f"{sys.executable} -c pass"
+    python = f"{interpreter} -c pass"
     hooks = {}
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         line = BACKGROUND.format(python) if background and event in ("Stop", "SessionEnd") \
@@ -106,6 +147,28 @@ def empty_hooks(box: Sandbox, background: bool) -> None:
     path = box.home / ".claude" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"hooks": hooks}, indent=2))
+
+
+def user_install(tmp: Path) -> Path:
+    """A fresh virtualenv with dualtrace installed from a wheel of this tree; returns its
+    python. Dependencies come from this virtualenv's site-packages by a path line (no
+    import line: the dev install's editable finder is not loaded)."""
+    import subprocess
+    import sysconfig
+
+    venv, wheels = tmp / "user-venv", tmp / "wheels"
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                    str(ROOT)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                    str(next(wheels.glob("dualtrace-*.whl")))], check=True)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], check=True, capture_output=True, text=True)
+    (Path(site.stdout.strip()) / "dualtrace-bench-deps.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n")
+    return python
 
 
 def stop_warm_servers(tmp: Path) -> None:
@@ -122,6 +185,20 @@ def stop_warm_servers(tmp: Path) -> None:
             pass
 
 
+def synchronous(box: Sandbox) -> None:
+    """Every installed hook entry back in the foreground (as before issue 17.4)."""
+    path = box.home / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    prefix, suffix = BACKGROUND.split("{}")
+    for groups in data["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                line = handler["command"]
+                if line.startswith(prefix) and line.endswith(suffix):
+                    handler["command"] = line[len(prefix):-len(suffix)]
+    path.write_text(json.dumps(data, indent=2))
+
+
 def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -130,14 +207,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--wheel", action="store_true",
+                        help="hooked and floor arms on a non-editable install (as pipx/uv)")
+    parser.add_argument("--stream", action="store_true",
+                        help="one long-lived session per arm (the interactive case)")
     parser.add_argument("--arms", default="bare,floor,floor-bg,hooked",
                         help=f"comma-separated, from {', '.join(ARMS)}; bare is always run")
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="the fake model waits this long before each reply (a real "
                              "model's latency; 0 = instant, the worst case for the ratio)")
+    parser.add_argument("--mcp", action="store_true",
+                        help="the hooked arms install with the MCP server (`install --mcp`)")
     parser.add_argument("--no-mcp", action="store_true",
-                        help="install without the MCP server (`install --no-mcp`): the "
-                             "hooks' cost alone, without Claude Code starting `dualtrace mcp`")
+                        help="no effect (the hooked arms install without the MCP server "
+                             "unless --mcp; kept for the commands in docs/BENCHMARKS.md)")
     args = parser.parse_args()
     arms = ["bare"] + [a for a in args.arms.split(",") if a and a != "bare"]
     unknown = set(arms) - set(ARMS)
@@ -155,18 +238,21 @@ def main() -> int:
             return answer(body)
 
         api.default = slow if args.model_ms else answer
+        python = user_install(Path(tmp)) if args.wheel else Path(sys.executable)
         boxes: dict[str, Sandbox] = {}
         for arm in arms:
             box = boxes[arm] = Sandbox.create(Path(tmp) / arm)
             if arm.startswith("floor"):
-                empty_hooks(box, background=arm == "floor-bg")
+                empty_hooks(box, background=arm == "floor-bg", interpreter=str(python))
             elif arm.startswith("hooked"):
-                if arm == "hooked-nice0":
+                if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
-                no_mcp = args.no_mcp or arm == "hooked-nomcp"
-                install = box.dualtrace("install", "--agent", "claude-code",
-                                        *(["--no-mcp"] if no_mcp else []))
+                mcp = args.mcp or arm in ("hooked-mcp", "hooked-nowarm")
+                install = box.run(python.parent / "dualtrace", "install", "--agent",
+                                  "claude-code", "--mcp" if mcp else "--no-mcp")
                 assert "SessionEnd" in install.stdout, install.stdout
+                if arm == "hooked-sync":
+                    synchronous(box)
                 if arm == "hooked-nowarm":
                     box.state.mkdir(parents=True, exist_ok=True)
                     (box.state / "config.toml").write_text("mcp_warm = false\n")
@@ -177,17 +263,29 @@ def main() -> int:
         for box in boxes.values():
             box.wait_idle()
         times: dict[str, list[float]] = {arm: [] for arm in arms}
+        starts: dict[str, float] = {}
         sessions: dict[str, str | None] = {arm: None for arm in arms}
-        for i in range(args.turns):
+        streams = {arm: Stream(exe, boxes[arm]) for arm in arms} if args.stream else {}
+        for i in range(args.turns + (1 if args.stream else 0)):
             prompt = PROMPTS[i % len(PROMPTS)]
             order = arms[i % len(arms):] + arms[:i % len(arms)]
             for arm in order:
+                if args.stream:
+                    seconds = streams[arm].turn(prompt)
+                    if i == 0:
+                        starts[arm] = seconds
+                    else:
+                        times[arm].append(seconds)
+                    continue
                 seconds, sid = turn(claudes[arm], prompt,
                                     sessions[arm] if args.resume else None)
                 times[arm].append(seconds)
                 if args.resume and sessions[arm] is None:
                     sessions[arm] = sid
+        for stream in streams.values():
+            stream.close()
         load_after = load()
+        stop_warm_servers(Path(tmp))
         summary = {}
         for arm, box in boxes.items():
             box.wait_idle(timeout=180)
@@ -196,11 +294,13 @@ def main() -> int:
                 summary[arm] = (len(runs), sum(1 for r in runs if r.get("commit")),
                                 sum(1 for r in runs if r.get("error")), len(box.memory_dirs()),
                                 host_hook_durations(box.home / ".claude" / "projects"))
-        stop_warm_servers(Path(tmp))
-    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds"
-          f"{' (one resumed session per arm)' if args.resume else ' (a new session each)'}, "
+    kind = (" (one long-lived stream-json session per arm)" if args.stream else
+            " (one resumed session per arm)" if args.resume else " (a new session each)")
+    print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds{kind}, "
           f"fake model latency {args.model_ms:.0f} ms, "
-          f"{'hooks only (--no-mcp)' if args.no_mcp else 'hooks + MCP server'}, "
+          f"{'hooks + MCP server (--mcp)' if args.mcp else 'hooks only'} in the "
+          f"hooked arms but hooked-mcp, "
+          f"{'non-editable install (--wheel)' if args.wheel else 'editable dev install'}, "
           f"{os.cpu_count()} cores, load average {load_before:.1f} before, "
           f"{load_after:.1f} after the turns")
     base = times["bare"]
@@ -215,6 +315,9 @@ def main() -> int:
             line += (f"  added {(med - med_b) * 1000:+5.0f} ms, median per-round ratio "
                      f"{statistics.median(ratios):.3f}")
         print(line)
+    if starts:
+        print("  session start (first turn): " + ", ".join(
+            f"{arm} {sec * 1000:.0f} ms" for arm, sec in starts.items()))
     print("  target for hooked: ratio < 1.05")
     for arm, (n, commits, errors, dirs, hook_ms) in summary.items():
         print(f"  {arm}: worker {n} encode runs, {commits} with a commit, {errors} errors, "

@@ -705,16 +705,18 @@ _scope_option = click.option("--scope", default="user", show_default=True,
               type=click.Choice(["auto", "offline", "anthropic", "claude"]),
               help="Encoder the hooks use, saved in dualtrace's user config "
                    "(default: keep it; auto and offline send nothing to a model).")
-@click.option("--mcp/--no-mcp", "mcp", default=True, show_default=True,
+@click.option("--mcp/--no-mcp", "mcp", default=False, show_default=True,
               help="Also register `dualtrace mcp` (the agent's memory tools) with a host that "
-                   "supports MCP (Claude Code, Codex).")
+                   "supports MCP (Claude Code, Codex). Off by default: the host starts the "
+                   "server for every session and waits for it, seconds of every headless "
+                   "`claude -p` run (docs/BENCHMARKS.md); recall works without it.")
 @click.option("--allow-recall", is_flag=True,
               help="Claude Code: let the agent run `dualtrace recall` without a permission "
                    "prompt (adds a Bash permission rule).")
 def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: bool,
             allow_recall: bool) -> None:
-    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and
-    register its MCP server."""
+    """Add dualtrace's hooks to the agent's settings file (idempotent, with a backup) and,
+    with --mcp, register its MCP server."""
     import os
 
     from dualtrace.encoder.backends import disclosure
@@ -808,9 +810,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        # A wrong flag or a missing argument is bad input like any other: one line and
+        # exit 1, with the command's --help named instead of click's usage block.
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message().rstrip('.')}{hint}", err=True)
+        sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"Error: {exc.format_message()}", err=True)
+        sys.exit(1)
     except DualtraceError as exc:
         # An expected error (bad input, a missing directory, a git state to fix) is the
         # user's to act on: one line, no report. errors.log keeps internal errors only.

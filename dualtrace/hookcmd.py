@@ -213,7 +213,7 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
             folder = os.path.dirname(transcript)
             queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
                         kind="sweep", transcript=transcript, cwd=info.get("cwd"),
-                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
+                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT, durable=False)
             ensure_worker(state)
         elif queue.list_jobs(state):
             ensure_worker(state)
@@ -306,17 +306,31 @@ def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str
             # recall this hook does not pay for) before it exits: make sure one runs.
             ensure_worker(state)
         return registry.get(host).context_output(event, text) if text else None
-    from dualtrace import config  # lazy: the Stop path never loads it
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str):
+        return None
+    # The memory dir and settings as the stored SessionStart entry resolved them, while
+    # their sources are unchanged: no dualtrace.config import or settings parse per prompt.
+    key, cwd, _ = _start_key(host, info)
+    known = startctx.prompt_settings(state, key, cwd)
+    settings: object
+    if known is not None:
+        from types import SimpleNamespace
+
+        memory_dir, values = known
+        root, settings = memory_dir, SimpleNamespace(**values)
+    else:
+        from dualtrace import config  # lazy: the Stop path never loads it
+
+        ws = config.workspace(info.get("cwd") or None)
+        if config.is_disabled(ws.settings) or not ws.memory_dir.is_dir():
+            return None  # never create a memory dir from a hook
+        root, settings = str(ws.memory_dir), ws.settings
     from dualtrace.memfs import inject
 
-    ws = config.workspace(info.get("cwd") or None)
-    if config.is_disabled(ws.settings) or not ws.memory_dir.is_dir():
-        return None  # never create a memory dir from a hook
     # Recalled State A/B memories for the prompt. Recall needs only the directory,
     # not the store (whose imports cost ~30 ms before every prompt).
-    prompt = payload.get("prompt")
-    text = inject.prompt_context(ws.memory_dir, prompt, ws.settings) \
-        if isinstance(prompt, str) else None
+    text = inject.prompt_context(root, prompt, settings)
     return registry.get(host).context_output(event, text) if text else None
 
 

@@ -65,13 +65,14 @@ def job_path(state: str, jid: str) -> str:
 
 # --------------------------------------------------------------------------- io
 
-def atomic_write_json(path: str, data: dict) -> None:
+def atomic_write_json(path: str, data: dict, fsync: bool = True) -> None:
     """Write ``data`` so readers see the old or the new file, never a partial one.
 
-    The file is flushed; the folder is not (a rename lost to a power cut leaves the
-    old job, which only re-runs): one fsync per hook, not two.
+    ``fsync``: the file is flushed before the rename (off for a request that is cheap
+    to lose); the folder is not (a rename lost to a power cut leaves the old job, which
+    only re-runs): one fsync per hook, not two.
     """
-    atomic.write_json(path, data, fsync_dir=False, sort_keys=True)
+    atomic.write_json(path, data, fsync=fsync, fsync_dir=False, sort_keys=True)
 
 
 def read_json(path: str) -> dict | None:
@@ -199,14 +200,17 @@ def new_job(jid: str, host: str, session_id: str, now: float) -> dict:
 def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool,
           kind: str = "session", transcript: str | None = None, cwd: str | None = None,
           agent_id: str | None = None, memory_dir: str | None = None,
-          now: float | None = None, lock_wait: float | None = None) -> dict:
+          now: float | None = None, lock_wait: float | None = None,
+          durable: bool = True) -> dict:
     """Create or refresh the job for one session (the hook's only write).
 
     ``lock_wait``: seconds the caller may wait for the queue lock (the hook: ~0.1 s);
     past that the touch is written to ``queue/incoming/`` instead (a file of its own,
     no lock needed) and folded into the job by the next ``fold_incoming`` (the worker
     before each scan, or the next touch). Returns the job, or for a deferred touch the
-    request with ``"deferred": True``. None: wait as long as it takes.
+    request with ``"deferred": True``. None: wait as long as it takes. ``durable=False``:
+    no fsync (a request that is cheap to lose, e.g. the SessionStart sweep: the next
+    session start asks again; the fsync cost that hook ~10 ms of its wait).
     """
     now = time.time() if now is None else now
     ensure_dirs(state)
@@ -220,7 +224,7 @@ def touch(state: str, *, host: str, session_id: str, event: str, immediate: bool
         return defer(state, request)
     try:
         fold_incoming(state)
-        return _apply(state, request)
+        return _apply(state, request, fsync=durable)
     finally:
         lock.release()
 
@@ -265,7 +269,7 @@ def has_incoming(state: str) -> bool:
         return False
 
 
-def _apply(state: str, request: dict) -> dict:
+def _apply(state: str, request: dict, fsync: bool = True) -> dict:
     """The read-modify-write of one touch; the caller holds the queue lock."""
     host, session_id, kind = request["host"], str(request["session_id"]), \
         request.get("kind") or "session"
@@ -275,6 +279,8 @@ def _apply(state: str, request: dict) -> dict:
     job = read_json(path)
     if job is None or job.get("_corrupt"):
         job = new_job(jid, host, session_id, now)
+    elif _covered(job, request):
+        return job
     job["kind"] = kind
     for key in ("transcript", "cwd", "agent_id", "memory_dir"):
         if request.get(key):
@@ -287,8 +293,24 @@ def _apply(state: str, request: dict) -> dict:
     event = str(request.get("event") or "?")
     events[event] = int(events.get(event, 0)) + 1
     job["events"] = events
-    atomic_write_json(path, job)
+    atomic_write_json(path, job, fsync=fsync)
     return job
+
+
+def _covered(job: dict, request: dict) -> bool:
+    """A debounced touch (Stop) for a job whose encode is running and whose transcript
+    has not changed since that run began: the run reads all of it, so the touch brings
+    nothing to re-run. (Stop and SessionEnd of one turn run concurrently in the host
+    shell's background; a Stop landing during SessionEnd's encode used to leave a
+    debounced re-run behind, and a worker waiting for it.)"""
+    if job.get("status") != RUNNING or request.get("immediate"):
+        return False
+    transcript = request.get("transcript") or job.get("transcript")
+    try:
+        started = float(job.get("started_at") or 0.0)
+        return bool(transcript) and os.stat(str(transcript)).st_mtime < started
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def remove(state: str, jid: str) -> bool:

@@ -123,9 +123,13 @@ def signature(cwd: str, memory_dir: str, user_memory: str | None,
     memory, own = _tree(memory_dir), _tree(user_memory)
     if memory is None or (user_memory and own is None and os.path.isdir(user_memory)):
         return None
-    levels = [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
-              for p in _ancestors(cwd)]
-    return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files], levels]
+    return [memory_dir, memory, user_memory, own, files, [_stat(f) for f in files],
+            _levels(cwd)]
+
+
+def _levels(cwd: str) -> list:
+    return [[_stat(os.path.join(p, "dualtrace.toml")), _git_mark(os.path.join(p, ".git"))]
+            for p in _ancestors(cwd)]
 
 
 def read(state: str, key: str, cwd: str) -> str | None:
@@ -141,6 +145,29 @@ def read(state: str, key: str, cwd: str) -> str | None:
         return None
     text = entry.get("text")
     return text if now is not None and now == sig and isinstance(text, str) else None
+
+
+def prompt_settings(state: str, key: str, cwd: str) -> tuple[str, dict] | None:
+    """For the prompt hook: the memory dir and the prompt settings the stored entry was
+    built with, while what they were resolved from is unchanged (the settings files and
+    the levels above the cwd, the key's environment); the memory tree may have changed
+    (recall's index follows it). None: resolve them (dualtrace.config, ~30 ms of the
+    hook's wait under load)."""
+    try:
+        with open(cache_path(state, key), encoding="utf-8") as fh:
+            entry = json.load(fh)
+        if entry.get("cwd") != cwd:
+            return None
+        sig, values = entry["signature"], entry["prompt"]
+        if [_stat(f) for f in sig[4]] != sig[5] or _levels(cwd) != sig[6]:
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    memory_dir = sig[0]
+    if not isinstance(memory_dir, str) or not isinstance(values, dict) \
+            or not os.path.isdir(memory_dir):
+        return None
+    return memory_dir, values
 
 
 def write(state: str, key: str, entry: dict) -> None:
@@ -171,21 +198,26 @@ def entries(state: str) -> list[tuple[str, dict]]:
 # ------------------------------------------------------------------ building (not on the hit path)
 
 def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None = None,
-          *, related: bool = False) -> tuple[str | None, list | None]:
+          *, related: bool = False,
+          for_agent: bool = True) -> tuple[str | None, list | None, dict]:
     """The SessionStart text for ``cwd`` as the hook shows it (None: nothing to show),
-    and the signature to store it under (None: do not store it). ``related``: with the
-    memories recalled for the last session's request (the worker's build)."""
+    the signature to store it under (None: do not store it), and the settings the prompt
+    hook needs (``prompt_settings``). ``related``: with the memories recalled for the
+    last session's request (the worker's build). ``for_agent``: the text is printed to an
+    agent now; only then are open conflicts marked shown (a worker's rebuild that nobody
+    reads must not use up their one showing)."""
     from dualtrace import config
     from dualtrace.memfs import inject
 
     ws = config.workspace(cwd or None, memory_dir=memory_dir)
     if config.is_disabled(ws.settings):
-        return None, None
+        return None, None, {}
+    prompt = {"prompt_chars": ws.settings.prompt_chars, "stale_days": ws.settings.stale_days}
     user_memory = config.user_memory_dir(ws.settings)
     if not ws.memory_dir.is_dir():
         # Nothing stored for this project yet (never create a memory dir from a hook);
         # the person's own preferences still follow them into it.
-        return inject.own_preferences_context(user_memory, ws.settings), None
+        return inject.own_preferences_context(user_memory, ws.settings), None, prompt
     from dualtrace.hooks.mcp_registration import REGISTRY, available
     from dualtrace.memfs.conflicts import FILE as CONFLICTS
     from dualtrace.memfs.conflicts import open_conflicts
@@ -202,22 +234,23 @@ def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None 
         sig = None  # showing them marks them shown: only the full path does that
     text = inject.session_start_context(
         store, ws.settings, mcp_tools=available(host, ws.root), user_memory=user_memory,
-        command=command, related=related)
-    return text, sig
+        command=command, related=related, mark_shown=for_agent)
+    return text, sig, prompt
 
 
 def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
                     memory_dir: str | None = None, *,
-                    related: bool = False) -> tuple[str | None, bool]:
+                    related: bool = False, for_agent: bool = True) -> tuple[str | None, bool]:
     """(the text, whether the stored text waits for the worker's related memories)."""
-    text, sig = build(state, host, cwd, command, memory_dir, related=related)
+    text, sig, prompt = build(state, host, cwd, command, memory_dir, related=related,
+                              for_agent=for_agent)
     pending = False
     if text is not None and sig is not None:
         # Without session records there is nothing to relate: complete as it is.
         pending = not related and _has_records(sig[0])
         write(state, key, {"cwd": cwd, "host": host, "command": command,
                            "memory_dir": sig[0], "signature": sig, "text": text,
-                           "related": not pending})
+                           "related": not pending, "prompt": prompt})
     return text, pending
 
 
@@ -242,7 +275,8 @@ def refresh(state: str, memory_dir: str | None = None) -> int:
             continue
         try:
             build_and_store(state, key, str(entry["host"]), str(entry["cwd"]),
-                            str(entry["command"]), str(entry["memory_dir"]), related=True)
+                            str(entry["command"]), str(entry["memory_dir"]), related=True,
+                            for_agent=False)
             done += 1
         except (KeyError, OSError):
             continue

@@ -215,9 +215,12 @@ def _created(path: Path, value: bool | None = None) -> bool:
 
 def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = False,
             cwd: str | os.PathLike[str] | None = None, command: str | None = None,
-            mcp: bool = True, allow_recall: bool = False) -> list[str]:
-    """Merge our hooks into the settings file and, for a host that speaks MCP, register
-    ``dualtrace mcp`` in the same scope; return human lines describing it.
+            mcp: bool = False, allow_recall: bool = False) -> list[str]:
+    """Merge our hooks into the settings file and, with ``mcp`` and a host that speaks
+    MCP, register ``dualtrace mcp`` in the same scope; return human lines describing it.
+    MCP is opt-in: Claude Code starts the server for every session and waits for it
+    (~2.9 s of every `claude -p` run measured, docs/BENCHMARKS.md), while the hooks
+    inject memory and the SessionStart text teaches `dualtrace recall` without it.
 
     Project scope is committed and shared, so its hooks run the bare ``dualtrace`` each
     teammate has on their PATH instead of this machine's absolute path.
@@ -231,11 +234,14 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
                      "in a clone of dualtrace)")
     lines += _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command,
                             allow_recall=allow_recall)
-    if mcp:
-        from dualtrace.hooks import mcp_registration
+    from dualtrace.hooks import mcp_registration
 
+    if mcp:
         lines += mcp_registration.register(agent, scope, config.project_root(cwd),
                                            dry_run=dry_run)
+    elif mcp_registration.supports(agent):
+        lines.append("MCP server not registered (opt-in: `dualtrace install --mcp` adds "
+                     "the memory tools; the host then starts it with every session)")
     return lines
 
 

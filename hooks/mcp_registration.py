@@ -236,6 +236,11 @@ def unregister_codex(scope: str, root: Path, *, dry_run: bool = False) -> list[s
 SUPPORTED = ("claude-code", "codex")  # Letta Code has no MCP client config to register in
 
 
+def supports(agent: str) -> bool:
+    """Whether ``register`` knows where this host keeps its MCP servers."""
+    return agent in ("claude-code", "codex")
+
+
 def register(agent: str, scope: str, root: Path, *, dry_run: bool = False) -> list[str]:
     if agent == "claude-code":
         return register_claude(scope, root, dry_run=dry_run)

@@ -19,10 +19,17 @@ from dualtrace.errors import DualtraceError, FormatError, PathError
 from dualtrace.memfs import formats
 from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined, walk_md
 from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
+from dualtrace.memfs.types import MEMORY_TYPES
 
 log = logging.getLogger(__name__)
 
 STATE_FOLDER = ".dualtrace"
+# What a memory directory may hold before dualtrace has touched it (see
+# MemoryStore._refuse_foreign_directory): the type folders and their old spellings, the
+# moment, bullet, record and archive folders, and git's own files.
+_MEMORY_DIR_ENTRIES = frozenset(
+    [t.folder for t in MEMORY_TYPES] + [a for t in MEMORY_TYPES for a in t.aliases]
+    + ["scenes", "system", "sessions", "archive", ".git", ".gitignore", ".gitattributes"])
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ class MemoryStore:
         return self.root / STATE_FOLDER
 
     def ensure(self) -> None:
+        self._refuse_foreign_directory()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.state_path.mkdir(exist_ok=True)
@@ -73,6 +81,30 @@ class MemoryStore:
             raise self._not_writable(exc) from None
         with self.lock():
             _ = self.git  # initialises the repository on first use
+
+    def _refuse_foreign_directory(self) -> None:
+        """A --memory-dir that points at someone's code or papers must never be
+        git-initialised or committed into. A folder is taken as a memory directory when
+        it is new or empty, has our state folder, is a clone of one (its .gitignore lists
+        the state folder), or holds nothing but memory folders."""
+        if not self.root.is_dir() or (self.root / STATE_FOLDER).is_dir():
+            return
+        try:
+            ignore = (self.root / ".gitignore").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            ignore = ""
+        if f"{STATE_FOLDER}/" in ignore.split():
+            return
+        try:
+            names = sorted(p.name for p in self.root.iterdir())
+        except OSError as exc:
+            raise self._not_writable(exc) from None
+        foreign = [n for n in names if n not in _MEMORY_DIR_ENTRIES]
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise DualtraceError(
+                f"{self.root} is not a dualtrace memory directory (it holds {shown}); "
+                "nothing was changed: choose a new or empty folder for --memory-dir")
 
     @cached_property
     def git(self):

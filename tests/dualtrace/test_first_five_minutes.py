@@ -384,3 +384,13 @@ def test_an_immutable_memory_dir_gives_the_usual_not_writable_error(tmp_path):
     assert proc.stderr.startswith(f"Error: memory directory {memdir.resolve()} is not writable")
     assert "internal error" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (memdir / "decisions").exists()
+
+
+@pytest.mark.parametrize("args", [("encode", "--bogus"), ("encode",), ("bogus-cmd",),
+                                  ("log", "-n", "abc"), ("install", "--agent", "bogus")])
+def test_a_wrong_flag_or_argument_is_one_error_line_and_exit_1(tmp_path, args):
+    proc = run(*args, cwd=tmp_path, ok=False)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
+    assert "--help')" in lines[0] and not list(tmp_path.iterdir())  # nothing was created

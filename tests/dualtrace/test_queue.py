@@ -103,3 +103,21 @@ def test_status_summary_and_lines(state_dir):
     assert summary["counts"]["parked"] == 1 and summary["worker"]["running"] is False
     lines = "\n".join(queue.format_status(summary))
     assert "1 failed" in lines and "model unreachable" in lines and "1 ops" in lines
+
+
+def test_a_stop_during_the_encode_it_is_covered_by_does_not_requeue(state_dir, tmp_path):
+    """Stop and SessionEnd of one turn now run concurrently (background hook entries): a
+    Stop that lands while SessionEnd's encode runs, for a transcript unchanged since that
+    run began, leaves no debounced re-run behind; one for newer content still does."""
+    state = str(state_dir)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    args = dict(host="claude-code", session_id="s1", transcript=str(transcript))
+    job = queue.touch(state, event="session-end", immediate=True, **args)
+    started = job["dirty_at"] + 5.0
+    job.update(status=queue.RUNNING, started_at=started, immediate=False)
+    queue.atomic_write_json(queue.job_path(state, job["id"]), job)
+    os.utime(transcript, (started - 1.0, started - 1.0))  # written before the run began
+    assert queue.touch(state, event="stop", immediate=False, **args)["rev"] == job["rev"]
+    os.utime(transcript, (started + 1.0, started + 1.0))  # a new turn during the run
+    assert queue.touch(state, event="stop", immediate=False, **args)["rev"] == job["rev"] + 1

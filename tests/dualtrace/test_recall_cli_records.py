@@ -55,7 +55,8 @@ def test_type_session_answers_from_records_only(three_sessions):
     curated = cli(three_sessions, "recall", "--type", "decision", question)
     assert "decisions/" in curated.stdout and "Session record" not in curated.stdout
     bad = cli(three_sessions, "recall", "--type", "sessions", question)
-    assert bad.returncode == 2 and "'sessions' is not one of" in bad.stderr
+    assert bad.returncode == 1 and "'sessions' is not one of" in bad.stderr
+    assert bad.stderr.startswith("Error: ") and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_how_many_sessions_lists_every_session_on_the_topic_oldest_first(three_sessions):

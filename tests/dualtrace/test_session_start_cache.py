@@ -66,6 +66,9 @@ def test_any_change_to_what_it_was_built_from_rebuilds_it(hook_env, state_dir, t
     memory = Path(hook_env["DUALTRACE_MEMORY_DIR"])
     _encode(hook_env, EXAMPLES / "pilot-1a-preference.jsonl")
     first, _ = _start(hook_env, project)
+    # The worker that hook may start rebuilds the stored text with related memories; let
+    # it finish first, or its rebuild after the edit below is what the next hook prints.
+    wait_drained(state_dir)
     # A person edits a pinned file by hand, without a commit (saved as editors do:
     # a new file renamed over the old one).
     human = memory / "system" / "human.md"
@@ -131,3 +134,63 @@ def test_signature_sees_renames_deletes_and_new_files(tmp_path):
     assert repo != plain
     (tmp_path / ".git" / "index").write_text("i")
     assert startctx.signature(cwd, str(root), None, []) == repo
+
+
+def test_a_worker_rebuild_never_uses_up_a_conflicts_one_showing(hook_env, state_dir,
+                                                                 tmp_path):
+    project = _project(tmp_path)
+    memory = Path(hook_env["DUALTRACE_MEMORY_DIR"])
+    _encode(hook_env, EXAMPLES / "pilot-5-session-storage.jsonl")
+    _start(hook_env, project)  # stores a text for this project
+    wait_drained(state_dir)  # the worker a hook may start for it has finished
+    store = MemoryStore(memory, project="proj", create=False)
+    record_conflict(store, "decisions/a.md", "decisions/b.md", "s9", "2026-11-02")
+    # The worker's rebuild of every stored text (what it runs after a commit), in a
+    # process of its own like the worker: nobody reads what it builds.
+    rebuild = subprocess.run(
+        [PY, "-c", "import sys; from dualtrace import startctx; "
+                   "startctx.refresh(sys.argv[1]); startctx.refresh(sys.argv[1], sys.argv[2])",
+         str(state_dir), str(memory.resolve())],
+        capture_output=True, text=True, env=hook_env, timeout=120)
+    assert rebuild.returncode == 0, rebuild.stderr
+    shown, _ = _start(hook_env, project)
+    assert "Open conflicts" in shown  # the agent still gets to see it, once
+    after, _ = _start(hook_env, project)
+    assert "Open conflicts" not in after
+
+
+def _prompt(env: dict, cwd: Path, prompt: str) -> tuple[str, set[str]]:
+    """One real UserPromptSubmit hook: the injected text and the modules it imported."""
+    payload = claude_payload("UserPromptSubmit", "s-start", cwd / "s-start.jsonl", str(cwd),
+                             prompt=prompt)
+    script = Path(sys.executable).parent / "dualtrace"
+    proc = subprocess.run([PY, "-X", "importtime", str(script), "hook", "prompt"],
+                          input=json.dumps(payload).encode(), capture_output=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+               if line.startswith("import time:")}
+    out = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] \
+        if proc.stdout else ""
+    return out, modules
+
+
+def test_the_prompt_hook_reuses_the_stored_settings(hook_env, state_dir, tmp_path):
+    """After a SessionStart stored its entry, a prompt is answered from the memory dir and
+    settings that entry resolved (no dualtrace.config import); a settings change sends it
+    back through dualtrace.config, which sees the change."""
+    project = _project(tmp_path)
+    _encode(hook_env, EXAMPLES / "pilot-5-session-storage.jsonl")
+    question = "Why did we move session storage from Redis to Postgres?"
+    cold, modules = _prompt(hook_env, project, question)  # no entry yet: full path
+    assert "Redis" in cold and "dualtrace.config" in modules
+    _start(hook_env, project)
+    warm, modules = _prompt(hook_env, project, question)
+    assert warm == cold and "dualtrace.config" not in modules
+    assert _prompt(hook_env, project, "How do I center a div with CSS grid?")[0] == ""
+    # A project setting appears: resolved again, and obeyed.
+    (project / "dualtrace.toml").write_text("prompt_chars = 300\n")
+    short, modules = _prompt(hook_env, project, question)
+    assert "dualtrace.config" in modules and 0 < len(short) <= 300 < len(warm)
+    (project / "dualtrace.toml").write_text("enabled = false\n")
+    assert _prompt(hook_env, project, question)[0] == ""

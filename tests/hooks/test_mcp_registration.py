@@ -134,13 +134,13 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_install_registers_the_server_and_uninstall_removes_it(root):
-    proc = _cli("install", "--agent", "claude-code", "--scope", "user", cwd=root)
+    proc = _cli("install", "--agent", "claude-code", "--scope", "user", "--mcp", cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert "added MCP server dualtrace" in proc.stdout
     claude_json = json.loads((_home() / ".claude.json").read_text())
     assert "dualtrace" in claude_json["mcpServers"]
     assert "Stop" in json.loads((_home() / ".claude" / "settings.json").read_text())["hooks"]
-    proc = _cli("install", "--agent", "codex", "--scope", "user", cwd=root)
+    proc = _cli("install", "--agent", "codex", "--scope", "user", "--mcp", cwd=root)
     assert proc.returncode == 0, proc.stderr
     toml = tomllib.loads((_home() / ".codex" / "config.toml").read_text())
     assert toml["mcp_servers"]["dualtrace"]["args"][-1] == "mcp"
@@ -151,10 +151,15 @@ def test_install_registers_the_server_and_uninstall_removes_it(root):
     assert not (_home() / ".codex" / "config.toml").exists()  # install had created it
 
 
-def test_no_mcp_leaves_mcp_config_alone(root):
-    proc = _cli("install", "--agent", "claude-code", "--scope", "project", "--no-mcp", cwd=root)
+@pytest.mark.parametrize("flag", [(), ("--no-mcp",)])
+def test_no_mcp_leaves_mcp_config_alone(root, flag):
+    """MCP is opt-in (issue 17.4: Claude Code waits for the server in every session)."""
+    proc = _cli("install", "--agent", "claude-code", "--scope", "project", *flag, cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert (root / ".claude" / "settings.json").exists() and not (root / ".mcp.json").exists()
+    assert "MCP server not registered (opt-in: `dualtrace install --mcp`" in proc.stdout
+    assert not json.loads((_home() / ".claude.json").read_text() if (
+        _home() / ".claude.json").exists() else "{}").get("mcpServers")
 
 
 def test_session_start_says_the_tools_are_there_only_when_registered(hook_env, tmp_path, root):

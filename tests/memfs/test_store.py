@@ -328,3 +328,55 @@ def test_a_persons_staged_changes_stay_out_of_our_commits(memdir):
         store.commit([f"decisions/{anchor}.md"], msg(anchor))
         assert set(git.Repo(memdir).head.commit.stats.files) == {f"decisions/{anchor}.md"}
     assert "notes.txt" in git.Repo(memdir).untracked_files
+
+
+# ---------------------------------------------------------------- someone else's folder
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_code_repository_is_never_taken_over(tmp_path):
+    code = tmp_path / "userrepo"
+    code.mkdir()
+    repo = git.Repo.init(code)
+    (code / "main.py").write_text("print('mine')\n")
+    repo.index.add(["main.py"])
+    repo.index.commit("my work")
+    (code / "main.py").write_text("print('uncommitted')\n")
+    before = _tree(code)
+    with pytest.raises(DualtraceError, match="is not a dualtrace memory directory .*main.py"):
+        MemoryStore(code)
+    assert _tree(code) == before  # no commit, no .gitignore, no state folder
+    assert [c.message for c in repo.iter_commits()] == ["my work"]
+
+
+def test_a_plain_folder_with_files_is_not_git_initialised(tmp_path):
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "README.txt").write_text("notes\n")
+    with pytest.raises(DualtraceError, match="README.txt"):
+        MemoryStore(papers)
+    assert sorted(p.name for p in papers.iterdir()) == ["README.txt"]
+
+
+def test_new_empty_cloned_and_hand_made_memory_dirs_open(tmp_path):
+    MemoryStore(tmp_path / "new")
+    (tmp_path / "empty").mkdir()
+    MemoryStore(tmp_path / "empty")
+    made = tmp_path / "made"
+    (made / "decisions").mkdir(parents=True)
+    (made / "decisions" / "alpha.md").write_text("---\ndescription: alpha\n---\n")
+    MemoryStore(made)
+    source = MemoryStore(tmp_path / "source")
+    source.write(fact("alpha"))
+    source.commit(["decisions/alpha.md"], msg("alpha"))
+    (source.root / "README.md").write_text("our team memory\n")  # a pushed repo grows files
+    source_repo = git.Repo(source.root)
+    source_repo.index.add(["README.md"])
+    source_repo.index.commit("readme")
+    clone = tmp_path / "clone"
+    git.Repo.clone_from(source.root, clone)
+    assert (clone / "README.md").exists() and not (clone / ".dualtrace").exists()
+    assert MemoryStore(clone).scan().facts()[0].description == "about alpha"
