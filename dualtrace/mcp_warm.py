@@ -72,11 +72,10 @@ def _setting(state: str) -> bool:
 
 def log(state: str, message: str) -> None:
     """One line in ``<state>/logs/mcp.log`` (a host shows the server's stderr to few)."""
+    from dualtrace import logfile
+
     try:
-        logs = os.path.join(state, "logs")
-        os.makedirs(logs, exist_ok=True)
-        with open(os.path.join(logs, "mcp.log"), "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pid={os.getpid()} {message}\n")
+        logfile.append(logfile.path(state, "mcp.log"), logfile.line(message))
     except OSError:
         pass
 

@@ -23,8 +23,8 @@ def brief(fact: Fact) -> MemoryBrief:
 
 def relevant_memories(facts: Iterable[Fact], text: str, limit: int = 25) -> tuple[MemoryBrief, ...]:
     """Of the stored ``facts``, those sharing the most subject words with the session, best
-    first. The caller passes the plan's facts (``PlanBuilder.facts()``): one scan of the
-    store per encode serves both."""
+    first. The caller passes the plan's facts (``PlanBuilder.facts()``): one read of the
+    search index per encode serves both."""
     wanted = tokens(text)
     scored = []
     for fact in facts:

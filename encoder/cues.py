@@ -28,6 +28,22 @@ TEST_COMMAND = re.compile(
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
 )
 
+# A check whose outcome a person asks about later: tests, linters, type checkers, builds
+# (the checks a session record lists).
+CHECK_COMMAND = re.compile(
+    TEST_COMMAND.pattern
+    + r"|\b(?:ruff|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|tsc|"
+    r"prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check)|"
+    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$|"
+    r"lint-imports|pre-commit\s+run)\b"
+)
+# A failing check the offline encoder turns into an incident: the same, in any case,
+# plus the Elixir and task-runner checks. Records do not list those yet: on the question
+# set their check lines crowded a record's notes out of its budget (bench/eval_sessions).
+FAILING_CHECK = re.compile(
+    CHECK_COMMAND.pattern + r"|\b(?:ty\s+check|cargo\s+clippy|mix\s+(?:compile|credo|dialyzer)|"
+    r"dialyzer|credo|just\s+(?:check|test|lint)|act)\b", re.I)
+
 
 def is_agreement(text: str) -> bool:
     """An assistant message that restates a settled decision (see above)."""

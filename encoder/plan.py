@@ -198,7 +198,7 @@ class PlanBuilder:
 
     def facts(self) -> list[Fact]:
         if self._facts_cache is None:
-            self._facts_cache = self.store.scan().facts()
+            self._facts_cache = self.store.facts()
         merged = {f.path: f for f in self._facts_cache}
         merged.update({p: m for p, m in self.pending.items() if isinstance(m, Fact)})
         return list(merged.values())

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.cues import CHECK_COMMAND
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
 from dualtrace.memfs.sessions import (
@@ -32,14 +32,6 @@ from dualtrace.memfs.sessions import (
     render_record,
 )
 
-# Commands whose outcome a person asks about later: tests, linters, type checkers, builds.
-CHECK_COMMAND = re.compile(
-    TEST_COMMAND.pattern
-    + r"|\b(?:ruff|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|tsc|"
-    r"prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check)|"
-    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$|"
-    r"lint-imports|pre-commit\s+run)\b"
-)
 # Agent sentences that state a decision, a cause or a conclusion (kept verbatim as notes).
 _NOTE = re.compile(
     r"(?i)\b(?:decided|decision|we(?:'ll| will) (?:use|go with|keep|switch)|let's (?:use|go with)|"
@@ -472,23 +464,7 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
     def over() -> int:
         return _size(replace(record, turns=tuple(turns))) - budget
 
-    # 0. shell output pasted by Claude Code's "!" mode is a tool's words, not the user's:
-    # cut to head and tail before anything the user typed.
-    for i, t in enumerate(turns):
-        if t.user and "<bash-std" in t.user:
-            cut_count = 0
-
-            def shrink(m: re.Match[str]) -> str:
-                nonlocal cut_count
-                inner, removed = _cut(m.group(2), _SHELL_CHARS)
-                cut_count += bool(removed)
-                return f"<{m.group(1)}>{inner}</{m.group(1)}>"
-
-            user = _BASH_OUTPUT.sub(shrink, t.user)
-            if cut_count:
-                turns[i] = replace(t, user=user)
-                omitted += cut_count
-
+    omitted += _cut_shell_output(turns)  # 0.
     # 1. activity, oldest first; 2. notes; 3. failures.
     for attr in ("activity", "notes", "failures"):
         excess = over()
@@ -547,6 +523,27 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
                         if excess <= 0:
                             break
     return replace(record, turns=tuple(turns), omitted=omitted)
+
+
+def _cut_shell_output(turns: list[Turn]) -> int:
+    """Shell output pasted by Claude Code's "!" mode is a tool's words, not the user's:
+    cut it to head and tail (in place) before anything the user typed; how many cuts."""
+    omitted = 0
+    for i, t in enumerate(turns):
+        if t.user and "<bash-std" in t.user:
+            cut_count = 0
+
+            def shrink(m: re.Match[str]) -> str:
+                nonlocal cut_count
+                inner, removed = _cut(m.group(2), _SHELL_CHARS)
+                cut_count += bool(removed)
+                return f"<{m.group(1)}>{inner}</{m.group(1)}>"
+
+            user = _BASH_OUTPUT.sub(shrink, t.user)
+            if cut_count:
+                turns[i] = replace(t, user=user)
+                omitted += cut_count
+    return omitted
 
 
 def _without(turn: Turn, attr: str) -> Turn:

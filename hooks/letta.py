@@ -169,10 +169,9 @@ def note_turn(state: str, payload: dict) -> None:
     record = json.dumps({"agent": agent, "conversation": names[0],
                          "cwd": os.path.realpath(_cwd(payload)) if _cwd(payload) else ""})
     path = os.path.join(folder, _turn_key(_cwd(payload), prompt) + ".json")
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(record)
-    os.replace(tmp, path)
+    from dualtrace import atomic
+
+    atomic.write_text(path, record, fsync=False)  # a hint for the next Stop, cheap to lose
     _prune_turns(folder)
 
 

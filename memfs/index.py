@@ -768,6 +768,28 @@ class Index:
         marks = ",".join("?" * len(types))
         return list(self._rows(f"SELECT * FROM docs WHERE type IN ({marks})", types))
 
+    def facts(self) -> list[Any]:
+        """Every fact as a ``formats.Fact``, after a full stat check of the files (so
+        as fresh as a scan), ordered by path. From the parsed fields the index keeps:
+        without scores, session records and unknown frontmatter keys, so a caller that
+        rewrites a memory reads its file (the encoder: ``PlanBuilder.current``).
+        """
+        from dualtrace.memfs import formats
+
+        with self.write():
+            self._sync(force=False)
+        out = []
+        for (raw,) in self.conn.execute("SELECT data FROM docs WHERE kind = 'fact' ORDER BY path"):
+            d = json.loads(raw)
+            out.append(formats.Fact(
+                path=d["path"], type=d["type"], description=d["description"], body=d["body"],
+                confidence=d["confidence"], stored=d["stored"],
+                evidence_score=d["evidence_score"], linked_scene=d["linked_scene"],
+                related=tuple(d["related"]), tier=d["tier"], updated=d["updated"],
+                status=d["status"], sessions=tuple(d["sessions"]),
+                supersedes=d["supersedes"], superseded_by=d["superseded_by"], scores=None))
+        return out
+
     def _select(self, column: str, values: list[Any]) -> Iterator[Doc]:
         # Chunked: SQLite caps the number of bound parameters.
         for start in range(0, len(values), 500):

@@ -8,6 +8,7 @@ read-modify-write happens under ``store.lock()`` (a filelock in the gitignored
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,8 @@ from dualtrace.memfs import formats
 from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined, walk_md
 from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
 from dualtrace.memfs.types import MEMORY_TYPES
+
+log = logging.getLogger(__name__)
 
 STATE_FOLDER = ".dualtrace"
 # What a memory directory may hold before dualtrace has touched it (see
@@ -252,6 +255,26 @@ class MemoryStore:
             except OSError as exc:
                 problems.append(FormatError(rel, 1, f"unreadable: {exc}"))
         return ScanResult(tuple(memories), tuple(problems))
+
+    def facts(self) -> list[Fact]:
+        """Every fact, from the search index (it re-reads only the files that changed
+        since it last looked; a scan reads and parses them all), else from a scan.
+
+        The index's facts carry what a search reads, not scores or session records
+        (``Index.facts``); read the file before rewriting one.
+        """
+        if not self.root.is_dir():
+            return []
+        import sqlite3
+
+        from dualtrace.memfs.index import Index
+
+        try:
+            with Index.open(self.root) as index:
+                return index.facts()
+        except (sqlite3.Error, OSError, DualtraceError, KeyError, ValueError) as exc:
+            log.info("facts from a scan: the index cannot be read (%s)", exc)
+            return self.scan().facts()
 
     def find_fact(self, kind: str, anchor: str) -> Fact | None:
         """The fact of ``kind`` with ``anchor``, in the plural or a singular folder."""

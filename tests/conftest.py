@@ -7,6 +7,7 @@ tmp_path. A test that would touch the real home directory fails loudly.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 EXAMPLES = REPO_ROOT / "examples"
 DATA = REPO_ROOT / "tests" / "data"
+PACKAGES = ("dualtrace", "hooks", "encoder", "memfs")
+
+
+def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:
+    """The package's source files (repo-relative, sorted) whose text has ``pattern``
+    (a plain string, or a regex): the "one home" tests' check."""
+    def found(text: str) -> bool:
+        return bool(pattern.search(text)) if isinstance(pattern, re.Pattern) else pattern in text
+
+    return sorted(str(p.relative_to(REPO_ROOT)) for pkg in PACKAGES
+                  for p in (REPO_ROOT / pkg).rglob("*.py") if found(p.read_text("utf-8")))
+
+
 _REAL_HOME = Path(os.path.expanduser("~")).resolve()
 
 

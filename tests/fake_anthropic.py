@@ -20,12 +20,12 @@ import itertools
 import json
 import math
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import FakeServer, Recorded, sse
 
 MIN_CACHEABLE = 1024
 _ids = itertools.count(1)
@@ -38,15 +38,6 @@ class Reply:
     status: int = 200
     body: Any = None  # dict -> JSON; str/bytes -> raw
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    raw: bytes
-    body: Any  # parsed JSON or None
 
 
 # ------------------------------------------------------------------ builders
@@ -81,8 +72,7 @@ def sse_stream(msg: dict[str, Any]) -> bytes:
         "delta": {"stop_reason": msg.get("stop_reason"), "stop_sequence": msg.get("stop_sequence")},
         "usage": {"output_tokens": usage.get("output_tokens", 1)}}))
     events.append(("message_stop", {"type": "message_stop"}))
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n"
-                   for name, data in events).encode()
+    return sse(events)
 
 
 def tool_use(name: str, input: Any, id: str | None = None) -> dict[str, Any]:  # noqa: A002
@@ -189,96 +179,28 @@ class CacheSim:
 Scripted = Reply | dict | Callable[[dict], "Reply | dict"]
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeServer[Scripted]):
     """``with FakeAnthropic() as api: ... api.url ...``; see module docstring."""
 
     def __init__(self, *, batch_polls: int = 1) -> None:
-        self.queue: deque[Scripted] = deque()
-        self.requests: list[Recorded] = []
-        self.default: Scripted | None = None  # used when the queue is empty
+        super().__init__()
         self.cache = CacheSim()
         self.batch_polls = batch_polls
         self.batches: dict[str, dict[str, Any]] = {}
         # custom_id, params -> a batch result ({"type": "succeeded", "message": {...}} ...)
         self.batch_responder: Callable[[str, dict], dict] | None = None
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle
-
-    def start(self) -> FakeAnthropic:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                               raw, body)
-                with fake._lock:
-                    fake.requests.append(rec)
-                reply = fake.route(rec)
-                self._send(reply)
-
-            def _send(self, reply: Reply) -> None:
-                if isinstance(reply.body, (dict, list)):
-                    data = json.dumps(reply.body).encode()
-                    ctype = "application/json"
-                elif isinstance(reply.body, bytes):
-                    data, ctype = reply.body, "application/octet-stream"
-                else:
-                    data, ctype = str(reply.body or "").encode(), "application/json"
-                self.send_response(reply.status)
-                headers = {"content-type": ctype, **reply.headers}
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", f"req_{next(_ids)}")
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_POST = _handle
-            do_GET = _handle
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+    def respond(self, rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+        reply = self.route(rec)
+        if isinstance(reply.body, (dict, list)):
+            data, ctype = json.dumps(reply.body).encode(), "application/json"
+        elif isinstance(reply.body, bytes):
+            data, ctype = reply.body, "application/octet-stream"
+        else:
+            data, ctype = str(reply.body or "").encode(), "application/json"
+        return reply.status, {"content-type": ctype, **reply.headers}, data
 
     # -- scripting
-
-    def enqueue(self, *replies: Scripted) -> None:
-        with self._lock:
-            self.queue.extend(replies)
 
     def message_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.method == "POST" and r.path.startswith("/v1/messages")
@@ -300,8 +222,7 @@ class FakeAnthropic:
         return error(404, f"no route {rec.method} {path}", kind="not_found_error")
 
     def _messages(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            scripted = self.queue.popleft() if self.queue else self.default
+        scripted = self.next_scripted()
         if scripted is None:
             return error(500, "fake server: no scripted response left")
         if callable(scripted):

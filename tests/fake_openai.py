@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import FakeServer, Recorded, sse
 
 _ids = itertools.count(1)
 Item = dict[str, Any]
@@ -37,14 +35,6 @@ def function_call(name: str, arguments: dict[str, Any] | str, call_id: str | Non
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {"id": f"fc_{next(_ids):06d}", "type": "function_call", "status": "completed",
             "call_id": call_id or f"call_{next(_ids):06d}", "name": name, "arguments": args}
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
 def _usage(request: dict[str, Any], output: list[Item]) -> dict[str, Any]:
@@ -97,77 +87,19 @@ def sse_events(request: dict[str, Any], output: list[Item]) -> bytes:
             emit("response.output_item.added", output_index=index, item=item)
         emit("response.output_item.done", output_index=index, item=item)
     emit("response.completed", response=final)
-    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    return sse((e["type"], e) for e in events)
 
 
-class FakeResponses:
+class FakeResponses(FakeServer[Scripted]):
     """``with FakeResponses() as api: ... api.url ...`` (``/v1`` is the base URL)."""
 
-    def __init__(self) -> None:
-        self.queue: deque[Scripted] = deque()
-        self.default: Scripted | None = None
-        self.requests: list[Recorded] = []
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+    base_path = "/v1"
+    request_id_header = "x-request-id"
 
-    def start(self) -> FakeResponses:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                with fake._lock:
-                    fake.requests.append(Recorded(self.command, self.path,
-                                                  {k.lower(): v for k, v in self.headers.items()},
-                                                  body))
-                status, ctype, data = fake.route(self.command, self.path.split("?", 1)[0],
-                                                 body if isinstance(body, dict) else {})
-                self.send_response(status)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(data)))
-                self.send_header("x-request-id", f"req_{next(_ids)}")
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_POST = _handle
-            do_GET = _handle
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeResponses:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def enqueue(self, *replies: Scripted) -> None:
-        with self._lock:
-            self.queue.extend(replies)
+    def respond(self, rec: Recorded) -> tuple[int, dict[str, str], bytes]:
+        status, ctype, data = self.route(rec.method, rec.path.split("?", 1)[0],
+                                         rec.body if isinstance(rec.body, dict) else {})
+        return status, {"content-type": ctype}, data
 
     def response_requests(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests
@@ -180,8 +112,7 @@ class FakeResponses:
         if method != "POST" or not path.endswith("/responses"):
             error = {"error": {"message": f"no route {method} {path}", "type": "not_found"}}
             return 404, "application/json", json.dumps(error).encode()
-        with self._lock:
-            scripted = self.queue.popleft() if self.queue else self.default
+        scripted = self.next_scripted()
         if scripted is None:
             error = {"error": {"message": "fake server: no scripted response left",
                                "type": "server_error"}}

@@ -23,17 +23,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from dualtrace.encoder.cues import FAILING_CHECK as CHECK_COMMAND
 from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
-# A check whose pass/fail says something about the code.
-CHECK_COMMAND = re.compile(
-    TEST_COMMAND.pattern + r"|\b(?:pyright|mypy|ty\s+check|ruff\s+check|flake8|pylint|eslint|tsc|"
-    r"cargo\s+(?:check|clippy|build)|go\s+vet|mix\s+(?:compile|credo|dialyzer)|dialyzer|credo|"
-    r"npm\s+run\s+(?:lint|typecheck|build)|(?:pnpm|yarn|bun)\s+(?:run\s+)?(?:lint|typecheck|build)|"
-    r"just\s+(?:check|test|lint)|act\b)", _I)
-
 # ---------------------------------------------------------------- pasted material
 
 _PASTE_LINE = re.compile(

@@ -69,11 +69,9 @@ OWN_REPLACE = {
 
 
 def test_only_the_writer_replaces_files_everything_else_writes_through_it():
-    from tests.conftest import REPO_ROOT
+    from tests.conftest import package_files_spelling
 
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if "os.replace(" in p.read_text("utf-8"))
-    assert where == sorted(OWN_REPLACE)
+    assert package_files_spelling("os.replace(") == sorted(OWN_REPLACE)
 
 
 def test_job_files_and_start_texts_go_through_the_writer(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import re
 import stat
 
 from dualtrace import logfile
-from tests.conftest import REPO_ROOT
+from tests.conftest import package_files_spelling
 
 
 def test_append_makes_the_folder_keeps_lines_and_is_private(tmp_path):
@@ -51,9 +51,7 @@ DATA_APPENDS = ["dualtrace/queue.py", "hooks/letta.py"]
 
 def test_every_log_is_written_through_logfile():
     appends = re.compile(r"""open\([^)]*["']a["']|O_APPEND""")
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if appends.search(p.read_text("utf-8")))
-    assert where == sorted(["dualtrace/logfile.py", *DATA_APPENDS])
+    assert package_files_spelling(appends) == sorted(["dualtrace/logfile.py", *DATA_APPENDS])
 
 
 def test_an_internal_error_report_lands_in_errors_log(state_dir):

@@ -9,7 +9,7 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends.anthropic import AnthropicBackend
 from dualtrace.retry import RETRY_AFTER_CAP, Retry
 from dualtrace.worker import Worker
-from tests.conftest import REPO_ROOT
+from tests.conftest import package_files_spelling
 
 
 def test_a_failed_job_backs_off_doubling_to_the_cap_and_parks_after_its_tries(state_dir):
@@ -45,6 +45,4 @@ def test_no_wait_may_reach_the_deadline():
 
 def test_backoff_arithmetic_is_written_once():
     doubling = re.compile(r"\*\s*\(?2\s*\*\*")
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if doubling.search(p.read_text("utf-8")))
-    assert where == ["dualtrace/retry.py"]
+    assert package_files_spelling(doubling) == ["dualtrace/retry.py"]

@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 
 from dualtrace.encoder import cues
-from tests.conftest import REPO_ROOT
+from tests.conftest import package_files_spelling
 
 
 def test_the_test_command_pattern_is_spelled_only_in_cues():
     spelled = re.compile(r"py\\\\?\.test")  # the regex text r"py\.test" of a test-runner list
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py") if spelled.search(p.read_text("utf-8")))
-    assert where == ["encoder/cues.py"]
+    assert package_files_spelling(spelled) == ["encoder/cues.py"]
 
 
 def test_every_test_runner_the_digest_knew_is_a_test_command():
@@ -21,3 +19,24 @@ def test_every_test_runner_the_digest_knew_is_a_test_command():
                     "npx jest", "pnpm run test", "make check", "./gradlew test"):
         assert cues.TEST_COMMAND.search(command), command
     assert not cues.TEST_COMMAND.search("ls tests/")
+
+
+def test_the_check_command_patterns_live_in_cues_and_records_and_offline_use_them():
+    from dualtrace.encoder import records
+    from dualtrace.encoder.backends import work
+
+    assert records.CHECK_COMMAND is cues.CHECK_COMMAND
+    assert work.CHECK_COMMAND is cues.FAILING_CHECK
+    spelled = re.compile(r"golangci-lint|dialyzer")
+    assert package_files_spelling(spelled) == ["encoder/cues.py"]
+
+
+def test_a_failing_check_is_any_check_a_record_lists_and_more():
+    listed = ["pytest -q", "uv run mypy dualtrace", "ruff check .", "npx tsc --noEmit", "make",
+              "pre-commit run --all-files", "cargo build", "golangci-lint run"]
+    for command in listed:
+        assert cues.CHECK_COMMAND.search(command) and cues.FAILING_CHECK.search(command), command
+    for command in ("mix credo --strict", "uv run ty check", "just lint", "act -j test", "MYPY src"):
+        assert cues.FAILING_CHECK.search(command) and not cues.CHECK_COMMAND.search(command), command
+    for command in ("ls tests/", "git status", "make install", "rm .dialyzerignore"):
+        assert not cues.FAILING_CHECK.search(command), command

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dualtrace.encoder.backends import Usage, api_tokens
-from tests.conftest import REPO_ROOT
+from tests.conftest import package_files_spelling
 
 
 def test_api_usage_maps_to_our_four_counts_and_nulls_are_zero():
@@ -20,7 +20,4 @@ def test_api_usage_maps_to_our_four_counts_and_nulls_are_zero():
 
 
 def test_only_one_module_spells_the_api_usage_field_names():
-    where = sorted(str(p.relative_to(REPO_ROOT)) for pkg in ("dualtrace", "hooks", "encoder", "memfs")
-                   for p in (REPO_ROOT / pkg).rglob("*.py")
-                   if "cache_creation_input_tokens" in p.read_text("utf-8"))
-    assert where == ["encoder/backends/__init__.py"]
+    assert package_files_spelling("cache_creation_input_tokens") == ["encoder/backends/__init__.py"]
