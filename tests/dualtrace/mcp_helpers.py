@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,3 +47,20 @@ def with_session(params: StdioServerParameters,
 
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def ask_line(proc: subprocess.Popen, msg_id: int | None, method: str, params: dict) -> dict:
+    """One JSON-RPC line the way a host writes it (raw, without the SDK's client); the
+    answer to it (none for a notification)."""
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    if msg_id is not None:
+        msg["id"] = msg_id
+    proc.stdin.write(json.dumps(msg) + "\n")
+    proc.stdin.flush()
+    while msg_id is not None:
+        line = proc.stdout.readline()
+        assert line, f"server closed stdout before answering {method}: {proc.stderr.read()}"
+        answer = json.loads(line)
+        if answer.get("id") == msg_id:
+            return answer
+    return {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -12,7 +11,7 @@ import pytest
 
 from dualtrace.pipeline import encode_session
 from tests.conftest import EXAMPLES
-from tests.dualtrace.mcp_helpers import server_params, text_of, with_session
+from tests.dualtrace.mcp_helpers import ask_line, server_params, text_of, with_session
 
 READ_TOOLS = {"recall", "search", "show", "recent_sessions"}
 
@@ -218,22 +217,6 @@ def _host(memdir: Path, cwd: Path, env: dict[str, str] | None = None) -> subproc
                             text=True, env={**os.environ, **(env or {})})
 
 
-def _ask(proc: subprocess.Popen, msg_id: int | None, method: str, params: dict) -> dict:
-    """One JSON-RPC line the way a host writes it; the answer to it (none for a notification)."""
-    msg = {"jsonrpc": "2.0", "method": method, "params": params}
-    if msg_id is not None:
-        msg["id"] = msg_id
-    proc.stdin.write(json.dumps(msg) + "\n")
-    proc.stdin.flush()
-    while msg_id is not None:
-        line = proc.stdout.readline()
-        assert line, f"server closed stdout before answering {method}: {proc.stderr.read()}"
-        answer = json.loads(line)
-        if answer.get("id") == msg_id:
-            return answer
-    return {}
-
-
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test-host", "version": "0"}}
 
@@ -242,8 +225,8 @@ def test_handshake_loads_nothing_but_the_sdk_and_the_schemas(stocked, tmp_path):
     """What the host waits for (initialize, initialized) imports none of the recall
     stack, the index or the redactor: those load after tools/list, off the host's path."""
     proc = _host(stocked, tmp_path, {"PYTHONPROFILEIMPORTTIME": "1"})
-    answer = _ask(proc, 1, "initialize", INIT)
-    _ask(proc, None, "notifications/initialized", {})
+    answer = ask_line(proc, 1, "initialize", INIT)
+    ask_line(proc, None, "notifications/initialized", {})
     proc.stdin.close()
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) == 0, stderr
@@ -258,11 +241,11 @@ def test_handshake_loads_nothing_but_the_sdk_and_the_schemas(stocked, tmp_path):
 
 def test_tools_list_starts_the_warm_up_and_the_first_call_uses_it(stocked, tmp_path):
     proc = _host(stocked, tmp_path)
-    _ask(proc, 1, "initialize", INIT)
-    _ask(proc, None, "notifications/initialized", {})
-    listed = _ask(proc, 2, "tools/list", {})["result"]["tools"]
+    ask_line(proc, 1, "initialize", INIT)
+    ask_line(proc, None, "notifications/initialized", {})
+    listed = ask_line(proc, 2, "tools/list", {})["result"]["tools"]
     assert {t["name"] for t in listed} == READ_TOOLS | {"remember"}
-    recall = _ask(proc, 3, "tools/call", {"name": "recall",
+    recall = ask_line(proc, 3, "tools/call", {"name": "recall",
                                          "arguments": {"question": "why postgres for sessions"}})
     proc.stdin.close()
     stderr = proc.stderr.read()

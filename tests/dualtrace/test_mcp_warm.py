@@ -3,7 +3,6 @@ Unix socket, a real fork per host session; the host side is a JSON-RPC client ov
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import pytest
 
 from dualtrace.pipeline import encode_session
 from tests.conftest import EXAMPLES
-from tests.dualtrace.mcp_helpers import dualtrace_argv
+from tests.dualtrace.mcp_helpers import ask_line, dualtrace_argv
 from tests.hook_helpers import wait_until
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -76,26 +75,11 @@ def _host(memdir: Path, cwd: Path) -> subprocess.Popen:
                             text=True)
 
 
-def _ask(proc: subprocess.Popen, msg_id: int | None, method: str, params: dict) -> dict:
-    msg = {"jsonrpc": "2.0", "method": method, "params": params}
-    if msg_id is not None:
-        msg["id"] = msg_id
-    proc.stdin.write(json.dumps(msg) + "\n")
-    proc.stdin.flush()
-    while msg_id is not None:
-        line = proc.stdout.readline()
-        assert line, f"server closed stdout before answering {method}"
-        answer = json.loads(line)
-        if answer.get("id") == msg_id:
-            return answer
-    return {}
-
-
 def _recall(proc: subprocess.Popen, question: str) -> str:
-    _ask(proc, 1, "initialize", INIT)
-    _ask(proc, None, "notifications/initialized", {})
-    assert len(_ask(proc, 2, "tools/list", {})["result"]["tools"]) == 5
-    answer = _ask(proc, 3, "tools/call", {"name": "recall", "arguments": {"question": question}})
+    ask_line(proc, 1, "initialize", INIT)
+    ask_line(proc, None, "notifications/initialized", {})
+    assert len(ask_line(proc, 2, "tools/list", {})["result"]["tools"]) == 5
+    answer = ask_line(proc, 3, "tools/call", {"name": "recall", "arguments": {"question": question}})
     assert not answer["result"].get("isError"), answer
     return answer["result"]["content"][0]["text"]
 

@@ -19,12 +19,10 @@ from tests.hook_helpers import PY, claude_payload, hook_cmd, run_hook, runs, wai
 hook_env = hook_helpers.hook_env
 
 
-def _start(env: dict, cwd: Path, session: str = "s-start") -> tuple[str, set[str]]:
-    """One real SessionStart hook: the injected text and the modules it imported."""
-    payload = claude_payload("SessionStart", session, cwd / f"{session}.jsonl", str(cwd),
-                             source="startup")
+def _hook(env: dict, event: str, payload: dict) -> tuple[str, set[str]]:
+    """One real hook process: the injected text and the modules it imported."""
     script = Path(sys.executable).parent / "dualtrace"
-    proc = subprocess.run([PY, "-X", "importtime", str(script), "hook", "session-start"],
+    proc = subprocess.run([PY, "-X", "importtime", str(script), "hook", event],
                           input=json.dumps(payload).encode(),
                           capture_output=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -33,6 +31,12 @@ def _start(env: dict, cwd: Path, session: str = "s-start") -> tuple[str, set[str
     out = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] \
         if proc.stdout else ""
     return out, modules
+
+
+def _start(env: dict, cwd: Path, session: str = "s-start") -> tuple[str, set[str]]:
+    """One real SessionStart hook."""
+    return _hook(env, "session-start", claude_payload(
+        "SessionStart", session, cwd / f"{session}.jsonl", str(cwd), source="startup"))
 
 
 def _encode(env: dict, transcript: Path) -> None:
@@ -160,19 +164,9 @@ def test_a_worker_rebuild_never_uses_up_a_conflicts_one_showing(hook_env, state_
 
 
 def _prompt(env: dict, cwd: Path, prompt: str) -> tuple[str, set[str]]:
-    """One real UserPromptSubmit hook: the injected text and the modules it imported."""
-    payload = claude_payload("UserPromptSubmit", "s-start", cwd / "s-start.jsonl", str(cwd),
-                             prompt=prompt)
-    script = Path(sys.executable).parent / "dualtrace"
-    proc = subprocess.run([PY, "-X", "importtime", str(script), "hook", "prompt"],
-                          input=json.dumps(payload).encode(), capture_output=True, env=env,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    modules = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
-               if line.startswith("import time:")}
-    out = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] \
-        if proc.stdout else ""
-    return out, modules
+    """One real UserPromptSubmit hook."""
+    return _hook(env, "prompt", claude_payload(
+        "UserPromptSubmit", "s-start", cwd / "s-start.jsonl", str(cwd), prompt=prompt))
 
 
 def test_the_prompt_hook_reuses_the_stored_settings(hook_env, state_dir, tmp_path):
