@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from dualtrace import words
 from dualtrace.memfs.index import Doc, Index
 from dualtrace.memfs.recall import PROMPT_RECORD_GATE, RecalledMemory, recall, render_memory
 from dualtrace.memfs.recall import _cut as recall_cut
@@ -291,9 +292,26 @@ def _mark_conflicts(store: Any) -> None:
 # ------------------------------------------------------------------ per prompt
 
 
+# The words of an instruction to act that name no subject. A prompt made only of these
+# ("run the tests", "continue", "commit and push") asks nothing a memory could answer,
+# and any memory that mentions a test would win it: issue 11 item 4 says never inject for
+# generic prompts. Recall by hand (`dualtrace recall`) is not filtered.
+ACTION_ONLY = frozenset("""
+run rerun test tests testing check checks fix fixes failing fails failed broken continue
+go ahead keep going proceed start stop resume commit push pull merge rebase build lint
+format deploy retry try again please thanks thank ok okay yes yeah sure next finish done
+everything
+""".split())
+
+
+def names_a_subject(prompt: str) -> bool:
+    """Whether ``prompt`` has a content word beyond an instruction to act."""
+    return any(w not in ACTION_ONLY for w in words.content_words(prompt))
+
+
 def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) -> str | None:
     """State A/B memories relevant to ``prompt`` within the budget, or None."""
-    if not prompt or not prompt.strip():
+    if not prompt or not prompt.strip() or not names_a_subject(prompt):
         return None
     opening, closing = markers()
     if opening in prompt:

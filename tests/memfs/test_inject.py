@@ -158,3 +158,13 @@ def test_hooks_exit_zero_when_the_index_is_broken_or_memory_missing(store, tmp_p
     out = _hook("prompt", payload, tmp_path / "no-such-memory", tmp_path)
     assert out.returncode == 0 and out.stdout == ""
     assert not (tmp_path / "no-such-memory").exists()
+
+
+@pytest.mark.parametrize("prompt", ["run the tests", "Run the tests again please",
+                                    "fix the failing test", "continue", "commit and push"])
+def test_a_prompt_that_only_says_what_to_do_injects_nothing(store, prompt):
+    """Issue 11 item 4: never for generic prompts. They name no subject, and every
+    incident mentions a test, so any memory would be a guess."""
+    assert prompt_context(store, prompt, Settings()) is None
+    # ...while a prompt about a subject still gets its memory.
+    assert prompt_context(store, "fix the token refresh race again", Settings())
