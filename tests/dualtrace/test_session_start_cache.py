@@ -14,7 +14,15 @@ from dualtrace.memfs.conflicts import record_conflict
 from dualtrace.memfs.store import MemoryStore
 from tests import hook_helpers
 from tests.conftest import EXAMPLES
-from tests.hook_helpers import PY, claude_payload, hook_cmd, run_hook, runs, wait_drained
+from tests.hook_helpers import (
+    PY,
+    claude_payload,
+    hook_cmd,
+    run_hook,
+    runs,
+    wait_drained,
+    wait_until,
+)
 
 hook_env = hook_helpers.hook_env
 
@@ -37,6 +45,14 @@ def _start(env: dict, cwd: Path, session: str = "s-start") -> tuple[str, set[str
     """One real SessionStart hook."""
     return _hook(env, "session-start", claude_payload(
         "SessionStart", session, cwd / f"{session}.jsonl", str(cwd), source="startup"))
+
+
+def _settle(state_dir: Path) -> None:
+    """Until no stored text waits for the worker's related memories and no worker runs
+    (the hook may have started one that has not begun yet: wait for the text first)."""
+    wait_until(lambda: not startctx.pending(str(state_dir)), 90,
+               what="the worker's rebuild of the stored SessionStart text")
+    wait_drained(state_dir)
 
 
 def _encode(env: dict, transcript: Path) -> None:
@@ -70,9 +86,9 @@ def test_any_change_to_what_it_was_built_from_rebuilds_it(hook_env, state_dir, t
     memory = Path(hook_env["DUALTRACE_MEMORY_DIR"])
     _encode(hook_env, EXAMPLES / "pilot-1a-preference.jsonl")
     first, _ = _start(hook_env, project)
-    # The worker that hook may start rebuilds the stored text with related memories; let
-    # it finish first, or its rebuild after the edit below is what the next hook prints.
-    wait_drained(state_dir)
+    # The worker that hook starts rebuilds the stored text with related memories; let it
+    # finish first, or its rebuild racing the edit below is what the next hook prints.
+    _settle(state_dir)
     # A person edits a pinned file by hand, without a commit (saved as editors do:
     # a new file renamed over the old one).
     human = memory / "system" / "human.md"
@@ -81,6 +97,7 @@ def test_any_change_to_what_it_was_built_from_rebuilds_it(hook_env, state_dir, t
     new.replace(human)
     edited, modules = _start(hook_env, project)
     assert "tabs over spaces" in edited and SLOW <= modules
+    _settle(state_dir)
     # The project gets a dualtrace.toml that turns dualtrace off: nothing injected.
     (project / "dualtrace.toml").write_text("enabled = false\n")
     off, _ = _start(hook_env, project)
