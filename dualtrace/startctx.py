@@ -132,13 +132,27 @@ def _levels(cwd: str) -> list:
             for p in _ancestors(cwd)]
 
 
+def _load(path: str) -> dict | None:
+    """One stored entry; None when missing, unreadable or not an entry."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            entry = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _entry_for(state: str, key: str, cwd: str) -> dict | None:
+    entry = _load(cache_path(state, key))
+    return entry if entry is not None and entry.get("cwd") == cwd else None
+
+
 def read(state: str, key: str, cwd: str) -> str | None:
     """The stored text for this key when its signature still holds, else None."""
+    entry = _entry_for(state, key, cwd)
+    if entry is None:
+        return None
     try:
-        with open(cache_path(state, key), encoding="utf-8") as fh:
-            entry = json.load(fh)
-        if entry.get("cwd") != cwd:
-            return None
         sig = entry["signature"]
         now = signature(cwd, sig[0], sig[2], sig[4])
     except (OSError, ValueError, KeyError, TypeError, IndexError):
@@ -153,11 +167,10 @@ def prompt_settings(state: str, key: str, cwd: str) -> tuple[str, dict] | None:
     the levels above the cwd, the key's environment); the memory tree may have changed
     (recall's index follows it). None: resolve them (dualtrace.config, ~30 ms of the
     hook's wait under load)."""
+    entry = _entry_for(state, key, cwd)
+    if entry is None:
+        return None
     try:
-        with open(cache_path(state, key), encoding="utf-8") as fh:
-            entry = json.load(fh)
-        if entry.get("cwd") != cwd:
-            return None
         sig, values = entry["signature"], entry["prompt"]
         if [_stat(f) for f in sig[4]] != sig[5] or _levels(cwd) != sig[6]:
             return None
@@ -185,12 +198,8 @@ def entries(state: str) -> list[tuple[str, dict]]:
         return []
     out = []
     for name in names:
-        try:
-            with open(os.path.join(folder, name), encoding="utf-8") as fh:
-                entry = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(entry, dict):
+        entry = _load(os.path.join(folder, name))
+        if entry is not None:
             out.append((name[:-5], entry))
     return out
 
