@@ -42,6 +42,8 @@ from dualtrace.encoder.matching import (
     best_match,
     distinct_failures,
     distinct_subjects,
+    own_words,
+    spread_of,
     tokens,
 )
 from dualtrace.encoder.plan import (
@@ -1077,27 +1079,34 @@ class OfflineBackend:
         distinctive = {t for t in mine if re.search(r"\d", t) or len(t) >= 6}
         best, best_score = None, 0.0
         subject = f"{cand.subject or ''} {' '.join(cand.lead)}"
-        for fact in builder.facts():
-            if fact.type != cand.type or fact.superseded_by:
-                continue
+        live = [f for f in builder.facts() if f.type == cand.type and not f.superseded_by]
+        # a description is one short sentence; the statement it was cut from counts too
+        said = {f.path: tokens(f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
+                for f in live}
+        spread = spread_of(said.values())
+        code_of = {f.path: {i.lower() for i in _identifiers(f"{f.description}\n{f.body}")} for f in live}
+        code_spread = spread_of(code_of.values())
+        for fact in live:
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
             if cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(fact)):
                 continue  # another test, error or rule failed: a new incident, not a recurrence
             if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
                 continue  # one technology of a stack statement is not another
-            # a description is one short sentence; the statement it was cut from counts too
-            stated = _first_statement(fact)[:240] or fact.description
-            theirs = tokens(f"{fact.anchor.replace('-', ' ')} {stated}")
+            theirs = said[fact.path]
+            # the same subject shares something with this memory that no other memory has:
+            # a project's name, "bead", "epic" or a framework (LiveView) in every memory of
+            # the project name none of them
+            own_code = own_words(code, code_of[fact.path], code_spread)
+            if len(live) > 1 and not own_words(mine, theirs, spread) and not own_code:
+                continue
             shared = mine & theirs
             strong = distinctive & theirs
             score = len(shared) / max(min(len(mine), len(theirs)), 1)
             if recurring and strong and (len(strong) >= 1 and score >= 0.15):
                 score += 0.5
-            elif code and score >= 0.25 and cand.type == "decision":
-                theirs_code = {i.lower() for i in _identifiers(f"{fact.description}\n{fact.body}")}
-                if code & theirs_code:
-                    score += 0.5
+            elif own_code and score >= 0.25 and cand.type == "decision":
+                score += 0.5
             if score > best_score:
                 best, best_score = fact, score
         threshold = 0.6 if recurring else 0.75
