@@ -391,7 +391,7 @@ def work_candidates(session) -> list[Candidate]:
     """Decisions from the user's requests and the work they caused, incidents from fix
     arcs, learnings from a compacted summary's constraints (see work.py)."""
     where = session.session_id[:8] if session.session_id else "this session"
-    request, concepts, solving = work.compaction_notes(session)
+    notes = work.compaction_notes(session)
     arcs = _incident_arcs(session)
     # A request that only brought in a failure (pasted, or run with the shell escape) and
     # got it fixed is remembered as that incident, not a second time as work.
@@ -403,20 +403,36 @@ def work_candidates(session) -> list[Candidate]:
     ranked = sorted(found, key=lambda t: (len(t.changed) + 2 * len(t.commits)), reverse=True)[:MAX_TASKS]
     compacted = [i for i, e in enumerate(session.events) if e.kind == "compaction" and e.text]
     out = [c for t in sorted(ranked, key=lambda t: t.start)
-           if (c := _task_candidate(t, where, request, solving, compacted)) is not None]
-    for bullet in concepts[:MAX_LEARNINGS]:
-        text = work.clean_sentence(bullet)
-        out.append(Candidate("learning", [text], event_index=len(session.events), role="work",
-                             description=text,
-                             body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
-                             subject=" ".join(work.content_words(bullet)[:6])))
+           if (c := _task_candidate(t, where, notes, compacted)) is not None]
+    out += _constraint_candidates(notes, where, len(session.events))
     out.extend(_arc_candidate(arc, where, session) for arc in arcs)
     return out
 
 
-def _task_candidate(t: work.Task, where: str, request: str, solving: list[str],
+def _constraint_candidates(notes: work.Compacted, where: str, at: int) -> list[Candidate]:
+    """The constraints a compacted summary lists: what the project's hooks or CI enforce is
+    a convention; one about the work itself (it names what the request is about: "OTEL
+    failures must never crash the hooks" in an OpenTelemetry epic) stays in the work's
+    decision (its key points); the rest - what a tool or the build needs - is a learning."""
+    asked = {t for t in tokens(notes.request) if t not in GENERIC}
+    out: list[Candidate] = []
+    for bullet in notes.constraints:
+        if len(out) >= MAX_LEARNINGS:
+            break
+        text = work.clean_sentence(bullet)
+        kind = "convention" if work.ENFORCED.search(bullet) else "learning"
+        if kind == "learning" and notes.request and asked & tokens(bullet):
+            continue
+        out.append(Candidate(kind, [text], event_index=at, role="work", description=text,
+                             body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
+                             subject=" ".join(work.content_words(bullet)[:6])))
+    return out
+
+
+def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                     compacted: list[int]) -> Candidate | None:
     """A user's request and the work it caused as one decision (None when it says nothing)."""
+    request, solving = notes.request, notes.solving
     said = work.prose(t.request.text)
     lead = _request_sentence(said)
     spans = any(t.start < i <= t.end for i in compacted)
@@ -443,6 +459,9 @@ def _task_candidate(t: work.Task, where: str, request: str, solving: list[str],
         lines.append("From the compacted context: " + _quote(request, 500))
     if solving and vague:
         lines.append("How: " + " ".join(_quote(b, 240) for b in solving[:2]))
+    if notes.points and vague:
+        lines.append("Key points (from the compacted summary): "
+                     + _quote("; ".join(p.rstrip(".;") for p in notes.points[:10]), 900))
     if t.changed:
         lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
                      + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
@@ -472,6 +491,9 @@ def _incident_arcs(session) -> list[work.Arc]:
         if arc.origin == "run" and any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command)
                                        for c in created):
             continue
+        tests = work.failing_test_files(session.events[arc.first].result or "")
+        if arc.origin == "run" and tests and all(work.created_here(t, created) for t in tests):
+            continue  # every failing test is in a test file the session created
         out.append(arc)
     return out
 
