@@ -230,6 +230,22 @@ def _spend_lines(settings: config.Settings) -> list[str]:
     return lines
 
 
+def _session_workspace(transcript: Path, memory_dir: Path | None) -> config.Workspace:
+    """The Workspace of a hand-run encode: the project the session ran in.
+
+    The same rule as a hook-started job (the agent's cwd): a past session encoded from
+    any directory is filed under its own project, with that project's settings. When
+    the transcript names no directory that exists here (a copy from another machine,
+    the shipped examples), the current directory's project, as for every command.
+    """
+    from dualtrace.hooks.transcripts import working_directory
+
+    ran_in = working_directory(transcript.expanduser())
+    if ran_in and Path(ran_in).is_dir():
+        return config.workspace(cwd=ran_in, memory_dir=memory_dir)
+    return workspace_for(memory_dir)
+
+
 @cli.command()
 @memory_dir_option
 @click.argument("transcript", type=click.Path(path_type=Path))
@@ -248,13 +264,15 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    ws = workspace_for(memory_dir)
+    ws = _session_workspace(transcript, memory_dir)
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
                             dry_run=dry_run, budget=budget, force=force)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
     click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
+    if ws.root != workspace_for(memory_dir).root:
+        click.echo(f"project: {ws.project} (where the session ran: {ws.root})")
     if report.skipped and not report.operations:
         click.echo(f"SKIP  {report.skipped}" + ("; kept in the session record" if report.commit
                                                  and report.record else ""))
