@@ -290,8 +290,8 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo(f"See it with `{hint_command('log', memory_dir=memory_dir)}` and ask it with "
                    f"`{hint_command('recall', 'your question', memory_dir=memory_dir)}` "
                    "(or `git log -p` in the memory directory).")
-    elif not report.skipped:
-        click.echo("nothing to commit")
+    elif not report.skipped or report.operations:
+        click.echo("nothing to commit" + (f" ({report.skipped})" if report.skipped else ""))
 
 
 @cli.command()
