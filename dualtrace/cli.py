@@ -191,7 +191,10 @@ def status(memory_dir: Path | None, check: bool) -> None:
         elif check:
             click.echo(f"checked:    every file parses ({info['total']} memories)")
         click.echo(f"last commit: {info['last_commit'] or '(none)'}")
-    summary = queue.status_summary(config.state_dir(), memory_dir=str(root))
+    from dualtrace.worker import Worker
+
+    summary = queue.status_summary(config.state_dir(), memory_dir=str(root),
+                                   memory_dir_of=Worker(config.state_dir()).memory_dir_for)
     for line in queue.format_status(summary):
         click.echo(line)
     click.echo(_sync_line(root, settings))

@@ -54,6 +54,30 @@ def test_status_log_show(memdir, run_cli):
     assert "[MOMENT:structured-logging-json]" in show.output
 
 
+def test_status_counts_only_this_memory_dirs_jobs(memdir, run_cli, state_dir, tmp_path):
+    """One worker and one queue serve every project; `status` of one memory dir lists
+    its own jobs and only counts the others'."""
+    from dualtrace import queue
+
+    seed(memdir)
+    elsewhere = tmp_path / "other-project"
+    elsewhere.mkdir()
+    s = str(state_dir)
+    queue.touch(s, host="claude-code", session_id="mine", event="stop", immediate=False,
+                memory_dir=str(memdir))
+    for n in range(2):
+        queue.touch(s, host="claude-code", session_id=f"theirs-{n}", event="stop",
+                    immediate=False, cwd=str(elsewhere))
+    path = queue.job_path(s, queue.job_id("claude-code", "theirs-0"))
+    job = queue.read_json(path)
+    job.update(status="parked", last_error="BackendError: their model is down")
+    queue.atomic_write_json(path, job)
+    result = run_cli("status", "--memory-dir", str(memdir))
+    assert result.exit_code == 0, result.output
+    assert "queue:      1 queued, 0 running, 0 failed (and 2 for other projects)" in result.output
+    assert "their model is down" not in result.output
+
+
 def test_status_on_a_missing_dir_says_so_and_creates_nothing(memdir, run_cli):
     # Issue 15: read-only commands never create a directory or a repository.
     result = run_cli("status", "--memory-dir", str(memdir))
