@@ -6,9 +6,10 @@ commands that need them, so ``dualtrace hook ...`` stays fast.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -325,6 +326,27 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
             max_wait=max_wait, as_json=as_json, records_only=records_only)
 
 
+def since_date(value: str | None, today: date | None = None) -> str | None:
+    """--since as an ISO date (YYYY-MM-DD, today, yesterday, Nd); a bad one is a usage
+    error, never silently "everything" (a string comparison against any text)."""
+    from datetime import timedelta
+
+    if value is None:
+        return None
+    text = value.strip().lower()
+    today = today or date.today()
+    days = {"today": 0, "yesterday": 1}.get(text)
+    if days is None and re.fullmatch(r"\d{1,5}d", text):
+        days = int(text[:-1])
+    if days is not None:
+        return (today - timedelta(days=days)).isoformat()
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date: use YYYY-MM-DD, today, "
+                                 "yesterday or Nd (days ago)") from None
+
+
 _TYPES = list(FACT_FOLDER_TYPES)
 
 
@@ -333,8 +355,9 @@ _TYPES = list(FACT_FOLDER_TYPES)
 @click.option("--type", "kind", default=None, type=click.Choice(_TYPES), help="Only this type.")
 @click.option("--grep", "contains", default=None, help="Only memories whose anchor or "
               "description contains this text.")
-@click.option("--since", default=None, help="Only memories stored on or after this date "
-              "(YYYY-MM-DD).")
+@click.option("--since", default=None, callback=lambda _c, _p, v: since_date(v),
+              help="Only memories stored on or after this date: YYYY-MM-DD, today, "
+                   "yesterday, or N days ago as Nd (e.g. 7d).")
 @click.option("--current", is_flag=True, help="Leave out decisions superseded by a later one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, since: str | None,
@@ -537,6 +560,10 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
 
     from dualtrace.memfs.recall import recall as do_recall
 
+    if not " ".join(question).strip():
+        raise click.BadParameter("the question is empty: ask what you want to know, "
+                                 "e.g. dualtrace recall 'why did we switch to JSON logs?'",
+                                 param_hint="QUESTION")
     ws = workspace_for(memory_dir)
     _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
     result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,

@@ -361,7 +361,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
         if (fallback or settings.fallback) != "offline":
             from dualtrace.encoder.backends import offline_hint
 
-            raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
+            raise BackendError(f"{exc}; {offline_hint(str(path), report.memory_dir)}") from exc
         report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
         return run(get_backend("offline", settings))
 

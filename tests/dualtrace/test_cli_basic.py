@@ -180,3 +180,19 @@ def test_read_only_memory_dir_can_be_read_not_written(memdir, read_only):
     assert encoded.stderr.splitlines() == [f"Error: memory directory {memdir} is not writable"]
     reindexed = run("reindex")
     assert reindexed.returncode == 1 and reindexed.stderr.startswith("Error: cannot write the search index")
+
+
+
+def test_list_since_takes_a_date_today_yesterday_or_days_ago(memdir, run_cli):
+    from datetime import date
+
+    from dualtrace.cli import since_date
+
+    day = date(2026, 12, 1)
+    assert [since_date(v, today=day) for v in ("today", "Yesterday", "7d", "2026-11-29")] == [
+        "2026-12-01", "2026-11-30", "2026-11-24", "2026-11-29"]
+    seed(memdir)  # stored 2026-11-29
+    shown = {since: "structured-logging-json" in run_cli(
+        "list", "--memory-dir", str(memdir), "--since", since).output
+        for since in ("2026-11-29", "2026-11-30")}
+    assert shown == {"2026-11-29": True, "2026-11-30": False}

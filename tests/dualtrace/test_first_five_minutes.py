@@ -389,7 +389,9 @@ def test_an_immutable_memory_dir_gives_the_usual_not_writable_error(tmp_path):
 
 
 @pytest.mark.parametrize("args", [("encode", "--bogus"), ("encode",), ("bogus-cmd",),
-                                  ("log", "-n", "abc"), ("install", "--agent", "bogus")])
+                                  ("log", "-n", "abc"), ("install", "--agent", "bogus"),
+                                  ("list", "--since", "last tuesday"), ("recall", ""),
+                                  ("recall", "  ", " ")])
 def test_a_wrong_flag_or_argument_is_one_error_line_and_exit_1(tmp_path, args):
     proc = run(*args, cwd=tmp_path, ok=False)
     assert proc.returncode == 1, proc.stderr
