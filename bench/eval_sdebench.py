@@ -11,7 +11,8 @@
    the task's own chat(s) stored or updated. Reported: hit@1, hit@5, MRR over all 33
    queries, how many tasks the encoder stored anything for, and for the 6 amended tasks
    whether the first memory returned was touched by the *later* chat and is not
-   marked superseded.
+   marked superseded; and how many facts chats of two subjects wrote (task + decoy, two
+   tasks, two decoys): a merge across subjects, whatever the order (``--order``).
 3. Abstention: the labelled set of tests/data/recall_questions.py (STATE C on
    never-stored questions, A/B on answerable ones).
 """
@@ -73,6 +74,18 @@ def encode_all(memdir: Path, chats_dir: Path, backend: str,
 
     tasks, decoys = load_tasks()
     touched: dict[str, list[set[str]]] = {}
+    # which chats wrote each fact: a fact two subjects' chats wrote is a merge across
+    # subjects (the order-robustness check scores by who wrote a memory, so it counts them)
+    writers: dict[str, set[str]] = {}
+
+    def wrote(source: str, report) -> set[str]:
+        paths = op_paths(report)
+        for p in paths:
+            fact = _scene_to_fact(p)
+            if fact.split("/")[0] in ("decisions", "incidents", "patterns", "learning"):
+                writers.setdefault(fact, set()).add(source)
+        return paths
+
     notes: list[str] = []
     settings = Settings()
     # interleaved: ~4 decoys after each task; tasks-first: every task chat, then the 140
@@ -85,18 +98,19 @@ def encode_all(memdir: Path, chats_dir: Path, backend: str,
         for n, turns in enumerate(chats_of(task)):
             path = write_chat(chats_dir, f"{tid}-{n}", turns)
             report = encode_session(path, memory_dir=memdir, backend=backend, settings=settings)
-            touched[tid].append(op_paths(report))
+            touched[tid].append(wrote(tid, report))
             if report.skipped:
                 notes.append(f"{tid}#{n}: skipped ({report.skipped[:80]})")
         for _ in range(per_task):
             if queue:
                 i, decoy = queue.pop(0)
-                encode_session(write_chat(chats_dir, f"decoy-{i:03d}", decoy["turns"]),
-                               memory_dir=memdir, backend=backend, settings=settings)
+                wrote(f"decoy-{i:03d}", encode_session(write_chat(chats_dir, f"decoy-{i:03d}", decoy["turns"]),
+                                                       memory_dir=memdir, backend=backend, settings=settings))
     for i, decoy in queue:
-        encode_session(write_chat(chats_dir, f"decoy-{i:03d}", decoy["turns"]),
-                       memory_dir=memdir, backend=backend, settings=settings)
-    return {"tasks": tasks, "touched": touched}, notes
+        wrote(f"decoy-{i:03d}", encode_session(write_chat(chats_dir, f"decoy-{i:03d}", decoy["turns"]),
+                                               memory_dir=memdir, backend=backend, settings=settings))
+    shared = [sorted(w) for w in writers.values() if len(w) > 1]
+    return {"tasks": tasks, "touched": touched, "shared": shared}, notes
 
 
 def _scene_to_fact(path: str) -> str:
@@ -193,6 +207,14 @@ def main() -> None:
                 {t: [sorted(s) for s in sets] for t, sets in data["touched"].items()}),
                 encoding="utf-8")
         result = evaluate(memdir, data)
+        # an amended task's first chat is its base task's chat: one subject
+        tasks_of = [sorted({w.replace("-amended", "") for w in ws if not w.startswith("decoy-")})
+                    for ws in data["shared"]]
+        decoys_of = [[w for w in ws if w.startswith("decoy-")] for ws in data["shared"]]
+        pairs = list(zip(tasks_of, decoys_of, strict=True))
+        result["facts_by_two_chats"] = {"task+decoy": sum(1 for t, d in pairs if t and d),
+                                        "two tasks": sum(1 for t, _ in pairs if len(t) > 1),
+                                        "two decoys": sum(1 for t, d in pairs if not t and len(d) > 1)}
         files = sum(1 for _ in memdir.rglob("*.md"))
         print(f"encoded {len(list(chats.glob('*.jsonl')))} chats with backend={args.backend}, "
               f"order={args.order} "

@@ -41,14 +41,28 @@ _QUANTITY = re.compile(r"\d+(?:s|ms|us|ns|px|em|kb|mb|gb|tb|k|m|x|th|st|nd|rd|h|
 _WORK_ITEM = re.compile(r"\b(?:bead|issue|ticket|task|story|epic|bug|card|pr|pull request)\s+[`'\"(]?"
                         r"(#\d+|[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+|[a-z]+\d[a-z0-9]*)\b", re.I)
 _TRACKER_KEY = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b")
+# a compound name before the kind of thing it names: "the purge-webhook test", "the
+# usage_exporter job" (sde-bench: four chats' "unrelated heads-up: the X test is flaky on
+# CI" were one incident)
+# first parts of hyphenated modifiers, not names ("the end-to-end tests", "pre-commit hooks")
+_MODIFIER = frozenset({"pre", "post", "non", "re", "self", "co", "multi", "cross", "sub", "inter", "anti",
+                       "de", "un", "over", "under", "out", "semi", "well", "all", "end", "high", "low",
+                       "full", "half", "real", "long", "short", "third", "built", "front", "back", "server",
+                       "client", "open", "read", "write", "single", "per"})
+_NAMED_THING = re.compile(r"\b([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)\s+(?:tests?|suites?|services?|modules?|jobs?"
+                          r"|workers?|flags?|endpoints?|queues?|tables?|scripts?|hooks?|packages?|pipelines?"
+                          r"|buckets?|topics?|clusters?|crates?|bots?)\b", re.I)
 
 
 def names(text: str) -> set[str]:
     """Tokens that name one thing: letters mixed with digits (kafka40, agent4, a0y, s3),
-    work-item ids (bead spotter-fum, issue #12) and tracker keys (PROJ-123)."""
+    work-item ids (bead spotter-fum, issue #12), tracker keys (PROJ-123) and compound names
+    of a test, job, service ... (the purge-webhook test)."""
     found = {t for t in _NAMED.findall(text.lower()) if not _QUANTITY.fullmatch(t)}
     found.update(m.lower() for m in _WORK_ITEM.findall(text))
     found.update(m.lower() for m in _TRACKER_KEY.findall(text))
+    found.update(m.lower() for m in _NAMED_THING.findall(text)
+                 if re.split(r"[-_]", m.lower(), maxsplit=1)[0] not in _MODIFIER)
     return found
 
 

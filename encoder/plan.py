@@ -34,7 +34,14 @@ from dualtrace.encoder.hostile import (
     instruction_like,
     rule_backing,
 )
-from dualtrace.encoder.matching import best_match, distinct_failures, failure_keys, same_failure
+from dualtrace.encoder.matching import (
+    best_match,
+    distinct_failures,
+    distinct_subjects,
+    failure_keys,
+    names,
+    same_failure,
+)
 from dualtrace.encoder.operations import (
     MomentDraft,
     Operation,
@@ -322,9 +329,8 @@ class PlanBuilder:
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,
                                         f"evidence {op.scores.total} < 5: not encoded"), None)
-        if op.type == "incident":
-            anchor = self._failure_anchor(op, anchor)
-            op = replace(op, anchor=anchor)
+        anchor = self._own_anchor(op, anchor)
+        op = replace(op, anchor=anchor)
         rel = formats.fact_path(op.type, anchor)
         existing = self._existing_for(op, rel)
         if op.type == "decision" and existing is None and self.ctx.provenance is not None:
@@ -442,24 +448,35 @@ class PlanBuilder:
             return found
         return self.store.find_fact(kind, anchor) if rel not in self.pending else None
 
-    def _failure_anchor(self, op: Store, anchor: str) -> str:
-        """An incident's anchor that no other failure holds. Two different failures (other
-        failing tests, errors, rules or signature) proposed under one anchor are two
-        files: the later one's anchor gains its own failure's names, else a number."""
+    def _own_anchor(self, op: Store, anchor: str) -> str:
+        """An anchor that no memory about another subject holds. A proposal whose anchor a
+        memory of another named subject holds ("the purge-webhook test" / "the
+        proxy-handshake test", bead spotter-fum / spotter-4te) or, for an incident, of
+        another failure (other failing tests, errors, rules or signature) is its own file:
+        its anchor gains its own names, else a number."""
         mine = f"{op.description}\n{op.body}"
+        said = f"{anchor.replace('-', ' ')} {op.description}"
 
-        def other_failure(candidate: str) -> bool:
-            held = self._fact_at("incident", candidate)
-            return held is not None and distinct_failures(mine, f"{held.description}\n{held.body}")
+        def held_by_other(candidate: str) -> bool:
+            held = self._fact_at(op.type, candidate)
+            if held is None:
+                return False
+            if distinct_subjects(said, f"{held.anchor.replace('-', ' ')} {held.description}"):
+                return True
+            return op.type == "incident" and distinct_failures(mine, f"{held.description}\n{held.body}")
 
-        if not other_failure(anchor):
+        if not held_by_other(anchor):
             return anchor
-        _sig, tests, errors = failure_keys(mine)
-        own = [w for w in sorted(tests) + sorted(errors) if w.lower().replace("_", "-") not in anchor]
+        held = self._fact_at(op.type, anchor)
+        own = sorted(names(op.description) - names(held.description if held else ""))
+        if op.type == "incident":
+            _sig, tests, errors = failure_keys(mine)
+            own += sorted(tests) + sorted(errors)
+        own = [w for w in own if w.lower().replace("_", "-").lstrip("#") not in anchor]
         tries = [make_anchor(f"{' '.join(own[:2])} {anchor}")] if own else []
         stem = anchor[: MAX_ANCHOR - 3].rstrip("-")
         tries += [f"{stem}-{n}" for n in range(2, 100)]
-        return next((t for t in tries if t != anchor and not other_failure(t)), anchor)
+        return next((t for t in tries if t != anchor and not held_by_other(t)), anchor)
 
     def _existing_for(self, op: Store, rel: str) -> Fact | None:
         found = self._fact_at(op.type, op.anchor)

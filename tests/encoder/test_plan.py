@@ -353,3 +353,39 @@ def test_names_of_work_items_and_tracker_keys():
     assert names("fix issue #12 before PROJ-123; the pre-commit end-to-end task list") == {"#12", "proj-123"}
     assert distinct_subjects("Work on bead spotter-4te: OpenTelemetry", "Work on bead `spotter-fum` (epic)")
     assert not distinct_subjects("Continue bead spotter-fum", "Work on bead `spotter-fum` (epic)")
+
+
+def test_one_anchor_never_holds_two_named_subjects(memdir):
+    """sde-bench's task chats each end with "unrelated heads-up: the X test is flaky on CI"
+    for another X; the offline encoder proposes one anchor for all of them. A memory about
+    another named subject never takes the proposal in: it gets its own file."""
+    b = builder(memdir)
+
+    def flaky(name: str, where: str, more: str = ""):
+        said = (f"Unrelated heads-up: if you run the {where} suite, the {name} test has been flaky on CI "
+                "all week - infra says timeouts, not correctness - so rerun before you blame your change.")
+        return b.add(store_op(type="incident", anchor="unrelated-heads-up-run-timeout", moment=None,
+                              description=said, body=f"The user stated: {said}{more}"))
+
+    first = flaky("proxy-handshake", "egressgate")
+    other = flaky("usage-exporter", "metering")
+    assert first.action == other.action == "store"
+    assert first.path == "incidents/unrelated-heads-up-run-timeout.md"
+    assert other.path == "incidents/usage-exporter-unrelated-heads-up-run-timeout.md"
+    # the same test again is the same incident, updated in place
+    again = flaky("proxy-handshake", "egressgate", " It timed out again on Friday's run.")
+    assert again.action == "update" and again.path == first.path
+    # the same holds for decisions about two work items under one proposed anchor
+    fum = b.add(store_op(type="decision", anchor="work-on-bead-epic", moment=None,
+                         description="Work on bead `spotter-fum`: transcript readability.", body="Readability."))
+    four = b.add(store_op(type="decision", anchor="work-on-bead-epic", moment=None,
+                          description="Work on bead spotter-4te: OpenTelemetry tracing.", body="Tracing."))
+    assert fum.action == four.action == "store" and fum.path != four.path
+
+
+def test_compound_names_of_things_are_names_hyphenated_modifiers_are_not():
+    from dualtrace.encoder.matching import names
+
+    assert names("the purge-webhook test in the edgecache suite is flaky") == {"purge-webhook"}
+    assert names("the usage_exporter job and the billing-sync service") == {"usage_exporter", "billing-sync"}
+    assert names("run the end-to-end tests and the pre-commit hooks on the read-only table") == set()
