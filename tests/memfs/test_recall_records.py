@@ -12,7 +12,7 @@ from dualtrace.config import Settings
 from dualtrace.memfs import embed, formats
 from dualtrace.memfs.index import Index, index_path
 from dualtrace.memfs.inject import prompt_context
-from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall
+from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall, unknown_names
 from dualtrace.memfs.store import MemoryStore
 
 # The write side (memfs.sessions, issue 11) renders the records these tests search.
@@ -370,3 +370,35 @@ def test_a_chunks_meaning_is_its_best_run_of_lines_not_only_one_line():
     assert recall_mod._best_window(lines, question) == pytest.approx(1.0)
     assert recall_mod._best_window(lines[:1], question) == pytest.approx(1 / np.sqrt(5))
     assert max(float(lines[:2].sum(0) @ question) / np.sqrt(2), 1 / np.sqrt(5)) < 0.7
+
+
+def test_a_question_naming_what_no_session_ever_named_abstains(store):
+    """"iOS", "Kafka" are in no memory and no record: nothing stored can answer, however
+    much the rest of the question matches ("push", "tests", "timeline filter")."""
+    store.commit([store.write(_fact(
+        "push-notifications-tested", "Push notifications are tested with a fake gateway",
+        body="The test suite sends push notifications through a fake gateway on every push."))],
+        "mem: fact\n")
+    for question in ("How do we test iOS push notifications?",
+                     "Which Kafka topic carries the timeline filter events?"):
+        for embedder in (None, embed.get_embedder()):
+            result = recall(store, question, embedder=embedder)
+            assert result.state == "C", (question, result.render())
+    # The same questions without the unknown name still answer: only the name decides.
+    assert recall(store, "How do we test push notifications?", embedder=None).state == "B"
+    # A known name, or an unknown name offered as the alternative to a known one, still
+    # answers; a name is known by its prefix too ("Git" in "GitHub").
+    with Index.open(store.root) as index:
+        assert unknown_names(index, "Which Python versions does the Git workflow test on?") == []
+        assert unknown_names(index, "Which Python or Jython versions?") == []
+        assert unknown_names(index, "Which Jython versions?") == ["Jython"]
+    for question in ("Which Python versions does the GitHub Action run tests on?",
+                     "Does the CI workflow test on Python or Jython?",
+                     "What does the TranscriptRenderer show of a tool result?"):
+        result = recall(store, question, embedder=None)
+        assert result.state != "C", question
+    # A pasted text (a bug report, a prompt) names many things: not judged by its names.
+    long_text = ("Traceback from the Kafka consumer while the timeline filter group hides "
+                 "the vis-group items; applyFilters sets visible property sidechain colour "
+                 "ffeee1 items group built-in timeline refactor filtering hide")
+    assert recall(store, long_text, embedder=None).state != "C"
