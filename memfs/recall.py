@@ -330,15 +330,24 @@ def _render_record(rec: RecordPassage, num: str) -> str:
 
 
 def content_terms(text: str, *, keep_type_words: bool = True) -> list[str]:
-    """Lowercase content words of ``text`` in order, without duplicates or stop words."""
-    seen: dict[str, None] = {}
+    """Lowercase content words of ``text`` in order, without duplicates or stop words.
+
+    A plural after its singular (or before it) is the same word: "the TODO app ... todos"
+    asks about one thing, and counting it twice would outweigh every other word.
+    """
+    seen: dict[str, str] = {}
     # "how long", "how many", "how much": the second word belongs to the question form.
     text = _HOW.sub(" ", text.lower())
     for token in words.content_words(text, STOPWORDS):
         if not keep_type_words and token in _TYPE_WORDS:
             continue
-        seen.setdefault(token, None)
-    return list(seen)
+        seen.setdefault(_singular(token), token)
+    return list(seen.values())
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
 
 
 def routed_types(question: str) -> tuple[str, ...]:

@@ -12,7 +12,14 @@ from dualtrace.config import Settings
 from dualtrace.memfs import embed, formats
 from dualtrace.memfs.index import Index, index_path
 from dualtrace.memfs.inject import prompt_context
-from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall, unknown_names
+from dualtrace.memfs.recall import (
+    LABEL_B,
+    LABEL_B_RECORD,
+    LABEL_C,
+    content_terms,
+    recall,
+    unknown_names,
+)
 from dualtrace.memfs.store import MemoryStore
 
 # The write side (memfs.sessions, issue 11) renders the records these tests search.
@@ -304,11 +311,19 @@ def test_passage_quotes_the_detail_asked_for_not_the_sessions_topic(memdir):
             "/orchestrator create TODO app by Next.js",
             [("/orchestrator create TODO app by Next.js",
               "\n".join(topic[:6] + [detail] + topic[6:]))])
-    result = recall(store, "How does the TODO app persist todos?", embedder=None)
-    assert result.label == LABEL_B_RECORD
-    passage = result.memories[0].record.passage
-    assert "localStorage persistence" in passage
-    assert len(passage) <= 900
+    for embedder in (None, embed.get_embedder()):
+        result = recall(store, "How does the TODO app persist todos?", embedder=embedder)
+        assert result.label == LABEL_B_RECORD
+        passage = result.memories[0].record.passage
+        assert "localStorage persistence" in passage, embedder
+        assert len(passage) <= 900
+
+
+def test_a_plural_is_the_same_word_as_its_singular():
+    """"the TODO app ... todos" asks about one thing: counted twice it would outweigh
+    "persist", the word the question is about."""
+    assert content_terms("How does the TODO app persist todos?") == ["todo", "app", "persist"]
+    assert content_terms("Which tests test the class?") == ["tests", "class"]
 
 
 @needs_semantic
