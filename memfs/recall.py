@@ -87,6 +87,11 @@ RECORD_COMBO = 0.80
 RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_LEX_SEM_FLOOR = 0.0
+# Words and meaning at a lower sum when the words matched carry more IDF than one word
+# found in a single chunk (Gate.rare_words): calibrated on the main question set's tuning
+# part (bench/calibrate_gates.py; the plateau runs from 1.35 to 1.5 words at 0.55-0.6).
+RECORD_RARE_COMBO = 0.60
+RECORD_RARE_WORDS = 1.4
 RECORD_RERANK = 8
 # Nearest chunks taken into the fusion (each costs a coverage lookup per question word).
 RECORD_SEM_CANDIDATES = 30
@@ -388,6 +393,7 @@ class _Unit:
     about: float = 0.0
     sem: float = 0.0
     cos: float = 0.0  # cosine of the best document, also outside the nearest ones
+    rare: float = 0.0  # matched words' IDF in units of the IDF of a word in one document
     final: float = 0.0
     fused: float = 0.0
     type: str = ""
@@ -415,6 +421,11 @@ class Gate:
     # like the question ("how do we shard the users table" against a memory that
     # mentions users and a table).
     lex_sem_floor: float = 0.0
+    # Words and meaning together at a lower sum (``rare_combo``) when the matched words
+    # are strong evidence: their IDF adds up to at least ``rare_words`` words found in a
+    # single document (``_Unit.rare``), not one common word.
+    rare_combo: float = 9.0
+    rare_words: float = 9.0
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
         if unit.mass < self.min_mass:
@@ -425,14 +436,17 @@ class Gate:
             return False
         if unit.sem >= self.sem_high:
             return True
-        return (unit.sem >= self.sem_floor and unit.coverage >= self.cov_floor
-                and unit.coverage + unit.sem >= self.combo)
+        if unit.sem < self.sem_floor or unit.coverage < self.cov_floor:
+            return False
+        both = unit.coverage + unit.sem
+        return both >= self.combo or (both >= self.rare_combo and unit.rare >= self.rare_words)
 
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
                    lex_sem_floor=LEX_SEM_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
-                   RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR)
+                   RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
+                   rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -626,6 +640,9 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             unit.fused = 0.0
     _cover(index, ranked, known, idf, chunks)
     _final(index, ranked, denominator, routed, chunks)
+    scale = math.log(1 + (index.count(types) or 1) / 1.5)  # the IDF of a one-document word
+    for unit in ranked:
+        unit.rare = unit.mass / scale
     if qvec is not None:
         # Reciprocal-rank fusion of the lexical and the semantic order.
         _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)

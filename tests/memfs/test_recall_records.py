@@ -417,3 +417,19 @@ def test_a_question_naming_what_no_session_ever_named_abstains(store):
                  "the vis-group items; applyFilters sets visible property sidechain colour "
                  "ffeee1 items group built-in timeline refactor filtering hide")
     assert recall(store, long_text, embedder=None).state != "C"
+
+
+def test_the_record_gate_takes_a_lower_sum_when_the_words_matched_are_rare():
+    """Words and meaning together pass a record chunk at coverage + cosine 0.62 only when
+    the matched words weigh more than one word found in a single chunk (Unit.rare)."""
+    from dualtrace.memfs import recall as recall_mod
+
+    def unit(rare: float):
+        return recall_mod._Unit("sessions/x.md#0", coverage=0.3, sem=0.32, mass=1.0, rare=rare)
+
+    gate = recall_mod.RECORD_GATE
+    assert gate.passes(unit(2.0), semantic=True)
+    assert not gate.passes(unit(1.0), semantic=True)  # a common match: the full sum is needed
+    assert not gate.passes(unit(2.0), semantic=False)  # words alone: coverage decides
+    strong = recall_mod._Unit("sessions/x.md#0", coverage=0.4, sem=0.42, mass=1.0, rare=0.5)
+    assert gate.passes(strong, semantic=True)  # the usual sum (0.80) needs no rare words
