@@ -453,6 +453,10 @@ MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
                    RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
                    rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
+# Whether the memory answers is the gates' decision; once something passes, a record
+# chunk that comes this near takes one of the remaining places (it never answers alone).
+# Main set's tuning part: +3 answers over a plateau of cosine 0.35-0.45 / sum 0.6-0.7.
+COMPANION_GATE = Gate(RECORD_THRESHOLD, 0.42, 0.65)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -600,6 +604,11 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        if (passing_chunks or memories) and record_gate is RECORD_GATE:
+            # The memory answers: the remaining places go to records that come near
+            # (not for a stricter gate, the prompt hook's, which speaks unasked).
+            passing_chunks += [u for u in chunk_units if u not in passing_chunks
+                               and COMPANION_GATE.passes(u, semantic)]
         passages = _record_results(index, passing_chunks, terms, qvec, embedder, order,
                                    max(limit, RECORDS_SHOWN))
     if order is not None and passages:

@@ -433,3 +433,19 @@ def test_the_record_gate_takes_a_lower_sum_when_the_words_matched_are_rare():
     assert not gate.passes(unit(2.0), semantic=False)  # words alone: coverage decides
     strong = recall_mod._Unit("sessions/x.md#0", coverage=0.4, sem=0.42, mass=1.0, rare=0.5)
     assert gate.passes(strong, semantic=True)  # the usual sum (0.80) needs no rare words
+
+
+@needs_semantic
+def test_once_a_record_answers_a_near_one_is_shown_beside_it_but_never_alone(store):
+    """The gate decides whether the memory answers at all; once a record passes it, the
+    other places go to records that mean nearly the same (recall.COMPANION_GATE). A
+    record that only comes near never answers on its own: the question abstains."""
+    question = "when a filter is off, does the whole row of the chart collapse?"
+    assert recall(store, question).state == "C"  # the vis-group record is only near
+    _record(store, "aaaabbbb-290f-4105-a327-a2496e5e2a83", "2025-07-06T19:39:53Z",
+            "Chart rows", [("When a toggle is switched off, how should the chart look?",
+                            "The whole row of the chart collapses, rather than each of its "
+                            "entries disappearing one by one.")])
+    result = recall(store, question)
+    assert result.state == "B"
+    assert [m.record.session[:8] for m in result.memories] == ["aaaabbbb", "0d3a8e6f"]
