@@ -7,20 +7,15 @@ commands that need them, so ``dualtrace hook ...`` stays fast.
 from __future__ import annotations
 
 import sys
-import traceback
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from dualtrace import __version__, config, logfile
+from dualtrace import __version__, config, recallcmd
+from dualtrace.cmdline import log_error, report  # noqa: F401 - log_error: cli.log_error callers
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
-
-if TYPE_CHECKING:
-    from dualtrace.memfs.recall import RecalledMemory, RecallResult
 
 TYPES = [t.name for t in MEMORY_TYPES]
 FACT_FOLDER_TYPES = [t.name for t in MEMORY_TYPES if t.bullet_file is None]
@@ -33,20 +28,6 @@ memory_dir_option = click.option(
     default=None,
     help="Memory directory (default: resolved from env, dualtrace.toml, or the project).",
 )
-
-
-def log_error(exc: BaseException, context: str = "") -> Path | None:
-    """Append a pasteable report to <state>/logs/errors.log; never raises."""
-    try:
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        report = (f"--- {stamp} dualtrace {__version__} python {sys.version.split()[0]}\n"
-                  f"argv: {sys.argv!r}\n" + (f"context: {context}\n" if context else "")
-                  + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        path = Path(logfile.path(config.state_dir(), "errors.log"))
-        logfile.append(path, report)
-        return path
-    except Exception:  # noqa: BLE001 - the error log must never raise
-        return None
 
 
 def workspace_for(memory_dir: Path | None) -> config.Workspace:
@@ -141,11 +122,7 @@ def hint_command(*args: str, memory_dir: Path | None = None) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _require_memory_dir(memdir: Path, hint: str = "") -> None:
-    if memdir.exists() and not memdir.is_dir():
-        raise DualtraceError(f"memory directory {memdir} is not a directory")
-    if not memdir.is_dir():
-        raise DualtraceError(f"no memory directory at {memdir} {hint}".rstrip())
+_require_memory_dir = recallcmd.require_memory_dir
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -511,50 +488,10 @@ def _is_memory_ref(store, target: str) -> bool:
 def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, limit: int,
            kind: str | None) -> None:
     """Answer QUESTION from memory: STATE A (fact + moment), B (fact) or C (abstain)."""
-    # Light imports only (no git, jinja2 or anthropic): this path is timed in bench/.
-    import json
-
-    from dualtrace.memfs.recall import recall as do_recall
-
-    ws = workspace_for(memory_dir)
-    _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
-    result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
-                       stale_days=ws.settings.stale_days, project_root=ws.root)
-    own = _own_preferences(ws, " ".join(question), limit, kind, result)
-    if as_json:
-        data = result.to_dict()
-        data["own_preferences"] = [m.to_dict() for m in own]
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-        return
-    click.echo(result.render(), nl=False)
-    if own:
-        from dualtrace.memfs.recall import render_memory
-
-        click.echo("\nYour own preferences (from your own memory, every project):\n")
-        for n, memory in enumerate(own, 1):
-            click.echo(render_memory(memory, n))
-
-
-def _own_preferences(ws: config.Workspace, question: str, limit: int, kind: str | None,
-                     project: RecallResult) -> list[RecalledMemory]:
-    """The person's own memory (<state>/user-memory) answers preference questions too.
-
-    The same recall, limited to preferences, over the user-level memory the SessionStart
-    hook injects from; a bullet the project memory already returned is not repeated.
-    """
-    if kind not in (None, "preference") or ws.settings.preferences == "project":
-        return []
-    from dualtrace.memfs.recall import recall as do_recall
-
-    own_dir = config.user_memory_dir(ws.settings)
-    if not (own_dir / ".git").is_dir() or own_dir.resolve() == ws.memory_dir.resolve():
-        return []
-    found = do_recall(own_dir, question, limit=limit, type="preference",
-                      stale_days=ws.settings.stale_days)
-    if found.state == "C":
-        return []
-    seen = {m.bullet for m in project.memories if m.bullet}
-    return [m for m in found.memories if not (m.bullet and m.bullet in seen)]
+    # The console script answers a plain `recall` without click (dualtrace.recallcmd);
+    # this command runs the same code for `--help`, bad input and in-process callers.
+    recallcmd.run(workspace_for(memory_dir),
+                  recallcmd.Args(question, memory_dir, as_json, limit, kind), sys.stdout)
 
 
 @cli.command()
@@ -819,18 +756,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
         sys.exit(1)
-    except DualtraceError as exc:
-        # An expected error (bad input, a missing directory, a git state to fix) is the
-        # user's to act on: one line, no report. errors.log keeps internal errors only.
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - report any bug as one line plus a log
-        path = log_error(exc)
-        where = f" (details in {path})" if path else ""
-        click.echo(f"Error: internal error: {type(exc).__name__}: {exc}{where}", err=True)
-        sys.exit(1)
+    except Exception as exc:  # noqa: BLE001 - expected errors one line, bugs also logged
+        sys.exit(report(exc))
     sys.exit(0)
 
 
