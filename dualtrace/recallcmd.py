@@ -64,8 +64,8 @@ def parse(argv: list[str]) -> Args | None:
             values[name] = value
         else:
             return None  # --help, -h, an unknown option: click's to answer
-    if not words:
-        return None
+    if not " ".join(words).strip():
+        return None  # no question, or a blank one: a usage error, click's
     limit = values.get("--limit", "5")
     kind = values.get("--type")
     if not limit.isdigit() or not LIMIT_RANGE[0] <= int(limit) <= LIMIT_RANGE[1]:

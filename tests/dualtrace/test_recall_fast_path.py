@@ -120,5 +120,6 @@ def test_the_parser_takes_only_what_it_can_answer_exactly():
     assert recallcmd.parse(["why", "--json", "json"]) == recallcmd.Args(("why", "json"), as_json=True)
     assert recallcmd.parse(["--limit=100", "q"]).limit == 100
     assert recallcmd.parse(["-"]) == recallcmd.Args(("-",))
-    for bad in (["--limit", "101", "q"], ["--json=1", "q"], ["--"], ["--type=x", "q"], ["-v", "q"]):
+    for bad in (["--limit", "101", "q"], ["--json=1", "q"], ["--"], ["--type=x", "q"], ["-v", "q"],
+                [""], ["  ", " "]):
         assert recallcmd.parse(bad) is None
