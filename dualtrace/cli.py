@@ -369,24 +369,46 @@ def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
 @memory_dir_option
 @click.argument("target")
 @click.option("--reason", default="", help="Why, for the commit message.")
+@click.option("--records", "with_records", is_flag=True,
+              help="Also retire the session records of the memory's sessions (each the whole "
+                   "session's own words, which recall can still quote).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None:
+def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool,
+           yes: bool) -> None:
     """Retire the memory TARGET (anchor or path) and its moment into archive/, in one
-    commit: recall and injection stop using it; `git revert` brings it back."""
-    from dualtrace.memfs.archive import retire
+    commit: recall and injection stop using it; `git revert` brings it back. TARGET may
+    also be a session record (path or session id): the whole record is retired."""
+    from dualtrace.memfs.archive import records_of, retire, retire_record
+    from dualtrace.memfs.sessions import is_record_path, read_record
 
     store = resolve_store(workspace_for(memory_dir), create=False)
+    held: list[str] = []
     try:
-        memory, moment = store.lookup(target)
-        names = [memory.path] + ([moment.path] if moment is not None else [])
-        if not yes:
-            click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
-        done = retire(store, target, reason=reason)
+        if is_record_path(target) or (_looks_like_session(target)
+                                      and not _is_memory_ref(store, target)):
+            rel = read_record(store.root, target).path
+            if not yes:
+                click.confirm(f"Retire the session record {rel} (all of that session's own "
+                              "words) to archive/?", abort=True)
+            done = retire_record(store, rel, reason=reason)
+        else:
+            memory, moment = store.lookup(target)
+            held = records_of(store, memory, moment)
+            names = [memory.path] + ([moment.path] if moment is not None else [])
+            if with_records:
+                names, held = names + held, []
+            if not yes:
+                click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+            done = retire(store, target, reason=reason, records=with_records)
     finally:
         store.close()
     for src, dest in done.moved:
         click.echo(f"retired {src} -> {dest}")
     click.echo(f"commit {done.commit[:10]}; undo with `git -C {store.root} revert {done.commit[:10]}`")
+    for rel in held:
+        click.echo(f"note: the session record {rel} still holds that session's own words, and "
+                   f"`dualtrace recall` can quote them; `dualtrace forget {rel}` retires it too "
+                   "(the whole session's record)")
 
 
 @cli.command("log")
