@@ -10,6 +10,7 @@ The click command (``dualtrace.cli.recall``) runs the same :func:`run`.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,11 @@ def main(argv: list[str]) -> int | None:
     if args is None:
         return None
     from dualtrace.cmdline import report
+
+    # One question, one process: numpy's BLAS thread pool (started at import, one thread
+    # per core) costs ~15 ms CPU here and a single matrix-vector product gains nothing
+    # from it. A value the person set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     try:
         run(config.workspace(memory_dir=args.memory_dir), args, sys.stdout)

@@ -21,10 +21,12 @@ HEAVY = ("click", "yaml", "jinja2", "git", "anthropic")
 
 # Report which heavy packages the process loaded, after the entry's sys.exit.
 PROBE = """
-import atexit, sys
+import atexit, os, sys
 heavy = {heavy!r}
 atexit.register(lambda: sys.stderr.write("LOADED " + ",".join(sorted(
     {{m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy}})) + "\\n"))
+atexit.register(lambda: sys.stderr.write("BLAS %s %s\\n" % (
+    os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)))
 sys.argv = ["dualtrace", *{argv!r}]
 from dualtrace.hookcmd import entry
 entry()
@@ -41,9 +43,10 @@ def click_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True)
 
 
-def loaded(*argv: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+def loaded(*argv: str, env: dict[str, str] | None = None,
+           ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY, argv=list(argv))],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")][-1]
     return proc, set(filter(None, line[len("LOADED "):].split(",")))
 
@@ -58,6 +61,17 @@ def test_a_plain_recall_loads_neither_click_nor_yaml_jinja2_git_anthropic(memdir
     helped, heavy = loaded("recall", "--help")
     assert helped.returncode == 0 and "Usage: dualtrace recall" in helped.stdout
     assert "click" in heavy
+
+
+def test_a_one_question_process_starts_no_blas_thread_pool_unless_asked(memdir):
+    import os
+
+    seed(memdir)
+    argv = ("recall", "--memory-dir", str(memdir), "structured logging json")
+    proc, _ = loaded(*argv)
+    assert proc.returncode == 0 and "BLAS 1 " in proc.stderr
+    mine, _ = loaded(*argv, env={**os.environ, "OPENBLAS_NUM_THREADS": "2"})
+    assert mine.returncode == 0 and "BLAS 2 " in mine.stderr  # the person's setting stands
 
 
 @pytest.mark.parametrize("args", [
