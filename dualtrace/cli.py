@@ -6,9 +6,10 @@ commands that need them, so ``dualtrace hook ...`` stays fast.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -191,7 +192,10 @@ def status(memory_dir: Path | None, check: bool) -> None:
         elif check:
             click.echo(f"checked:    every file parses ({info['total']} memories)")
         click.echo(f"last commit: {info['last_commit'] or '(none)'}")
-    summary = queue.status_summary(config.state_dir(), memory_dir=str(root))
+    from dualtrace.worker import Worker
+
+    summary = queue.status_summary(config.state_dir(), memory_dir=str(root),
+                                   memory_dir_of=Worker(config.state_dir()).memory_dir_for)
     for line in queue.format_status(summary):
         click.echo(line)
     click.echo(_sync_line(root, settings))
@@ -230,6 +234,22 @@ def _spend_lines(settings: config.Settings) -> list[str]:
     return lines
 
 
+def _session_workspace(transcript: Path, memory_dir: Path | None) -> config.Workspace:
+    """The Workspace of a hand-run encode: the project the session ran in.
+
+    The same rule as a hook-started job (the agent's cwd): a past session encoded from
+    any directory is filed under its own project, with that project's settings. When
+    the transcript names no directory that exists here (a copy from another machine,
+    the shipped examples), the current directory's project, as for every command.
+    """
+    from dualtrace.hooks.transcripts import working_directory
+
+    ran_in = working_directory(transcript.expanduser())
+    if ran_in and Path(ran_in).is_dir():
+        return config.workspace(cwd=ran_in, memory_dir=memory_dir)
+    return workspace_for(memory_dir)
+
+
 @cli.command()
 @memory_dir_option
 @click.argument("transcript", type=click.Path(path_type=Path))
@@ -248,13 +268,15 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
 
     from dualtrace.pipeline import encode_session
 
-    ws = workspace_for(memory_dir)
+    ws = _session_workspace(transcript, memory_dir)
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
                             dry_run=dry_run, budget=budget, force=force)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
         return
     click.echo(f"session {report.session_id or '-'} ({report.host}) -> {report.memory_dir}")
+    if ws.root != workspace_for(memory_dir).root:
+        click.echo(f"project: {ws.project} (where the session ran: {ws.root})")
     if report.skipped and not report.operations:
         click.echo(f"SKIP  {report.skipped}" + ("; kept in the session record" if report.commit
                                                  and report.record else ""))
@@ -272,8 +294,8 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo(f"See it with `{hint_command('log', memory_dir=memory_dir)}` and ask it with "
                    f"`{hint_command('recall', 'your question', memory_dir=memory_dir)}` "
                    "(or `git log -p` in the memory directory).")
-    elif not report.skipped:
-        click.echo("nothing to commit")
+    elif not report.skipped or report.operations:
+        click.echo("nothing to commit" + (f" ({report.skipped})" if report.skipped else ""))
 
 
 @cli.command()
@@ -304,6 +326,27 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
             max_wait=max_wait, as_json=as_json, records_only=records_only)
 
 
+def since_date(value: str | None, today: date | None = None) -> str | None:
+    """--since as an ISO date (YYYY-MM-DD, today, yesterday, Nd); a bad one is a usage
+    error, never silently "everything" (a string comparison against any text)."""
+    from datetime import timedelta
+
+    if value is None:
+        return None
+    text = value.strip().lower()
+    today = today or date.today()
+    days = {"today": 0, "yesterday": 1}.get(text)
+    if days is None and re.fullmatch(r"\d{1,5}d", text):
+        days = int(text[:-1])
+    if days is not None:
+        return (today - timedelta(days=days)).isoformat()
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date: use YYYY-MM-DD, today, "
+                                 "yesterday or Nd (days ago)") from None
+
+
 _TYPES = list(FACT_FOLDER_TYPES)
 
 
@@ -312,8 +355,9 @@ _TYPES = list(FACT_FOLDER_TYPES)
 @click.option("--type", "kind", default=None, type=click.Choice(_TYPES), help="Only this type.")
 @click.option("--grep", "contains", default=None, help="Only memories whose anchor or "
               "description contains this text.")
-@click.option("--since", default=None, help="Only memories stored on or after this date "
-              "(YYYY-MM-DD).")
+@click.option("--since", default=None, callback=lambda _c, _p, v: since_date(v),
+              help="Only memories stored on or after this date: YYYY-MM-DD, today, "
+                   "yesterday, or N days ago as Nd (e.g. 7d).")
 @click.option("--current", is_flag=True, help="Leave out decisions superseded by a later one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, since: str | None,
@@ -516,6 +560,10 @@ def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, li
 
     from dualtrace.memfs.recall import recall as do_recall
 
+    if not " ".join(question).strip():
+        raise click.BadParameter("the question is empty: ask what you want to know, "
+                                 "e.g. dualtrace recall 'why did we switch to JSON logs?'",
+                                 param_hint="QUESTION")
     ws = workspace_for(memory_dir)
     _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
     result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,

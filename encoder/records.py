@@ -625,6 +625,19 @@ def _water_level(lengths: list[int], target: int) -> int:
     return lo
 
 
+def _kept_memories(root: Path, rel: str,
+                   memories: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``memories`` after the earlier record's own that still exist (theirs first)."""
+    try:
+        old = parse_record((root / rel).read_text(encoding="utf-8"), rel)
+    except (OSError, UnicodeDecodeError, DualtraceError):
+        return memories
+    now = dict(memories)
+    kept = [(path, action) for path, action in old.memories
+            if path not in now and (root / path).is_file()]
+    return (*kept, *memories)
+
+
 def record_for(session: Session, root: Path, *, project: str | None,
                memories: Iterable[tuple[str, str]], local: bool = False,
                budget: int = DEFAULT_BUDGET, redact: Callable[[str], str] | None = None,
@@ -649,13 +662,18 @@ def record_for(session: Session, root: Path, *, project: str | None,
             old = parse_record((root / existing_rel).read_text(encoding="utf-8"), existing_rel)
         except (OSError, UnicodeDecodeError, DualtraceError):
             old = None  # unreadable: rewritten from this part (git keeps the old text)
+    memories = tuple(memories)
+    if fresh and existing_rel is not None:
+        # Rewritten from the start, the record still lists what this session stored
+        # before: a re-read (--force, a copy of the transcript) often finds nothing new.
+        memories = _kept_memories(root, existing_rel, memories)
     built = build(session, first_turn=(len(old.turns) + 1) if old else 1)
     rel = existing_rel or free_path(root, sid, session.started, local=local)
     new = SessionRecord(
         path=rel, session=sid, host=session.host, project=project, branch=session.git_branch,
         started=session.started, ended=session.ended, description=built.description,
         commits=tuple(built.commits), files_changed=tuple(built.files), checks=tuple(built.checks),
-        memories=tuple(memories), turns=tuple(built.turns), open_ends=tuple(built.open_ends),
+        memories=memories, turns=tuple(built.turns), open_ends=tuple(built.open_ends),
         summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
     merged = merge(old, new)
