@@ -290,11 +290,13 @@ def test_the_sdk_still_imports_whole_where_its_package_names_are_used(tmp_path):
             "assert mcp.Client is Client and mcp.types.Tool; "
             "from mcp_types.methods import parse_client_request as p; "
             "r = p('initialize', '2025-06-18', {'protocolVersion': '2025-06-18', 'capabilities': {}, "
-            "'clientInfo': {'name': 'x', 'version': '0'}}); print(type(r).__name__)")
+            "'clientInfo': {'name': 'x', 'version': '0'}}); print(type(r).__name__)\n"
+            "try:\n    p('initialize', '2025-06-18', {'protocolVersion': 5})\n"
+            "except ValueError:\n    print('rejected')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "InitializeRequest"
+    assert out.stdout.split() == ["InitializeRequest", "rejected"]
 
 
 def _raw(proc: subprocess.Popen, line: str) -> dict:
