@@ -328,3 +328,39 @@ def test_batch_token_budget_is_checked_too(api, tmp_path, transcripts):
                                                       over_budget="wait"),
               poll_interval=0.0, sleep=lambda s: None)
     assert len(_submitted(api)) == 2
+
+
+def test_batch_resume_skips_a_session_encoded_meanwhile_and_reports_a_lost_result(
+        api, tmp_path, transcripts):
+    """The two ends of applying a batch: a session another run encoded since submission is
+    not encoded twice, and an item the API returned no result for is a failure (retried by
+    the next run, as its cursor did not move)."""
+    mem = tmp_path / "mem"
+    api.batch_polls = 10**6
+    api.batch_responder = batch_responder
+    api.default = lambda body: message(tool_use("finish", {}))
+    with pytest.raises(DualtraceError, match="still in_progress"):
+        run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.05,
+                  max_wait=0.12, sleep=lambda s: None)
+    saved = json.loads(state_file(mem).read_text())
+    by_name = {Path(it["path"]).name: cid for cid, it in saved["items"].items()}
+    logging = transcripts[1]
+    assert logging.name in by_name and len(by_name) == 3
+    # meanwhile: the logging session is encoded offline, and the auth result gets lost
+    live = run_live([logging], mem, settings_for(api), "offline")
+    assert live.count("encoded") == 1
+    offset = cursors.load(logging, str(mem.resolve())).offset
+    (batch,) = api.batches.values()
+    del batch["results"][by_name["pilot-4-auth-401-session1.jsonl"]]
+    batch["polls_left"] = 0
+    summary = run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.0,
+                        sleep=lambda s: None)
+    items = {Path(i.path).name: i for i in summary.items}
+    assert items[logging.name].status == "skipped"
+    assert items[logging.name].note == "encoded by another run since submission"
+    assert items["pilot-4-auth-401-session1.jsonl"].status == "failed"
+    assert items["pilot-4-auth-401-session1.jsonl"].note == "no result returned for this item"
+    assert items["pilot-5-session-storage.jsonl"].status == "failed"  # errored in the batch
+    assert cursors.load(logging, str(mem.resolve())).offset == offset  # not encoded twice
+    assert not (mem / "decisions/structured-logging-json.md").is_file()  # the batch's answer
+    assert not state_file(mem).exists()
