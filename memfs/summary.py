@@ -9,11 +9,12 @@ and recall do, and reports each broken file with its path and line.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
-from dualtrace.memfs import formats
+from dualtrace.errors import PathError
+from dualtrace.memfs import formats, layout
+from dualtrace.memfs.anchors import read_nofollow
 from dualtrace.memfs.formats import Fact, Moment, SystemFile
 from dualtrace.memfs.store import MemoryStore
 
@@ -37,19 +38,6 @@ def _quick(text: str) -> dict[str, str] | str:
     return out
 
 
-def _files(store: MemoryStore) -> list[str]:
-    out: list[str] = []
-    root = str(store.root)
-    for top in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if top.startswith(".") or not (top in ("system", "scenes") or formats.canonical_folder(top)):
-            continue
-        for folder, dirs, names in os.walk(os.path.join(root, top)):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-            out.extend(f"{rel_folder}/{n}" for n in names if n.endswith(".md") and not n.startswith("."))
-    return out
-
-
 def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
     types: Counter[str] = Counter()
     tiers: Counter[str] = Counter()
@@ -70,10 +58,13 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 kind = formats.type_of_system_file(memory.path)
                 types[f"{kind} bullets"] += len(memory.bullets)
     else:
-        for rel in _files(store):
+        for rel in store.iter_files():
             try:
-                with open(os.path.join(store.root, rel), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
+                # The listing has no links; a file swapped for one since is refused.
+                text = read_nofollow(store.root / rel, rel)
+            except PathError as exc:  # a link, or over the size limit
+                problems.append(f"{rel}:1: {exc}")
+                continue
             except OSError as exc:
                 problems.append(f"{rel}:1: unreadable: {exc}")
                 continue
@@ -102,5 +93,7 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
         "types": dict(types),
         "tiers": dict(tiers),
         "problems": problems,
+        # Markdown a person put deeper than the layout: no reader sees it, so say so.
+        "stray": layout.stray_files(store.root),
         "last_commit": store.git.last_commit_line(),
     }
