@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dualtrace.hooks.install import in_background  # noqa: E402
-from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
+from tests.e2e.claude_host import Claude, LiveSession, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
@@ -79,34 +79,6 @@ PROMPTS = [
     "Why does billing need row-level locking?",
     "Thanks, that is all for today.",
 ]
-
-
-class Stream:
-    """One long-lived ``claude -p --input-format stream-json`` session (interactive-like)."""
-
-    def __init__(self, exe: Path, box: Sandbox) -> None:
-        import subprocess
-
-        self.proc = subprocess.Popen(
-            [str(exe), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-             "--verbose"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=box.env, cwd=box.project, text=True, bufsize=1)
-
-    def turn(self, prompt: str) -> float:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        started = time.perf_counter()
-        self.proc.stdin.write(json.dumps({"type": "user", "message": {
-            "role": "user", "content": prompt}}) + "\n")
-        self.proc.stdin.flush()
-        for line in self.proc.stdout:
-            if line.startswith("{") and json.loads(line).get("type") == "result":
-                return time.perf_counter() - started
-        raise AssertionError("claude ended before answering")
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def turn(claude: Claude, prompt: str, resume: str | None) -> tuple[float, str]:
@@ -265,13 +237,13 @@ def main() -> int:
         times: dict[str, list[float]] = {arm: [] for arm in arms}
         starts: dict[str, float] = {}
         sessions: dict[str, str | None] = {arm: None for arm in arms}
-        streams = {arm: Stream(exe, boxes[arm]) for arm in arms} if args.stream else {}
+        streams = {arm: LiveSession(exe, boxes[arm]) for arm in arms} if args.stream else {}
         for i in range(args.turns + (1 if args.stream else 0)):
             prompt = PROMPTS[i % len(PROMPTS)]
             order = arms[i % len(arms):] + arms[:i % len(arms)]
             for arm in order:
                 if args.stream:
-                    seconds = streams[arm].turn(prompt)
+                    seconds = streams[arm].turn(prompt)[0]
                     if i == 0:
                         starts[arm] = seconds
                     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dualtrace.encoder.cues import CHECK_COMMAND
@@ -178,155 +178,199 @@ def _check_key(command: str) -> str:
     return command[:120]
 
 
-def build(session: Session, *, first_turn: int = 1) -> Built:
-    rel = _Rel(session.cwd)
-    drafts = _turn_drafts(session)
-    turns: list[Turn] = []
-    commits: list[Commit] = []
-    files: dict[str, None] = {}
-    checks: dict[str, list[int]] = {}  # key -> [runs, failed, last_ok]
-    check_last_ts: dict[str, str | None] = {}
-    failing: dict[str, tuple[str | None, list[str]]] = {}  # check key -> (hh:mm, edits since)
-    last_commit_at = -1
-    edit_order: list[tuple[int, str]] = []
-    seq = 0
-    for n, d in enumerate(drafts):
-        failures: list[str] = []
-        n_cmd = n_edit = n_sub = 0
-        turn_files: dict[str, None] = {}
-        turn_commits: list[str] = []
-        repeat: dict[str, int] = {}
-        for e in d.events:
-            seq += 1
-            when = _hhmm(e.ts) or "--:--"
-            if e.kind == "command":
-                n_cmd += 1
-                cmd = _cmd(e, rel)
-                check = is_check(cmd)
-                if check:
-                    stat = checks.setdefault(_check_key(cmd), [0, 0, 1])
-                    stat[0] += 1
-                    check_last_ts[_check_key(cmd)] = e.ts
-                if _failed(e):
-                    if check:
-                        stat[1] += 1
-                        stat[2] = 0
-                        failing.setdefault(_check_key(cmd), (when, []))
-                    key = f"cmd:{cmd}"
-                    if key in repeat:
-                        repeat[key] += 1
-                        continue
-                    repeat[key] = 1
-                    code = f"exited {e.exit_code}" if e.exit_code not in (None, 0) else "failed"
-                    err = _first_error_line(rel(e.result or ""))
-                    failures.append(f"{when} `{cmd}` {code}" + (f": {err}" if err else ""))
-                elif check:
-                    stat[2] = 1
-                    before = failing.pop(_check_key(cmd), None)
-                    if before is not None:
-                        after = f" after editing {', '.join(before[1][-4:])}" if before[1] else ""
-                        failures.append(f"fixed {when}: `{cmd}` passed (failed at {before[0]}){after}")
-            elif e.kind == "edit":
-                path = rel(e.path or "?")
-                if e.is_error:
-                    result = e.result or ""
-                    what = ("rejected by the user" if "doesn't want to proceed" in result
-                            else "failed: " + _first_error_line(result))
-                    key = f"edit:{path}:{what}"
-                    if key in repeat:
-                        continue
-                    repeat[key] = 1
-                    failures.append(f"{when} edit of {path} {what}".rstrip(": "))
-                    continue
-                n_edit += 1
-                files[path] = None
-                turn_files[path] = None
-                edit_order.append((seq, path))
-                for _k, (_t, edited) in failing.items():
-                    if path not in edited:
-                        edited.append(path)
-            elif e.kind == "commit":
-                sha = e.detail if e.detail and re.fullmatch(r"[0-9a-f]{7,40}", e.detail) else None
-                message = e.text or ""
-                if not sha and e.detail:
-                    message = f"{message} {e.detail}".strip()
-                commits.append(Commit(sha[:12] if sha else None, message))
-                turn_commits.append(f"{sha[:7]} \"{message}\"" if sha else f"\"{message}\"")
-                last_commit_at = seq
-            elif e.kind == "error":
-                line = one_line(rel(e.text))[:240]
-                key = f"err:{line}"
-                if key not in repeat:
-                    repeat[key] = 1
-                    failures.append(f"{when} error: {line}")
-            elif e.kind == "tool" and e.detail == "hook-feedback":
-                # A hook that blocked the agent (Claude Code's "Stop hook feedback"):
-                # why it refused is what a later question asks.
-                line = _hook_feedback_line(rel(e.result or ""))
-                key = f"hook:{e.tool}:{line}"
-                if key not in repeat:
-                    repeat[key] = 1
-                    failures.append(f"{when} {e.tool or 'hook'} blocked the agent"
-                                    + (f": {line}" if line else ""))
-            elif e.kind == "tool" and e.is_error:
-                err = _first_error_line(rel(e.result or ""))
-                name = e.tool or "tool"
-                key = f"tool:{name}:{err}"
-                if key not in repeat:
-                    repeat[key] = 1
-                    failures.append(f"{when} {name} failed" + (f": {err}" if err else ""))
-            elif e.kind == "subagent":
-                n_sub += 1
-        for i, f in enumerate(failures):
-            m = re.match(r"(\S+ `(.*)`)", f)
-            if m and repeat.get(f"cmd:{m.group(2)}", 1) > 1:
-                failures[i] = f + f" (x{repeat[f'cmd:{m.group(2)}']})"
-        activity = []
-        if n_cmd:
-            activity.append(f"{n_cmd} command{'s' if n_cmd != 1 else ''}")
-        if n_edit:
-            names = list(turn_files)
-            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-            activity.append(f"{n_edit} edit{'s' if n_edit != 1 else ''} ({shown})")
-        if n_sub:
-            activity.append(f"{n_sub} subagent{'s' if n_sub != 1 else ''}")
-        if turn_commits:
-            activity.append("commit " + ", ".join(turn_commits))
-        agent = d.agent_texts[-1] if d.agent_texts else None
-        notes: list[str] = []
-        for text in d.agent_texts[:-1]:
-            if len(text) >= _SUMMARY_CHARS:
-                # A long explanation before the turn's last words (a summary the agent
-                # wrote before a hook made it commit, say) is what later questions ask.
-                if text not in notes:
-                    notes.append(text)
-                continue
-            for s in _sentences(text, _NOTE):
-                if s not in notes:
-                    notes.append(s)
-        user = "\n\n".join(d.user) if d.user else None
-        expansion = _expansion(d)
-        if user and expansion:
-            user += f"\n\n(Claude Code's text for {expansion[0]}: \"{expansion[1]}\")"
-        turns.append(Turn(
-            number=first_turn + n, date=_day(d.ts) or session.date, time=_hhmm(d.ts),
-            user=user, agent=agent, failures=tuple(failures), notes=tuple(notes[:MAX_NOTES]),
-            activity=", ".join(activity) or None,
-        ))
-    # Most recently run checks last; a long session keeps the latest MAX_CHECKS.
-    order = sorted(checks, key=lambda k: check_last_ts.get(k) or "")
-    check_list = [Check(k, checks[k][0], checks[k][1], "passed" if checks[k][2] else "failed")
-                  for k in order][-MAX_CHECKS:]
+@dataclass
+class _Log:
+    """What the session did so far, across turns: checks, failing checks, commits, edits."""
+
+    rel: _Rel
+    commits: list[Commit] = field(default_factory=list)
+    files: dict[str, None] = field(default_factory=dict)
+    checks: dict[str, list[int]] = field(default_factory=dict)  # key -> [runs, failed, last_ok]
+    check_last_ts: dict[str, str | None] = field(default_factory=dict)
+    # check key -> (hh:mm it failed, files edited since)
+    failing: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)
+    last_commit_at: int = -1
+    edit_order: list[tuple[int, str]] = field(default_factory=list)
+    seq: int = 0
+
+
+@dataclass
+class _TurnLog:
+    """One turn's share: its failure lines (each once; ``repeat`` counts) and activity."""
+
+    failures: list[str] = field(default_factory=list)
+    repeat: dict[str, int] = field(default_factory=dict)
+    files: dict[str, None] = field(default_factory=dict)
+    commits: list[str] = field(default_factory=list)
+    n_cmd: int = 0
+    n_edit: int = 0
+    n_sub: int = 0
+
+    def once(self, key: str, line: str) -> None:
+        """A failure line, unless the same one was already written in this turn."""
+        if key not in self.repeat:
+            self.repeat[key] = 1
+            self.failures.append(line)
+
+
+def _on_command(e: Event, log: _Log, turn: _TurnLog, when: str) -> None:
+    turn.n_cmd += 1
+    cmd = _cmd(e, log.rel)
+    check = is_check(cmd)
+    key = _check_key(cmd)
+    if check:
+        stat = log.checks.setdefault(key, [0, 0, 1])
+        stat[0] += 1
+        log.check_last_ts[key] = e.ts
+    if _failed(e):
+        if check:
+            stat[1] += 1
+            stat[2] = 0
+            log.failing.setdefault(key, (when, []))
+        if f"cmd:{cmd}" in turn.repeat:
+            turn.repeat[f"cmd:{cmd}"] += 1
+            return
+        code = f"exited {e.exit_code}" if e.exit_code not in (None, 0) else "failed"
+        err = _first_error_line(log.rel(e.result or ""))
+        turn.once(f"cmd:{cmd}", f"{when} `{cmd}` {code}" + (f": {err}" if err else ""))
+    elif check:
+        stat[2] = 1
+        before = log.failing.pop(key, None)
+        if before is not None:
+            after = f" after editing {', '.join(before[1][-4:])}" if before[1] else ""
+            turn.failures.append(f"fixed {when}: `{cmd}` passed (failed at {before[0]}){after}")
+
+
+def _on_edit(e: Event, log: _Log, turn: _TurnLog, when: str) -> None:
+    path = log.rel(e.path or "?")
+    if e.is_error:
+        result = e.result or ""
+        what = ("rejected by the user" if "doesn't want to proceed" in result
+                else "failed: " + _first_error_line(result))
+        turn.once(f"edit:{path}:{what}", f"{when} edit of {path} {what}".rstrip(": "))
+        return
+    turn.n_edit += 1
+    log.files[path] = None
+    turn.files[path] = None
+    log.edit_order.append((log.seq, path))
+    for _when, edited in log.failing.values():
+        if path not in edited:
+            edited.append(path)
+
+
+def _on_commit(e: Event, log: _Log, turn: _TurnLog) -> None:
+    sha = e.detail if e.detail and re.fullmatch(r"[0-9a-f]{7,40}", e.detail) else None
+    message = e.text or ""
+    if not sha and e.detail:
+        message = f"{message} {e.detail}".strip()
+    log.commits.append(Commit(sha[:12] if sha else None, message))
+    turn.commits.append(f"{sha[:7]} \"{message}\"" if sha else f"\"{message}\"")
+    log.last_commit_at = log.seq
+
+
+def _on_event(e: Event, log: _Log, turn: _TurnLog) -> None:
+    """Count one event of a turn and write its failure line, if it is one."""
+    log.seq += 1
+    when = _hhmm(e.ts) or "--:--"
+    if e.kind == "command":
+        _on_command(e, log, turn, when)
+    elif e.kind == "edit":
+        _on_edit(e, log, turn, when)
+    elif e.kind == "commit":
+        _on_commit(e, log, turn)
+    elif e.kind == "error":
+        line = one_line(log.rel(e.text))[:240]
+        turn.once(f"err:{line}", f"{when} error: {line}")
+    elif e.kind == "tool" and e.detail == "hook-feedback":
+        # A hook that blocked the agent (Claude Code's "Stop hook feedback"):
+        # why it refused is what a later question asks.
+        line = _hook_feedback_line(log.rel(e.result or ""))
+        turn.once(f"hook:{e.tool}:{line}",
+                  f"{when} {e.tool or 'hook'} blocked the agent" + (f": {line}" if line else ""))
+    elif e.kind == "tool" and e.is_error:
+        err = _first_error_line(log.rel(e.result or ""))
+        name = e.tool or "tool"
+        turn.once(f"tool:{name}:{err}", f"{when} {name} failed" + (f": {err}" if err else ""))
+    elif e.kind == "subagent":
+        turn.n_sub += 1
+
+
+def _failure_lines(turn: _TurnLog) -> tuple[str, ...]:
+    """The turn's failure lines, a command that failed again and again marked ``(xN)``."""
+    failures = list(turn.failures)
+    for i, f in enumerate(failures):
+        m = re.match(r"(\S+ `(.*)`)", f)
+        if m and turn.repeat.get(f"cmd:{m.group(2)}", 1) > 1:
+            failures[i] = f + f" (x{turn.repeat[f'cmd:{m.group(2)}']})"
+    return tuple(failures)
+
+
+def _activity(turn: _TurnLog) -> str | None:
+    activity = []
+    if turn.n_cmd:
+        activity.append(f"{turn.n_cmd} command{'s' if turn.n_cmd != 1 else ''}")
+    if turn.n_edit:
+        names = list(turn.files)
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        activity.append(f"{turn.n_edit} edit{'s' if turn.n_edit != 1 else ''} ({shown})")
+    if turn.n_sub:
+        activity.append(f"{turn.n_sub} subagent{'s' if turn.n_sub != 1 else ''}")
+    if turn.commits:
+        activity.append("commit " + ", ".join(turn.commits))
+    return ", ".join(activity) or None
+
+
+def _notes(draft: _Draft) -> tuple[str, ...]:
+    """The agent's texts before the turn's last one: long ones whole, else their
+    decision/cause sentences."""
+    notes: list[str] = []
+    for text in draft.agent_texts[:-1]:
+        if len(text) >= _SUMMARY_CHARS:
+            # A long explanation before the turn's last words (a summary the agent
+            # wrote before a hook made it commit, say) is what later questions ask.
+            if text not in notes:
+                notes.append(text)
+            continue
+        for s in _sentences(text, _NOTE):
+            if s not in notes:
+                notes.append(s)
+    return tuple(notes[:MAX_NOTES])
+
+
+def _turn(draft: _Draft, number: int, log: _Log, session: Session) -> Turn:
+    turn = _TurnLog()
+    for e in draft.events:
+        _on_event(e, log, turn)
+    user = "\n\n".join(draft.user) if draft.user else None
+    expansion = _expansion(draft)
+    if user and expansion:
+        user += f"\n\n(Claude Code's text for {expansion[0]}: \"{expansion[1]}\")"
+    return Turn(
+        number=number, date=_day(draft.ts) or session.date, time=_hhmm(draft.ts),
+        user=user, agent=draft.agent_texts[-1] if draft.agent_texts else None,
+        failures=_failure_lines(turn), notes=_notes(draft), activity=_activity(turn),
+    )
+
+
+def _check_list(log: _Log) -> list[Check]:
+    """Most recently run checks last; a long session keeps the latest MAX_CHECKS."""
+    order = sorted(log.checks, key=lambda k: log.check_last_ts.get(k) or "")
+    return [Check(k, log.checks[k][0], log.checks[k][1], "passed" if log.checks[k][2] else "failed")
+            for k in order][-MAX_CHECKS:]
+
+
+def _open_ends(log: _Log, check_list: list[Check], turns: list[Turn]) -> list[str]:
+    """Checks failing at the end, edits after the last commit, an unanswered last
+    request, and the agent's own last words about what is left."""
     open_ends: list[str] = []
     failed_checks = [c for c in check_list if c.outcome == "failed"]
     for c in failed_checks[-MAX_FAILED_OPEN:]:
-        open_ends.append(f"`{c.command}` failed on its last run"
-                         + (f" ({_hhmm(check_last_ts.get(c.command))})"
-                            if _hhmm(check_last_ts.get(c.command)) else ""))
+        at = _hhmm(log.check_last_ts.get(c.command))
+        open_ends.append(f"`{c.command}` failed on its last run" + (f" ({at})" if at else ""))
     if len(failed_checks) > MAX_FAILED_OPEN:
         open_ends.append(f"{len(failed_checks) - MAX_FAILED_OPEN} more checks failed on their last run")
-    if commits:
-        late = list(dict.fromkeys(p for at, p in edit_order if at > last_commit_at))
+    if log.commits:
+        late = list(dict.fromkeys(p for at, p in log.edit_order if at > log.last_commit_at))
         if late:
             open_ends.append("edited after the session's last commit: " + ", ".join(late[:8])
                              + (f" and {len(late) - 8} more" if len(late) > 8 else ""))
@@ -337,8 +381,17 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
         if last.agent:
             for s in _sentences(last.agent, _OPEN)[:3]:
                 open_ends.append(f"agent: \"{one_line(s)[:300]}\"")
-    return Built(turns, commits[-MAX_COMMITS:], list(files)[:MAX_FILES], check_list, open_ends,
-                 describe(drafts))
+    return open_ends
+
+
+def build(session: Session, *, first_turn: int = 1) -> Built:
+    """The record's parts for ``session`` (its turns numbered from ``first_turn``)."""
+    log = _Log(_Rel(session.cwd))
+    drafts = _turn_drafts(session)
+    turns = [_turn(d, first_turn + n, log, session) for n, d in enumerate(drafts)]
+    check_list = _check_list(log)
+    return Built(turns, log.commits[-MAX_COMMITS:], list(log.files)[:MAX_FILES], check_list,
+                 _open_ends(log, check_list, turns), describe(drafts))
 
 
 EXPANSION_CHARS = 400

@@ -66,18 +66,41 @@ def _claude_target(scope: str, root: Path) -> tuple[Path, list[str]]:
     return claude_json_path(), ["mcpServers"]
 
 
-def _table(data: dict[str, Any], keys: list[str], create: bool) -> dict[str, Any] | None:
+def _table(data: dict[str, Any], keys: list[str], create: bool,
+           made: list[list[str]] | None = None) -> dict[str, Any] | None:
+    """The object at ``keys`` in ``data``; with ``create``, the missing levels are made
+    (and their key paths appended to ``made``)."""
     node = data
-    for key in keys:
+    for depth, key in enumerate(keys):
         nxt = node.get(key)
         if nxt is None:
             if not create:
                 return None
             nxt = node[key] = {}
+            if made is not None:
+                made.append(keys[:depth + 1])
         if not isinstance(nxt, dict):
             raise DualtraceError(f"\"{key}\" is not an object; not touching it")
         node = nxt
     return node
+
+
+def _prune(data: dict[str, Any], path: Path, keys: list[str]) -> None:
+    """Drop the objects along ``keys`` that register created and that are empty now,
+    deepest first; an object that was there before install is the person's (or the
+    host's) and stays, empty or not."""
+    for depth in range(len(keys), 0, -1):
+        parent = _table(data, keys[:depth - 1], create=False)
+        mark = _container_mark(path, keys[:depth])
+        if parent is None or parent.get(keys[depth - 1]) != {} or not _created(mark):
+            break
+        del parent[keys[depth - 1]]
+        _created(mark, False)
+
+
+def _container_mark(path: Path, keys: list[str]) -> str:
+    """How a created object is remembered in the installs registry (beside whole files)."""
+    return json.dumps([str(path), *keys])
 
 
 def claude_entry(scope: str) -> dict[str, Any]:
@@ -88,7 +111,8 @@ def claude_entry(scope: str) -> dict[str, Any]:
 def register_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[str]:
     path, keys = _claude_target(scope, root)
     data, old = read_json_object(path)
-    servers = _table(data, keys, create=True)
+    made: list[list[str]] = []
+    servers = _table(data, keys, create=True, made=made)
     assert servers is not None
     want = claude_entry(scope)
     if servers.get(NAME) == want:
@@ -99,6 +123,8 @@ def register_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[st
              f"  {verb} MCP server {NAME}: {want['command']} {' '.join(want['args'])}"]
     if not dry_run:
         lines += _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", old)
+        for created in made:  # uninstall takes these out again once they are empty
+            _created(_container_mark(path, created), True)
         _remember("claude-code", scope, root, True)
     return lines
 
@@ -114,7 +140,9 @@ def unregister_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[
              f"  removed MCP server {NAME}"]
     if dry_run:
         return lines
-    if scope == "project" and data == {"mcpServers": {}} and _created(path):
+    _prune(data, path, keys)
+    # (``{"mcpServers": {}}``: a .mcp.json an older install created, before the marks)
+    if (not data or (scope == "project" and data == {"mcpServers": {}})) and _created(path):
         path.unlink()
         _created(path, False)
         lines.append("  deleted the file (install had created it)")
@@ -297,8 +325,9 @@ def _write(path: Path, text: str, old: str | None) -> list[str]:
     return lines
 
 
-def _created(path: Path, value: bool | None = None) -> bool:
-    """Files install created (so uninstall can delete them again): shared with the hooks."""
+def _created(path: Path | str, value: bool | None = None) -> bool:
+    """Files install created (so uninstall can delete them again): shared with the hooks;
+    also the objects it created inside a file (``_container_mark``)."""
     reg = config.state_dir() / "installs.json"
     try:
         items = set(json.loads(reg.read_text(encoding="utf-8")))

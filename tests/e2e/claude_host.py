@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,3 +90,32 @@ class Claude:
         found = list((self.box.home / ".claude" / "projects").glob(f"*/{session_id}.jsonl"))
         assert found, f"no transcript for {session_id}"
         return found[0]
+
+
+class LiveSession:
+    """One long-lived ``claude -p --input-format stream-json`` session: the interactive
+    case (one SessionStart; UserPromptSubmit and Stop every turn; SessionEnd at close)."""
+
+    def __init__(self, exe: Path, box: Sandbox) -> None:
+        self.proc = subprocess.Popen(
+            [str(exe), "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+             "--verbose"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=box.env, cwd=box.project, text=True, bufsize=1)
+
+    def turn(self, prompt: str) -> tuple[float, dict[str, Any]]:
+        """(seconds from writing the prompt to the ``result`` event, that event)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        started = time.perf_counter()
+        self.proc.stdin.write(json.dumps({"type": "user", "message": {
+            "role": "user", "content": prompt}}) + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("type") == "result":
+                return time.perf_counter() - started, event
+        raise AssertionError("claude ended before answering")
+
+    def close(self, timeout: float = 60) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=timeout)

@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from dualtrace import queue
 from tests.conftest import REPO_ROOT
-from tests.e2e.claude_host import Claude, last_user_text, request_text, scripted_assistant
+from tests.e2e.claude_host import (
+    Claude,
+    LiveSession,
+    last_user_text,
+    request_text,
+    scripted_assistant,
+)
 from tests.e2e.e2e_hosts import memory_text
 from tests.fake_anthropic import FakeAnthropic
 
@@ -28,7 +36,19 @@ REPLIES = {
                               "because invoice updates need row-level locking.",
     "database": "Billing uses PostgreSQL.",
 }
+LOGGING = ("We're switching to JSON structured logging instead of plain text, because "
+           "Datadog cannot parse free-form lines.")
 RECALL_HEAD = "dualtrace recalled memories"
+
+
+def wait_for(found, timeout: float = 60.0):
+    """``found()`` once it is truthy, polled until ``timeout`` (then its last value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = found()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -142,6 +162,23 @@ def test_plugin_route_from_a_clone(claude_bin, sandbox, api):
     later = claude.turn("Let's plan the next sprint.")
     assert "<dualtrace-memory>" in request_text(later.requests[0])
     assert claude.foreign_requests() == []
+
+    # An interactive session: the plugin's Stop hook is "async" (Claude Code runs it in
+    # the background, the turn does not wait for it) and still queues the session while
+    # the session lives; SessionEnd (synchronous) at the end makes it encode now.
+    live = LiveSession(claude_bin, box)
+    try:
+        _, result = live.turn(LOGGING)
+        sid = result["session_id"]
+        stops = wait_for(lambda: [j for j in queue.list_jobs(str(box.state))
+                                  if j.get("session_id") == sid
+                                  and j.get("events", {}).get("stop")])
+        assert stops and not stops[0]["immediate"], (stops, box.logs())
+    finally:
+        live.close()
+    box.wait_idle()
+    assert [r for r in box.runs() if r.get("session") == sid and r["commit"]], box.logs()
+    assert "Datadog" in memory_text(only_memory_dir(box))
 
 
 ENC = "mcp__dualtrace__"

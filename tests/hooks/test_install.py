@@ -161,6 +161,12 @@ def test_plugin_files_point_at_the_hook_command():
     assert all(inst.is_ours({"command": c}) for c in commands)
     assert {c.split()[-1] for c in commands} == {"stop", "session-end", "session-start",
                                                  "prompt", "pre-compact"}
+    # Claude Code runs "async" hooks without waiting (portable, unlike install's shell
+    # background); SessionEnd must finish before `claude -p` exits, and the two that
+    # print context must be waited for.
+    background = {event for event, groups in hooks["hooks"].items() for g in groups
+                  for h in g["hooks"] if h.get("async") is True}
+    assert background == {"Stop", "StopFailure", "PreCompact"}
 
 
 def test_install_and_uninstall_keep_the_settings_files_permissions(tmp_path):

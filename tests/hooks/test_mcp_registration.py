@@ -61,6 +61,47 @@ def test_claude_local_scope_is_per_project_in_claude_json(root):
     assert "mcpServers" not in data
 
 
+def test_claude_local_uninstall_leaves_no_empty_objects_it_made(root):
+    # Claude Code's own ~/.claude.json, with this project already known to it.
+    path = _home() / ".claude.json"
+    before = {"numStartups": 2, "projects": {str(root): {"allowedTools": []}}}
+    path.write_text(json.dumps(before))
+    reg.register("claude-code", "local", root)
+    reg.unregister("claude-code", "local", root)
+    assert json.loads(path.read_text()) == before  # no "mcpServers": {} left behind
+
+    # A project Claude Code has not seen: "projects" and its entry were ours too.
+    path.write_text(json.dumps({"numStartups": 2}))
+    reg.register("claude-code", "local", root)
+    reg.unregister("claude-code", "local", root)
+    assert json.loads(path.read_text()) == {"numStartups": 2}
+
+    # No ~/.claude.json at all: install made the file, uninstall deletes it.
+    path.unlink()
+    reg.register("claude-code", "local", root)
+    reg.unregister("claude-code", "local", root)
+    assert not path.exists()
+
+
+def test_uninstall_keeps_the_persons_own_empty_objects(root):
+    path = _home() / ".claude.json"
+    before = {"mcpServers": {}, "projects": {str(root): {"mcpServers": {}}}}
+    path.write_text(json.dumps(before))
+    for scope in ("user", "local"):
+        reg.register("claude-code", scope, root)
+        reg.unregister("claude-code", scope, root)
+        assert json.loads(path.read_text()) == before, scope
+    # An object install made, that the person has put a server of their own in since.
+    path.write_text("{}")
+    reg.register("claude-code", "local", root)
+    data = json.loads(path.read_text())
+    data["projects"][str(root)]["mcpServers"]["mine"] = {"command": "x"}
+    path.write_text(json.dumps(data))
+    reg.unregister("claude-code", "local", root)
+    assert json.loads(path.read_text()) == {
+        "projects": {str(root): {"mcpServers": {"mine": {"command": "x"}}}}}
+
+
 def test_claude_config_dir_relocates_claude_json(root, tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
     reg.register("claude-code", "user", root)
@@ -146,7 +187,7 @@ def test_install_registers_the_server_and_uninstall_removes_it(root):
     assert toml["mcp_servers"]["dualtrace"]["args"][-1] == "mcp"
     proc = _cli("uninstall", "--agent", "claude-code", "--scope", "user", cwd=root)
     assert proc.returncode == 0 and "removed MCP server dualtrace" in proc.stdout
-    assert json.loads((_home() / ".claude.json").read_text()).get("mcpServers") == {}
+    assert not (_home() / ".claude.json").exists()  # install had created it
     proc = _cli("uninstall", "--agent", "codex", "--scope", "user", cwd=root)
     assert not (_home() / ".codex" / "config.toml").exists()  # install had created it
 
