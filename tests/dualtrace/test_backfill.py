@@ -211,15 +211,20 @@ def test_batch_submit_poll_partial_failure_and_continuation(api, tmp_path, trans
     assert "Redis" in user_text(creates[1].body["requests"][0]["params"])
 
 
-def test_batch_resume_after_interruption(api, tmp_path, transcripts):
-    mem = tmp_path / "mem"
+def _interrupted_batch(api, mem: Path, transcripts: list[Path]) -> dict:
+    """Submit a batch that is still running when the run gives up; its saved state."""
     api.batch_polls = 10**6
     api.batch_responder = batch_responder
     api.default = lambda body: message(tool_use("finish", {}))
     with pytest.raises(DualtraceError, match="still in_progress.*resume"):
         run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.05,
                   max_wait=0.12, sleep=lambda s: None)
-    saved = json.loads(state_file(mem).read_text())
+    return json.loads(state_file(mem).read_text())
+
+
+def test_batch_resume_after_interruption(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    saved = _interrupted_batch(api, mem, transcripts)
     assert saved["batch_id"] and len(saved["items"]) == 3
     assert git_subjects(mem) == []
     # the batch finishes while we are away; the next run polls it instead of resubmitting
@@ -336,13 +341,7 @@ def test_batch_resume_skips_a_session_encoded_meanwhile_and_reports_a_lost_resul
     not encoded twice, and an item the API returned no result for is a failure (retried by
     the next run, as its cursor did not move)."""
     mem = tmp_path / "mem"
-    api.batch_polls = 10**6
-    api.batch_responder = batch_responder
-    api.default = lambda body: message(tool_use("finish", {}))
-    with pytest.raises(DualtraceError, match="still in_progress"):
-        run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.05,
-                  max_wait=0.12, sleep=lambda s: None)
-    saved = json.loads(state_file(mem).read_text())
+    saved = _interrupted_batch(api, mem, transcripts)
     by_name = {Path(it["path"]).name: cid for cid, it in saved["items"].items()}
     logging = transcripts[1]
     assert logging.name in by_name and len(by_name) == 3
