@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from dualtrace.errors import PathError
+from dualtrace.errors import FormatError, PathError
 from dualtrace.memfs import formats, layout
 from dualtrace.memfs.anchors import read_nofollow
 from dualtrace.memfs.formats import Fact, Moment, SystemFile
@@ -22,16 +22,14 @@ _WANTED = ("type", "tier", "linked_scene")
 
 
 def _quick(text: str) -> dict[str, str] | str:
-    """The wanted keys of a file's frontmatter, or a problem description."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.startswith("---"):
-        return "1: missing frontmatter"
-    end = text.find("\n---", 3)
-    if end == -1:
-        return "1: frontmatter is not closed by a '---' line"
+    """The wanted keys of a file's frontmatter (read line by line, not parsed), or a
+    problem description; split by the same rule as every reader."""
+    try:
+        front, _body, _line = formats.split_frontmatter(text, "")
+    except FormatError as exc:
+        return f"{exc.line}: {exc.reason}"
     out: dict[str, str] = {}
-    for line in text[4:end].split("\n"):
+    for line in front.split("\n"):
         key, sep, value = line.partition(":")
         if sep and key in _WANTED:
             out[key] = value.strip()
