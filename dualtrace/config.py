@@ -288,8 +288,9 @@ class Workspace:
     """Where one command or job works, resolved once at the top and passed down.
 
     One rule for "the project": the main worktree of the directory the command runs
-    in (for a hook-started job, the agent's cwd from the hook payload), else that
-    directory. Its ``dualtrace.toml`` gives the settings; the memory directory follows
+    in (for a hook-started job, the agent's cwd from the hook payload; for a hand-run
+    ``encode T``, the directory the transcript says the session ran in, when it exists
+    here), else that directory. Its ``dualtrace.toml`` gives the settings; the memory directory follows
     the module docstring; ``project`` names ``system/<project>/conventions.md``.
     """
 

@@ -275,8 +275,8 @@ def _workspace_of(workspace: config.Workspace | None, memory_dir: str | Path | N
                   settings: Settings | None) -> config.Workspace:
     """The run's Workspace; an explicit memory dir or settings override the given one."""
     if workspace is None:
-        # The project is the current directory's (config.Workspace), never the
-        # session's cwd: settings, memory dir and project name follow one rule.
+        # A library caller without a Workspace: the current directory's project
+        # (config.Workspace); the CLI and the worker pass the session's own.
         return config.workspace(memory_dir=memory_dir, settings=settings)
     if memory_dir is not None or settings is not None:
         return replace(workspace, settings=settings or workspace.settings,
@@ -361,7 +361,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
         if (fallback or settings.fallback) != "offline":
             from dualtrace.encoder.backends import offline_hint
 
-            raise BackendError(f"{exc}; {offline_hint(str(path))}") from exc
+            raise BackendError(f"{exc}; {offline_hint(str(path), report.memory_dir)}") from exc
         report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
         return run(get_backend("offline", settings))
 

@@ -16,6 +16,7 @@ import json
 import os
 import time
 import zlib
+from collections.abc import Callable  # already loaded by json (re -> functools)
 
 from dualtrace import atomic, logfile
 
@@ -399,14 +400,23 @@ def read_runs(state: str, limit: int = 10, memory_dir: str | None = None) -> lis
 
 
 def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5,
-                   memory_dir: str | None = None) -> dict:
+                   memory_dir: str | None = None,
+                   memory_dir_of: Callable[[dict], str] | None = None) -> dict:
     """What ``dualtrace status`` shows about the queue: counts, jobs, last runs (of
-    ``memory_dir`` only, when given), worker."""
+    ``memory_dir`` only, when given), worker. With ``memory_dir_of`` (the memory dir a
+    job will write to), jobs for other memory dirs are only counted, as ``others``:
+    one worker serves every project, but status speaks about this one."""
     state = os.fspath(state) if state is not None else fast_state_dir()
     jobs = list_jobs(state)
     counts = {PENDING: 0, RUNNING: 0, PARKED: 0, "corrupt": 0}
     listed = []
+    others = 0
+    here = os.path.realpath(memory_dir) if memory_dir else None
     for job in jobs:
+        if here and memory_dir_of is not None and not job.get("_corrupt") and \
+                os.path.realpath(memory_dir_of(job)) != here:
+            others += 1
+            continue
         status = job.get("status", PENDING)
         counts[status] = counts.get(status, 0) + 1
         listed.append({
@@ -426,7 +436,7 @@ def status_summary(state: str | os.PathLike[str] | None = None, runs: int = 5,
     if not running:
         lock.release()
     return {
-        "state_dir": state, "counts": counts, "jobs": listed,
+        "state_dir": state, "counts": counts, "jobs": listed, "others": others,
         "worker": {"running": running, "pid": pid if running else None},
         "runs": read_runs(state, runs, memory_dir), "free_bytes": free_bytes(state),
     }
@@ -450,7 +460,8 @@ def format_status(summary: dict) -> list[str]:
     worker = summary["worker"]
     lines = [
         f"queue:      {c.get(PENDING, 0)} queued, {c.get(RUNNING, 0)} running, "
-        f"{c.get(PARKED, 0)} failed" + (f", {c['corrupt']} corrupt" if c.get("corrupt") else ""),
+        f"{c.get(PARKED, 0)} failed" + (f", {c['corrupt']} corrupt" if c.get("corrupt") else "")
+        + (f" (and {summary['others']} for other projects)" if summary.get("others") else ""),
         "worker:     " + (f"running (pid {worker['pid']})" if worker["running"] else "idle"),
     ]
     free = summary.get("free_bytes")

@@ -604,6 +604,12 @@ class PlanBuilder:
         # one is broken. Raw dumps never do.
         description = fact.description
         advanced = (op.status is not None and op.status != fact.status) or confidence != fact.confidence
+        if not addition and not advanced and self.ctx.session_id in fact.sessions:
+            # The same session read again (a copy of its transcript, --force, a part
+            # re-read): it already counts in this memory, so it is not "seen again"
+            # and gets no second Timeline line or commit.
+            return self._record(Outcome("skip", fact.path, fact.tier or "RECORD", op.scores,
+                                        confidence, "nothing new from this session"), None)
         if op.description and clean_description(op.description) and (
                 advanced or not clean_description(fact.description)):
             description = op.description

@@ -251,6 +251,29 @@ def detect_format(path: Path) -> str:
     return best
 
 
+def working_directory(path: Path, max_records: int = 200) -> str | None:
+    """The directory the session ran in, from the transcript's first records, or None.
+
+    Claude Code and plain chats carry ``cwd`` on their records, Codex in its
+    ``session_meta`` / ``turn_context`` payloads, Letta's payload log as
+    ``working_directory``. Never raises: an unreadable file is the encoder's to report.
+    """
+    try:
+        reader = LineReader(path, max_line=_DETECT_MAX_LINE)
+        for n, obj in enumerate(reader.records()):
+            payload = obj.get("payload")
+            for holder in (obj, payload if isinstance(payload, dict) else {}):
+                for key in ("cwd", "working_directory"):
+                    value = holder.get(key)
+                    if isinstance(value, str) and value.strip():
+                        return value
+            if n >= max_records:
+                break
+    except (OSError, TranscriptError, ValueError):
+        return None
+    return None
+
+
 def _record_format(obj: dict[str, Any]) -> str | None:
     rtype = obj.get("type")
     if not isinstance(rtype, str):

@@ -136,10 +136,15 @@ def disclosure(name: str, settings: Settings) -> str:
     return f"backend {name}: " + DISCLOSURES[name].format(where=where, key=key)
 
 
-def offline_hint(transcript: str | None = None) -> str:
-    """How to do the same job without a model, for the end of a backend error."""
-    what = f"dualtrace encode --backend offline {transcript}" if transcript \
-        else "dualtrace encode --backend offline TRANSCRIPT"
+def offline_hint(transcript: str | None = None, memory_dir: str | None = None) -> str:
+    """How to do the same job without a model, for the end of a backend error: the
+    exact command, with the memory directory this run was writing to."""
+    import shlex
+
+    words = ["dualtrace", "encode", "--backend", "offline", transcript or "TRANSCRIPT"]
+    if memory_dir:
+        words += ["--memory-dir", memory_dir]
+    what = " ".join(w if w == "TRANSCRIPT" else shlex.quote(w) for w in words)
     return f"to encode on this machine without a model, run `{what}` " \
            "(or set backend = \"offline\" in dualtrace's config)"
 

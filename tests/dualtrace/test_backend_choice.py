@@ -105,7 +105,8 @@ def test_a_model_failure_by_hand_says_how_to_run_offline(api, tmp_path):
     assert proc.returncode == 1
     [line] = proc.stderr.splitlines()
     assert line.startswith("Error: ") and "401" in line
-    assert f"dualtrace encode --backend offline {TRANSCRIPT}" in line
+    # The exact command to run instead: the same transcript into the same memory dir.
+    assert f"dualtrace encode --backend offline {TRANSCRIPT} --memory-dir {mem.resolve()}" in line
     assert not (mem / "decisions").exists()
 
 

@@ -54,6 +54,30 @@ def test_status_log_show(memdir, run_cli):
     assert "[MOMENT:structured-logging-json]" in show.output
 
 
+def test_status_counts_only_this_memory_dirs_jobs(memdir, run_cli, state_dir, tmp_path):
+    """One worker and one queue serve every project; `status` of one memory dir lists
+    its own jobs and only counts the others'."""
+    from dualtrace import queue
+
+    seed(memdir)
+    elsewhere = tmp_path / "other-project"
+    elsewhere.mkdir()
+    s = str(state_dir)
+    queue.touch(s, host="claude-code", session_id="mine", event="stop", immediate=False,
+                memory_dir=str(memdir))
+    for n in range(2):
+        queue.touch(s, host="claude-code", session_id=f"theirs-{n}", event="stop",
+                    immediate=False, cwd=str(elsewhere))
+    path = queue.job_path(s, queue.job_id("claude-code", "theirs-0"))
+    job = queue.read_json(path)
+    job.update(status="parked", last_error="BackendError: their model is down")
+    queue.atomic_write_json(path, job)
+    result = run_cli("status", "--memory-dir", str(memdir))
+    assert result.exit_code == 0, result.output
+    assert "queue:      1 queued, 0 running, 0 failed (and 2 for other projects)" in result.output
+    assert "their model is down" not in result.output
+
+
 def test_status_on_a_missing_dir_says_so_and_creates_nothing(memdir, run_cli):
     # Issue 15: read-only commands never create a directory or a repository.
     result = run_cli("status", "--memory-dir", str(memdir))
@@ -156,3 +180,19 @@ def test_read_only_memory_dir_can_be_read_not_written(memdir, read_only):
     assert encoded.stderr.splitlines() == [f"Error: memory directory {memdir} is not writable"]
     reindexed = run("reindex")
     assert reindexed.returncode == 1 and reindexed.stderr.startswith("Error: cannot write the search index")
+
+
+
+def test_list_since_takes_a_date_today_yesterday_or_days_ago(memdir, run_cli):
+    from datetime import date
+
+    from dualtrace.cli import since_date
+
+    day = date(2026, 12, 1)
+    assert [since_date(v, today=day) for v in ("today", "Yesterday", "7d", "2026-11-29")] == [
+        "2026-12-01", "2026-11-30", "2026-11-24", "2026-11-29"]
+    seed(memdir)  # stored 2026-11-29
+    shown = {since: "structured-logging-json" in run_cli(
+        "list", "--memory-dir", str(memdir), "--since", since).output
+        for since in ("2026-11-29", "2026-11-30")}
+    assert shown == {"2026-11-29": True, "2026-11-30": False}

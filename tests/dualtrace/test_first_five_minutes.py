@@ -71,7 +71,7 @@ def test_an_unchanged_transcript_is_still_skipped_and_says_how_to_force(tmp_path
     assert commits(memdir) == before
 
 
-def test_force_encodes_again_as_an_update_not_a_duplicate(tmp_path):
+def test_force_encodes_again_and_finds_nothing_new_never_a_duplicate(tmp_path):
     memdir = tmp_path / "demo"
     first = run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline",
                 "--json")
@@ -80,8 +80,10 @@ def test_force_encodes_again_as_an_update_not_a_duplicate(tmp_path):
     import json
 
     a, b = json.loads(first.stdout), json.loads(forced.stdout)
-    assert not b["skipped"]
-    assert [o["action"] for o in b["operations"]] == ["update"]
+    # Encoded again, the same session is not new evidence of its own decision: no
+    # "seen again" update, no second Timeline line, no commit.
+    assert [o["action"] for o in b["operations"]] == ["skip"] and not b["commit"]
+    assert commits(memdir) == 2  # init + the session
     assert a["session_id"] == b["session_id"]  # the same label on first and later encodes
     assert sorted(p.name for p in (memdir / "decisions").iterdir()) == ["json-structured-logging.md"]
 
@@ -387,7 +389,9 @@ def test_an_immutable_memory_dir_gives_the_usual_not_writable_error(tmp_path):
 
 
 @pytest.mark.parametrize("args", [("encode", "--bogus"), ("encode",), ("bogus-cmd",),
-                                  ("log", "-n", "abc"), ("install", "--agent", "bogus")])
+                                  ("log", "-n", "abc"), ("install", "--agent", "bogus"),
+                                  ("list", "--since", "last tuesday"), ("recall", ""),
+                                  ("recall", "  ", " ")])
 def test_a_wrong_flag_or_argument_is_one_error_line_and_exit_1(tmp_path, args):
     proc = run(*args, cwd=tmp_path, ok=False)
     assert proc.returncode == 1, proc.stderr
