@@ -636,28 +636,6 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
     return replace(record, turns=tuple(turns), omitted=omitted)
 
 
-def _fit_file(record: SessionRecord, budget: int) -> SessionRecord:
-    """Fit the whole file in ``budget`` bytes. What the frontmatter takes the body cannot,
-    except the checks that passed: they come after the notes (a record of many checks
-    lost its notes to them). The body is fitted as if they took nothing, then the latest
-    of them that still fit are listed; a failed check always is. ``omitted`` counts the
-    checks left out."""
-    def size(r: SessionRecord) -> int:
-        return len(render_record(r).encode("utf-8"))
-
-    passed = [c for c in record.checks if c.outcome == "passed"]
-    lean = replace(record, checks=tuple(c for c in record.checks if c.outcome != "passed"))
-    front = size(lean) - _size(lean)
-    fitted = fit(record, max(budget - front, budget // 4))
-    for drop in range(len(passed) + 1):  # oldest first
-        gone = {id(c) for c in passed[:drop]}
-        kept = replace(fitted, checks=tuple(c for c in fitted.checks if id(c) not in gone),
-                       omitted=fitted.omitted + drop)
-        if size(kept) <= budget:
-            return kept
-    return kept
-
-
 def _drop_minor_notes(turns: list[Turn], excess: int, over: Callable[[], int]) -> int:
     """Drop minor notes, oldest first, until the body fits; how many went."""
     dropped = 0
@@ -775,7 +753,10 @@ def record_for(session: Session, root: Path, *, project: str | None,
         memories=memories, turns=tuple(built.turns), open_ends=tuple(built.open_ends),
         summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
-    record = _fit_file(merge(old, new), budget)
+    merged = merge(old, new)
+    # The budget is for the whole file: what the frontmatter takes, the body cannot.
+    front = len(render_record(merged).encode("utf-8")) - len(render_body(merged).encode("utf-8"))
+    record = fit(merged, max(budget - front, budget // 4))
     text = render_record(record)
     if redact is not None:
         # Everything above came from redacted events; one more pass over the rendered file

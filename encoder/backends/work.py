@@ -23,7 +23,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from dualtrace.encoder.cues import CHECK_COMMAND, TEST_COMMAND
+from dualtrace.encoder.cues import FAILING_CHECK as CHECK_COMMAND
+from dualtrace.encoder.cues import TEST_COMMAND
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I

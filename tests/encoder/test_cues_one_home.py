@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dualtrace.encoder import cues, records
+from dualtrace.encoder import cues
 from tests.conftest import package_files_spelling
 
 
@@ -21,24 +21,25 @@ def test_every_test_runner_the_digest_knew_is_a_test_command():
     assert not cues.TEST_COMMAND.search("ls tests/")
 
 
-def test_one_check_command_pattern_lives_in_cues_and_records_and_offline_use_it():
+def test_the_check_command_patterns_live_in_cues_and_records_and_offline_use_them():
     from dualtrace.encoder import records
     from dualtrace.encoder.backends import work
 
-    assert records.CHECK_COMMAND is cues.CHECK_COMMAND is work.CHECK_COMMAND
+    assert records.CHECK_COMMAND is cues.CHECK_COMMAND
+    assert work.CHECK_COMMAND is cues.FAILING_CHECK
     spelled = re.compile(r"golangci-lint|dialyzer")
     assert package_files_spelling(spelled) == ["encoder/cues.py"]
 
 
-def test_a_check_is_a_test_lint_type_or_build_command_in_any_case():
-    checks = ["pytest -q", "uv run mypy dualtrace", "ruff check .", "npx tsc --noEmit", "make",
-              "pre-commit run --all-files", "cargo build", "golangci-lint run",
-              "mix credo --strict", "uv run ty check", "just lint", "act -j test", "MYPY src"]
-    for command in checks:
-        assert cues.CHECK_COMMAND.search(command), command
-        assert records.is_check(command), command
+def test_a_failing_check_is_any_check_a_record_lists_and_more():
+    listed = ["pytest -q", "uv run mypy dualtrace", "ruff check .", "npx tsc --noEmit", "make",
+              "pre-commit run --all-files", "cargo build", "golangci-lint run"]
+    for command in listed:
+        assert cues.CHECK_COMMAND.search(command) and cues.FAILING_CHECK.search(command), command
+    for command in ("mix credo --strict", "uv run ty check", "just lint", "act -j test", "MYPY src"):
+        assert cues.FAILING_CHECK.search(command) and not cues.CHECK_COMMAND.search(command), command
     for command in ("ls tests/", "git status", "make install", "rm .dialyzerignore"):
-        assert not cues.CHECK_COMMAND.search(command), command
+        assert not cues.FAILING_CHECK.search(command), command
 
 
 def _events(*steps):
