@@ -29,6 +29,7 @@ REQUIRES_TRANSCRIPT = True
 SWEEP_ON_START = False
 KEEPS_OWN_TRANSCRIPT = False
 BACKGROUND_EVENTS = frozenset()
+FAST_EVENTS = frozenset()
 
 
 def detect(payload):
@@ -83,11 +84,15 @@ def test_a_new_host_is_one_module_and_one_registry_line(tmp_path):
         from dualtrace import backfill, hookcmd
         from dualtrace.cli import cli
         from dualtrace.hooks import install, transcripts
+        from dualtrace.hooks.host import Host
+        import acme_host
+        members = [m for m in dir(Host) if not m.startswith("_")] + list(Host.__annotations__)
         choices = {{c: next(p for p in cli.commands[c].params if p.name == "agent").type.choices
                    for c in ("install", "uninstall")}}
         lines = install.install("acme", "user", mcp=False)
         written = json.loads((Path.home() / ".acme" / "hooks.json").read_text())
         print(json.dumps({{
+            "missing": sorted(m for m in set(members) if not hasattr(acme_host, m)),
             "install_agents": "acme" in install.AGENTS,
             "cli_choices": all("acme" in c for c in choices.values()),
             "detected": registry.detect({{"acme_turn": 1, "acme_session": "s1"}}),
@@ -98,6 +103,7 @@ def test_a_new_host_is_one_module_and_one_registry_line(tmp_path):
             "backfill": [str(p) for p in backfill.discover(root=Path({str(project)!r}))],
         }}))
     ''', tmp_path)
+    assert seen["missing"] == []  # the throwaway module is a whole Host
     assert seen["install_agents"] and seen["cli_choices"]
     assert seen["detected"] == "acme"
     assert seen["hook_events"] == ["session-start", "stop"]
