@@ -169,6 +169,11 @@ def status(memory_dir: Path | None, check: bool) -> None:
                 click.echo(f"  {problem}")
         elif check:
             click.echo(f"checked:    every file parses ({info['total']} memories)")
+        if info["stray"]:
+            click.echo(f"not read:   {len(info['stray'])} file(s) deeper than memory files live "
+                       "(fact folders are flat; system/ and scenes/ have one level of folders)")
+            for rel in info["stray"][:10]:
+                click.echo(f"  {rel}")
         click.echo(f"last commit: {info['last_commit'] or '(none)'}")
     from dualtrace.worker import Worker
 
