@@ -12,8 +12,13 @@ per arm:
   any four Python hooks cost, however little they do;
 - ``floor-bg``: the same, with Stop and SessionEnd in the shell's background the way
   ``dualtrace install`` writes them: the floor of dualtrace's design;
+- ``floor-fast``: ``floor-bg`` with the two synchronous hooks started as ``python -S -c
+  pass`` (no site), the way install starts SessionStart and UserPromptSubmit now: the
+  floor of the current design;
 - ``hooked``: dualtrace installed by ``dualtrace install`` (its hooks, the detached
   worker, the memory growing turn by turn);
+- ``hooked-site``: the same with SessionStart and UserPromptSubmit as plain ``dualtrace
+  hook ...`` commands (Python with site, the session-3 way), for a before/after in one run;
 - ``hooked-nice0``: the same with the worker at normal priority (DUALTRACE_WORKER_NICE=0);
 - ``hooked-mcp``: ``dualtrace install --mcp``, its MCP server registered too (install's
   default), whatever ``--mcp`` says for the other hooked arms;
@@ -60,8 +65,8 @@ from tests.e2e.claude_host import Claude, LiveSession, scripted_assistant  # noq
 from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
-ARMS = ("bare", "floor", "floor-bg", "hooked", "hooked-nice0", "hooked-mcp",
-        "hooked-sync", "hooked-nowarm")
+ARMS = ("bare", "floor", "floor-bg", "floor-fast", "hooked", "hooked-site", "hooked-nice0",
+        "hooked-mcp", "hooked-sync", "hooked-nowarm")
 BACKGROUND = in_background("{}")  # the entry install writes for Stop / SessionEnd
 
 PROMPTS = [
@@ -108,13 +113,14 @@ def host_hook_durations(projects: Path) -> dict[str, list[int]]:
     return found
 
 
-def empty_hooks(box: Sandbox, background: bool, interpreter: str) -> None:
-    """Four ``python -c pass`` hooks in the arm's user settings."""
+def empty_hooks(box: Sandbox, background: bool, interpreter: str, no_site: bool = False) -> None:
+    """Four ``python -c pass`` hooks in the arm's user settings (``no_site``: the two
+    synchronous ones as ``python -S -c pass``)."""
     python = f"{interpreter} -c pass"
     hooks = {}
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         line = BACKGROUND.format(python) if background and event in ("Stop", "SessionEnd") \
-            else python
+            else f"{interpreter} -S -c pass" if no_site else python
         hooks[event] = [{"hooks": [{"type": "command", "command": line, "timeout": 10}]}]
     path = box.home / ".claude" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,6 +177,21 @@ def synchronous(box: Sandbox) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
+def with_site(box: Sandbox) -> None:
+    """SessionStart and UserPromptSubmit as plain ``dualtrace hook ...`` commands again
+    (install's fast launcher, ``python -S .../fasthook.py SCRIPT hook EV --host H``, off)."""
+    path = box.home / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    for groups in data["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                line = handler["command"]
+                if "fasthook.py " in line:
+                    line = line.split("fasthook.py ", 1)[1]
+                    handler["command"] = line.rsplit(" --host ", 1)[0]
+    path.write_text(json.dumps(data, indent=2))
+
+
 def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -215,7 +236,8 @@ def main() -> int:
         for arm in arms:
             box = boxes[arm] = Sandbox.create(Path(tmp) / arm)
             if arm.startswith("floor"):
-                empty_hooks(box, background=arm == "floor-bg", interpreter=str(python))
+                empty_hooks(box, background=arm != "floor", interpreter=str(python),
+                            no_site=arm == "floor-fast")
             elif arm.startswith("hooked"):
                 if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
@@ -225,6 +247,8 @@ def main() -> int:
                 assert "SessionEnd" in install.stdout, install.stdout
                 if arm == "hooked-sync":
                     synchronous(box)
+                if arm in ("hooked-site", "hooked-sync"):
+                    with_site(box)
                 if arm == "hooked-nowarm":
                     box.state.mkdir(parents=True, exist_ok=True)
                     (box.state / "config.toml").write_text("mcp_warm = false\n")

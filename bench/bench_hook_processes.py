@@ -5,7 +5,9 @@
 One real ``claude -p`` session (the pinned npm Claude Code against the local fake Messages
 API, dualtrace installed by ``dualtrace install --no-mcp``) stores a decision; then each
 hook process is run as Claude Code runs it (the installed console script, the payload on
-stdin, the sandbox's environment) in rounds, interleaved with bare interpreter starts of
+stdin, the sandbox's environment; and the SessionStart and UserPromptSubmit entries as
+install wrote them, ``sh -c`` with the ``python -S`` launcher: "entry ...") in rounds,
+interleaved with bare interpreter starts of
 the same Python for scale: ``python -c pass`` (with site and the install's .pth files),
 ``python -S -c pass`` (no site) and ``sh -c true`` (what a background entry costs the
 host). Reports min / median wall ms per process, and for each hook the modules it imports
@@ -73,6 +75,8 @@ def main() -> int:
                                      prompt="Which database does the billing service use?"),
             "prompt (nothing)": dict(base, hook_event_name="UserPromptSubmit",
                                      prompt="Thanks, that is all for today."),
+            "prompt (generic)": dict(base, hook_event_name="UserPromptSubmit",
+                                     prompt="run the tests"),
             "stop": dict(base, hook_event_name="Stop", stop_hook_active=False),
             "session-end": dict(base, hook_event_name="SessionEnd", reason="other"),
         }
@@ -81,9 +85,15 @@ def main() -> int:
             "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], ""),
             "sh -c true": (["/bin/sh", "-c", "true"], ""),
         }
+        installed = json.loads((box.home / ".claude" / "settings.json").read_text())["hooks"]
         for name, payload in hooks.items():
             event = name.split(" ")[0]
             runs[f"hook {name}"] = ([str(DUALTRACE), "hook", event], json.dumps(payload))
+            host_event = payload["hook_event_name"]
+            if host_event in ("SessionStart", "UserPromptSubmit"):
+                # The entry as install wrote it (the -S launcher), through sh as the host.
+                line = installed[host_event][0]["hooks"][0]["command"]
+                runs[f"entry {name}"] = (["/bin/sh", "-c", line], json.dumps(payload))
         times: dict[str, list[float]] = {name: [] for name in runs}
         out_bytes: dict[str, int] = {}
         load_before = os.getloadavg()[0]

@@ -24,7 +24,8 @@ Usage:
   python bench/bench_real_sessions.py [--part dev|held-out|all] [--backend offline]
          [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
-``--part dev`` (default) encodes and reports only the development sessions; held-out
+``--part dev`` (default) encodes and reports only the development sessions (``exposed``:
+the former held-out ones among them, also summed on their own line); held-out
 sessions are encoded and reported only with ``--part held-out`` or ``--part all``.
 ``--backend anthropic --fake-server`` runs the model backend against the local fake
 Messages API (tests/fake_anthropic.py): it checks the plumbing, not the model.
@@ -329,6 +330,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
             memories, scenes = written_memories(before, after)
             hay = transcript_haystack(transcript)
             row: dict[str, Any] = {"key": s["key"], "held_out": s["held_out"],
+                                   "exposed": bool(s.get("exposed")),
                                    "expected": len(s["expect"]), "full": 0, "part": 0,
                                    "written": len(memories), "useful": 0, "duplicates": 0,
                                    "wrong_types": 0, "grounding": [], "resolved": [0, 0],
@@ -351,7 +353,9 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
         fake.stop()
     return {"part": part, "backend": backend, "fake_server_requests": requests, "sessions": per_session,
             "dev": summarize([r for r in per_session if not r["held_out"]]),
-            "held_out": summarize([r for r in per_session if r["held_out"]])}
+            "held_out": summarize([r for r in per_session if r["held_out"]]),
+            # the dev sessions that were held out until a failure seen on them informed a change
+            "exposed": summarize([r for r in per_session if r["exposed"]])}
 
 
 def summarize(rows: list[dict]) -> dict[str, Any]:
@@ -382,7 +386,7 @@ def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
     for r in result["sessions"]:
         if r["held_out"] and not held_out_rows:
             continue
-        lines.append(f"| {r['key']} | {'held-out' if r['held_out'] else 'dev'} | {r['expected']} | "
+        lines.append(f"| {r['key']} | {'held-out' if r['held_out'] else 'dev (exposed)' if r['exposed'] else 'dev'} | {r['expected']} | "
                      f"{r['full']} | {r['part']} | {r['written']} | {r['useful']} | {r['duplicates']} | "
                      f"{r['wrong_types']} | {len(r['grounding'])} |")
     return "\n".join(lines)
@@ -405,7 +409,7 @@ def main() -> None:
     print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
-    for name in ("dev", "held_out"):
+    for name in ("dev", "exposed", "held_out"):
         if result[name]:
             print(f"{name}: {json.dumps(result[name])}")
 

@@ -98,19 +98,23 @@ def main() -> None:
 
     current = dict(mc=R.MEMORY_GATE.combo, mh=R.MEMORY_GATE.sem_high,
                    mf=R.MEMORY_GATE.sem_floor, mcf=R.MEMORY_GATE.cov_floor,
-                   mlf=R.MEMORY_GATE.lex_sem_floor,
+                   mlf=R.MEMORY_GATE.lex_sem_floor, mrc=R.MEMORY_GATE.rare_combo,
+                   mrw=R.MEMORY_GATE.rare_words,
                    rt=R.RECORD_GATE.coverage, rh=R.RECORD_GATE.sem_high,
                    rc=R.RECORD_GATE.combo, rf=R.RECORD_GATE.sem_floor,
-                   rcf=R.RECORD_GATE.cov_floor, rlf=R.RECORD_GATE.lex_sem_floor)
+                   rcf=R.RECORD_GATE.cov_floor, rlf=R.RECORD_GATE.lex_sem_floor,
+                   rrc=R.RECORD_GATE.rare_combo, rrw=R.RECORD_GATE.rare_words)
     if args.grid == "current":
         grid = [current]
     else:
         grid = [dict(current, **json.loads(g)) for g in args.grid.split(";")]
     for g in grid:
         R.MEMORY_GATE = R.Gate(R.THRESHOLD, g["mh"], g["mc"], g["mf"], g["mcf"],
-                               lex_sem_floor=g["mlf"])
+                               lex_sem_floor=g["mlf"], rare_combo=g["mrc"],
+                               rare_words=g["mrw"])
         R.RECORD_GATE = R.Gate(g["rt"], g["rh"], g["rc"], g["rf"], g["rcf"],
-                               lex_sem_floor=g["rlf"])
+                               lex_sem_floor=g["rlf"], rare_combo=g["rrc"],
+                               rare_words=g["rrw"])
         print(json.dumps({**g, **run()}), flush=True)
     pool_index.close()
     lab_index.close()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -154,6 +155,80 @@ def evaluate(memdir: Path, embedder: str, verbose: bool, split: str = "split",
     return out
 
 
+def _answer_in_memory(memdir: Path, item: dict) -> bool:
+    """Whether any file of an answering session (its record, or a memory whose
+    ``sessions`` names it) holds every answer word: the write side's part."""
+    want = set(item["sessions"])
+    for path in memdir.rglob("*.md"):
+        if ".git" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        head = text[:4000]
+        ours = any(s in path.name for s in want) if path.parts[-3:-2] == ("sessions",) else \
+            any(re.search(r"sessions:.*" + s, head) for s in want)
+        if ours and all(w.lower() in text.lower() for w in item["answer"]):
+            return True
+    return False
+
+
+def diagnose(memdir: Path, questions: Path = QUESTIONS, split: str = "split") -> list[dict]:
+    """Why each question fails: (a) the answer is not in the memory at all, (b) it is but
+    ranks below 3 (found within the top 20 with every gate open), (c) it would be in the
+    top 3 with the gates open (the gate abstains or let a wrong answer in first), (d) in
+    the memory but never shown (not a candidate, or the quoted passage leaves it out).
+    A never-discussed miss lists what passed the gate."""
+    from dualtrace.memfs import recall as R
+    from dualtrace.memfs.index import SESSION_TYPE, Index
+
+    items = json.loads(questions.read_text(encoding="utf-8"))["questions"]
+    open_gate = R.Gate(0.0, 0.0, 0.0)
+    shipped = R.MEMORY_GATE
+    rows = []
+    with Index.open(memdir) as index:
+        for item in items:
+            result = R.recall(memdir, item["question"], limit=3, index=index)
+            if item["kind"] == "never":
+                if result.state != "C":
+                    rows.append({"id": item["id"], "kind": "never", "split": item[split],
+                                 "why": "passes", "state": result.state,
+                                 "shown": [m.path for m in result.memories]})
+                continue
+            if judge(result, item)[0]:
+                continue
+            row = {"id": item["id"], "kind": item["kind"], "split": item[split],
+                   "state": result.state}
+            if not _answer_in_memory(memdir, item):
+                row["why"] = "a"
+            else:
+                R.MEMORY_GATE = open_gate
+                try:
+                    top3 = R.recall(memdir, item["question"], limit=3, index=index,
+                                    record_gate=open_gate)
+                    # Curated memories and records ranked apart (mixed, the curated
+                    # ones take all but two places).
+                    lists = [R.recall(memdir, item["question"], limit=20, index=index,
+                                      records=False),
+                             R.recall(memdir, item["question"], limit=20, index=index,
+                                      type=SESSION_TYPE, record_gate=open_gate)]
+                finally:
+                    R.MEMORY_GATE = shipped
+                if judge(top3, item)[0]:
+                    row["why"] = "c"
+                else:
+                    ranks = [next((n for n, m in enumerate(found.memories, 1)
+                                   if judge(R.RecallResult("", "B", (m,)), item)[0]), 99)
+                             for found in lists]
+                    row["rank"] = {"memory": ranks[0], "record": ranks[1]}
+                    if min(ranks) < 99:
+                        row["why"] = "b"
+                    else:
+                        # d1: the right session is shown but its passage leaves the
+                        # answer out; d2: the right session is not a candidate at all.
+                        row["why"] = "d1" if any(judge(f, item)[1] for f in lists) else "d2"
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--embedder", choices=("auto", "off"), default="auto")
@@ -166,12 +241,18 @@ def main() -> None:
     parser.add_argument("--set", choices=tuple(SETS), default="main",
                         help="main: the 80+35 question set; fresh: session 3's fresh held-out set.")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--why", action="store_true",
+                        help="with --reuse: classify every miss (a/b/c/d, see diagnose())")
     args = parser.parse_args()
     if not CORPUS.is_dir():
         sys.exit(f"corpus not found at {CORPUS}")
     os.environ.setdefault("DUALTRACE_STATE_DIR", tempfile.mkdtemp(prefix="dt-state-"))
     split = "split" if args.split == "conversation" or args.set == "fresh" else "split_by_item"
     questions = SETS[args.set]
+    if args.reuse and args.why:
+        for row in diagnose(args.reuse, questions, split):
+            print(json.dumps(row))
+        return
     if args.reuse:
         print(json.dumps(evaluate(args.reuse, args.embedder, args.verbose, split, questions),
                          indent=1))

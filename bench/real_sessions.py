@@ -12,7 +12,9 @@ directory, so a later session can update or revise an earlier one. Sessions with
 expectations are noise: anything written for them counts as not useful.
 
 ``held_out`` sessions (about a third) are never looked at while tuning: the bench
-only reports them when asked for ``--part held-out`` or ``--part all``.
+only reports them when asked for ``--part held-out`` or ``--part all``. A session that
+was held out until a failure seen on it informed a change carries ``exposed`` (why) and
+is a tuning session from then on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ CCV = "claude-code/claude-code-viewer/sample-project"
 CR = "claude-code/claude-reliability"
 SP = "claude-code/spotter"
 AL = "agentlogs"
+
+# Held out until session 3 of the issue, when the offline recurrence guard's false merge
+# (sp-otel's bead spotter-4te work decision written as an update of sp-readability's bead
+# spotter-fum decision) was found by reading sp-otel's operations. The fix is tested on
+# both sessions, so from session 4 on they are tuning sessions; the bench reports them
+# also as their own group ("exposed") so that the old and the new split can be compared.
+EXPOSED_S3 = "session 3: the spotter-4te / spotter-fum false merge was found here"
 
 SESSIONS: list[dict] = [
     # ---- claude-code-log: one developer, one project, date order -----------------------
@@ -145,14 +154,14 @@ SESSIONS: list[dict] = [
           "types": ["decision"], "words": ["transcript_computers.ex"]},
      ]},
     {"key": "sp-readability", "project": "spotter", "path": f"{SP}/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
-     "held_out": True, "expect": [
+     "held_out": False, "exposed": EXPOSED_S3, "expect": [
          {"what": "TranscriptRenderer.render/2 adds enriched metadata, render_message/1 kept for compat",
           "types": ["decision"], "words": ["render/2"]},
          {"what": "priv/static/assets is gitignored build output: files there must be force-added",
           "types": ["learning", "convention"], "words": ["priv/static/assets"]},
      ]},
     {"key": "sp-otel", "project": "spotter", "path": f"{SP}/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
-     "held_out": True, "expect": [
+     "held_out": False, "exposed": EXPOSED_S3, "expect": [
          {"what": "OpenTelemetry tracing hooks->Phoenix->Ash, SPOTTER_OTEL_ENABLED opt-out, never crashes",
           "types": ["decision"], "words": ["opentelemetry", "SPOTTER_OTEL_ENABLED"]},
          {"what": "pre-commit hooks enforce mix format, credo --strict, dialyzer and mix test",

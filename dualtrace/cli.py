@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import re
 import sys
-import traceback
-from datetime import date, datetime, timezone
+from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from dualtrace import __version__, config, logfile
+from dualtrace import __version__, config, recallcmd
+from dualtrace.cmdline import log_error, report  # noqa: F401 - log_error: cli.log_error callers
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
-
-if TYPE_CHECKING:
-    from dualtrace.memfs.recall import RecalledMemory, RecallResult
 
 TYPES = [t.name for t in MEMORY_TYPES]
 FACT_FOLDER_TYPES = [t.name for t in MEMORY_TYPES if t.bullet_file is None]
@@ -34,20 +30,6 @@ memory_dir_option = click.option(
     default=None,
     help="Memory directory (default: resolved from env, dualtrace.toml, or the project).",
 )
-
-
-def log_error(exc: BaseException, context: str = "") -> Path | None:
-    """Append a pasteable report to <state>/logs/errors.log; never raises."""
-    try:
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        report = (f"--- {stamp} dualtrace {__version__} python {sys.version.split()[0]}\n"
-                  f"argv: {sys.argv!r}\n" + (f"context: {context}\n" if context else "")
-                  + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        path = Path(logfile.path(config.state_dir(), "errors.log"))
-        logfile.append(path, report)
-        return path
-    except Exception:  # noqa: BLE001 - the error log must never raise
-        return None
 
 
 def workspace_for(memory_dir: Path | None) -> config.Workspace:
@@ -142,11 +124,7 @@ def hint_command(*args: str, memory_dir: Path | None = None) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _require_memory_dir(memdir: Path, hint: str = "") -> None:
-    if memdir.exists() and not memdir.is_dir():
-        raise DualtraceError(f"memory directory {memdir} is not a directory")
-    if not memdir.is_dir():
-        raise DualtraceError(f"no memory directory at {memdir} {hint}".rstrip())
+_require_memory_dir = recallcmd.require_memory_dir
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -436,24 +414,46 @@ def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
 @memory_dir_option
 @click.argument("target")
 @click.option("--reason", default="", help="Why, for the commit message.")
+@click.option("--records", "with_records", is_flag=True,
+              help="Also retire the session records of the memory's sessions (each the whole "
+                   "session's own words, which recall can still quote).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def forget(memory_dir: Path | None, target: str, reason: str, yes: bool) -> None:
+def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool,
+           yes: bool) -> None:
     """Retire the memory TARGET (anchor or path) and its moment into archive/, in one
-    commit: recall and injection stop using it; `git revert` brings it back."""
-    from dualtrace.memfs.archive import retire
+    commit: recall and injection stop using it; `git revert` brings it back. TARGET may
+    also be a session record (path or session id): the whole record is retired."""
+    from dualtrace.memfs.archive import records_of, retire, retire_record
+    from dualtrace.memfs.sessions import is_record_path, read_record
 
     store = resolve_store(workspace_for(memory_dir), create=False)
+    held: list[str] = []
     try:
-        memory, moment = store.lookup(target)
-        names = [memory.path] + ([moment.path] if moment is not None else [])
-        if not yes:
-            click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
-        done = retire(store, target, reason=reason)
+        if is_record_path(target) or (_looks_like_session(target)
+                                      and not _is_memory_ref(store, target)):
+            rel = read_record(store.root, target).path
+            if not yes:
+                click.confirm(f"Retire the session record {rel} (all of that session's own "
+                              "words) to archive/?", abort=True)
+            done = retire_record(store, rel, reason=reason)
+        else:
+            memory, moment = store.lookup(target)
+            held = records_of(store, memory, moment)
+            names = [memory.path] + ([moment.path] if moment is not None else [])
+            if with_records:
+                names, held = names + held, []
+            if not yes:
+                click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+            done = retire(store, target, reason=reason, records=with_records)
     finally:
         store.close()
     for src, dest in done.moved:
         click.echo(f"retired {src} -> {dest}")
     click.echo(f"commit {done.commit[:10]}; undo with `git -C {store.root} revert {done.commit[:10]}`")
+    for rel in held:
+        click.echo(f"note: the session record {rel} still holds that session's own words, and "
+                   f"`dualtrace recall` can quote them; `dualtrace forget {rel}` retires it too "
+                   "(the whole session's record)")
 
 
 @cli.command("log")
@@ -555,54 +555,14 @@ def _is_memory_ref(store, target: str) -> bool:
 def recall(memory_dir: Path | None, question: tuple[str, ...], as_json: bool, limit: int,
            kind: str | None) -> None:
     """Answer QUESTION from memory: STATE A (fact + moment), B (fact) or C (abstain)."""
-    # Light imports only (no git, jinja2 or anthropic): this path is timed in bench/.
-    import json
-
-    from dualtrace.memfs.recall import recall as do_recall
-
+    # The console script answers a plain `recall` without click (dualtrace.recallcmd);
+    # this command runs the same code for `--help`, bad input and in-process callers.
     if not " ".join(question).strip():
         raise click.BadParameter("the question is empty: ask what you want to know, "
                                  "e.g. dualtrace recall 'why did we switch to JSON logs?'",
                                  param_hint="QUESTION")
-    ws = workspace_for(memory_dir)
-    _require_memory_dir(ws.memory_dir, "(nothing stored yet)")
-    result = do_recall(ws.memory_dir, " ".join(question), limit=limit, type=kind,
-                       stale_days=ws.settings.stale_days, project_root=ws.root)
-    own = _own_preferences(ws, " ".join(question), limit, kind, result)
-    if as_json:
-        data = result.to_dict()
-        data["own_preferences"] = [m.to_dict() for m in own]
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-        return
-    click.echo(result.render(), nl=False)
-    if own:
-        from dualtrace.memfs.recall import render_memory
-
-        click.echo("\nYour own preferences (from your own memory, every project):\n")
-        for n, memory in enumerate(own, 1):
-            click.echo(render_memory(memory, n))
-
-
-def _own_preferences(ws: config.Workspace, question: str, limit: int, kind: str | None,
-                     project: RecallResult) -> list[RecalledMemory]:
-    """The person's own memory (<state>/user-memory) answers preference questions too.
-
-    The same recall, limited to preferences, over the user-level memory the SessionStart
-    hook injects from; a bullet the project memory already returned is not repeated.
-    """
-    if kind not in (None, "preference") or ws.settings.preferences == "project":
-        return []
-    from dualtrace.memfs.recall import recall as do_recall
-
-    own_dir = config.user_memory_dir(ws.settings)
-    if not (own_dir / ".git").is_dir() or own_dir.resolve() == ws.memory_dir.resolve():
-        return []
-    found = do_recall(own_dir, question, limit=limit, type="preference",
-                      stale_days=ws.settings.stale_days)
-    if found.state == "C":
-        return []
-    seen = {m.bullet for m in project.memories if m.bullet}
-    return [m for m in found.memories if not (m.bullet and m.bullet in seen)]
+    recallcmd.run(workspace_for(memory_dir),
+                  recallcmd.Args(question, memory_dir, as_json, limit, kind), sys.stdout)
 
 
 @cli.command()
@@ -867,18 +827,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"Error: {exc.format_message()}", err=True)
         sys.exit(1)
-    except DualtraceError as exc:
-        # An expected error (bad input, a missing directory, a git state to fix) is the
-        # user's to act on: one line, no report. errors.log keeps internal errors only.
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - report any bug as one line plus a log
-        path = log_error(exc)
-        where = f" (details in {path})" if path else ""
-        click.echo(f"Error: internal error: {type(exc).__name__}: {exc}{where}", err=True)
-        sys.exit(1)
+    except Exception as exc:  # noqa: BLE001 - expected errors one line, bugs also logged
+        sys.exit(report(exc))
     sys.exit(0)
 
 

@@ -16,6 +16,8 @@ Points:
 ``txn-committed``   memfs.transaction: git committed, the journal not yet removed
 ``txn-write``       memfs.transaction: before each file write (``enospc``: disk full)
 ``worker-settings`` worker: while it loads a project's settings (to schedule a job)
+``warm-listen``     mcp_warm: a warm server holds its lock, before it listens
+``warm-exit``       mcp_warm: a session's fork has sent its exit status, before it exits
 """
 
 from __future__ import annotations

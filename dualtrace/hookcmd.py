@@ -20,8 +20,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from dualtrace import logfile, queue, startctx
-from dualtrace.hooks import registry
+from dualtrace import logfile, queue, startctx, words
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
 
 EVENTS = ("stop", "session-end", "session-start", "prompt", "pre-compact", "post-tool-use",
           "notify", "subagent-stop")
@@ -68,7 +71,8 @@ HOOK_HELP = """Usage: dualtrace hook EVENT [--host HOST] [NOTIFY_JSON]
 
 
 def entry() -> None:
-    """Console script: ``hook`` never imports click; everything else goes to the CLI."""
+    """Console script: ``hook``, ``merge-file``, ``mcp`` and a plain ``recall`` never
+    import click; everything else goes to the CLI."""
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
         if any(a in ("-h", "--help") for a in argv[1:]):
@@ -84,13 +88,20 @@ def entry() -> None:
         from dualtrace.mcp_warm import main as mcp_main  # a fork of a warm server if it can
 
         sys.exit(mcp_main(argv[1:]))
+    if argv[:1] == ["recall"]:  # a new process per question: click is ~15% of its budget
+        from dualtrace.recallcmd import main as recall_main
+
+        code = recall_main(argv[1:])
+        if code is not None:  # None: --help or bad input, which click answers
+            sys.exit(code)
     from dualtrace.cli import main
 
     main()
 
 
-def run(argv: list[str]) -> int:
-    """``dualtrace hook EVENT [--host HOST] [NOTIFY_JSON]``; always returns 0."""
+def run(argv: list[str], payload: dict | None = None) -> int:
+    """``dualtrace hook EVENT [--host HOST] [NOTIFY_JSON]``; always returns 0.
+    ``payload``: the hook JSON, when the fast path has read it from stdin already."""
     if _flag("DUALTRACE_CHILD") or _flag("DUALTRACE_DISABLE"):
         # Our own children (claude -p, the worker) and opted-out shells: do nothing.
         return 0
@@ -98,7 +109,7 @@ def run(argv: list[str]) -> int:
     state = None
     try:
         state = queue.fast_state_dir()
-        output = handle(event, host, extra, state)
+        output = handle(event, host, extra, state, payload)
         if output and event in ("session-start", "prompt"):
             sys.stdout.write(output)
             sys.stdout.flush()
@@ -107,6 +118,87 @@ def run(argv: list[str]) -> int:
             return 0
         log(state, f"{event or '?'}: {type(exc).__name__}: {exc}")
     return 0
+
+
+# ------------------------------------------------------------------ the fast path
+
+# The hooks a turn waits for (they print context), as `install` writes them on POSIX:
+#     PYTHON -S .../dualtrace/fasthook.py SCRIPT hook EVENT --host claude-code
+# Python starts without site (no scan of site-packages, no editable-install finder: most
+# of a bare start-up, ~10-25 ms here), and what needs nothing but the standard library
+# and the state dir is answered at once. Everything else loads site and runs the full
+# hook on the payload already read, so a fast-path miss costs what the hook cost before.
+FAST_HOSTS = frozenset({"claude-code"})
+FAST_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}
+
+
+def fast_main(argv: list[str]) -> int:
+    """``fasthook.py SCRIPT hook EVENT [--host HOST]``; always returns 0."""
+    sys.argv = argv[:1] + argv[2:]  # as if SCRIPT ran (_own_command reads argv[0])
+    if _flag("DUALTRACE_CHILD") or _flag("DUALTRACE_DISABLE"):
+        return 0
+    event, host, extra = _parse_args(argv[2:])
+    payload = None
+    state = None
+    try:
+        state = queue.fast_state_dir()
+        payload = read_payload()
+        output = _fast(event, host, extra, payload, state)
+    except BaseException as exc:  # noqa: BLE001 - a hook must never fail the agent
+        if isinstance(exc, KeyboardInterrupt) or payload is None:
+            if not isinstance(exc, KeyboardInterrupt):
+                log(state, f"{event or '?'}: {type(exc).__name__}: {exc}")
+            return 0  # (no payload: the full hook would have nothing to work on either)
+        output = None  # the full hook does it again, and logs what goes wrong there
+    if output is not None:
+        if output:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+        return 0
+    _load_site()
+    return run(argv[2:], payload)
+
+
+def _fast(event: str, host: str | None, extra: list[str], payload: dict,
+          state: str) -> str | None:
+    """The hook's stdout ("" for nothing) when it needs no more than the standard
+    library, else None (the full hook runs)."""
+    if host is None or host not in FAST_HOSTS or extra or event not in FAST_EVENTS:
+        return None
+    if payload.get("hook_event_name", FAST_EVENTS[event]) != FAST_EVENTS[event]:
+        return None
+    transcript = payload.get("transcript_path") or None
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd or not isinstance(transcript, (str, type(None))):
+        return None
+    # A subagent's or sidechain's hook: the host adapter's normalize() ignores those
+    # (hooks/claude_code.py); leave them to it.
+    if payload.get("agent_id") or payload.get("agent_type") or payload.get("isSidechain") \
+            or (transcript and f"{os.sep}subagents{os.sep}" in transcript):
+        return None
+    if event == "prompt":
+        prompt = payload.get("prompt")
+        if isinstance(prompt, str) and not words.names_a_subject(prompt):
+            return ""  # inject.prompt_context's first rule: nothing for a generic prompt
+        return None
+    info = {"cwd": cwd, "transcript": transcript}
+    key, abs_cwd, _ = _start_key(host, info)
+    ready = startctx.ready(state, key, abs_cwd)
+    if ready is None:
+        return None
+    output, sweep = ready
+    _start_session(state, host, info, sweep)
+    return output
+
+
+def _load_site() -> None:
+    """What ``-S`` left out, before the full hook imports anything else: site-packages,
+    their .pth files (an editable install's finder: how ``dualtrace.hooks`` is found
+    in a source checkout)."""
+    if sys.flags.no_site:
+        import site
+
+        site.main()
 
 
 def _parse_args(argv: list[str]) -> tuple[str, str | None, list[str]]:
@@ -125,13 +217,22 @@ def _parse_args(argv: list[str]) -> tuple[str, str | None, list[str]]:
     return event, host, extra
 
 
+def _registry() -> ModuleType:
+    """The host registry, imported when first needed: the fast path never needs it (and
+    without site, a source checkout's ``dualtrace.hooks`` is not importable)."""
+    from dualtrace.hooks import registry
+
+    return registry
+
+
 def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 # ------------------------------------------------------------------ the work
 
-def handle(event: str, host: str | None, extra: list[str], state: str) -> str | None:
+def handle(event: str, host: str | None, extra: list[str], state: str,
+           payload: dict | None = None) -> str | None:
     """Validate, queue, kick the worker. Returns text to inject (session-start/prompt)."""
     if event not in EVENTS:
         raise HookError(f"unknown hook event {event!r}")
@@ -149,10 +250,10 @@ def handle(event: str, host: str | None, extra: list[str], state: str) -> str | 
         except ValueError as exc:
             raise HookError(f"notify: bad JSON argument: {exc}") from exc
         return _queue(state, "stop", "codex", info, {})
-    payload = read_payload()
-    host = host or registry.detect(payload)
+    payload = read_payload() if payload is None else payload
+    host = host or _registry().detect(payload)
     try:
-        adapter = registry.get(host)
+        adapter = _registry().get(host)
     except KeyError:
         raise HookError(f"unknown host {host!r}") from None
     info = adapter.normalize(payload, event, state)
@@ -183,7 +284,7 @@ def _keep_in_order(state: str, ticket: str, event: str, host: str, info: dict,
             lines = [dict(r, content=redactor.redact(str(r.get("content") or "")))
                      for r in lines]
         _wait_turn(state, ticket)
-        info["transcript"], replaces = registry.get(host).keep(state, payload, lines)
+        info["transcript"], replaces = _registry().get(host).keep(state, payload, lines)
         if replaces:  # Letta: that job's lines now live in this session's file
             queue.remove(state, queue.job_id(host, replaces))
         _queue(state, event, host, info, payload)
@@ -206,26 +307,16 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
         return None  # (a stored text was built with these same, enabled, settings)
     session_id = info.get("session_id")
     if event == "session-start":
-        transcript = info.get("transcript")
-        if transcript and registry.get(host).SWEEP_ON_START:
-            # Sessions killed before SessionEnd: the worker compares this project's
-            # transcripts with their encode records and queues the changed ones.
-            folder = os.path.dirname(transcript)
-            queue.touch(state, host=host, session_id=folder, event=event, immediate=True,
-                        kind="sweep", transcript=transcript, cwd=info.get("cwd"),
-                        memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT, durable=False)
-            ensure_worker(state)
-        elif queue.list_jobs(state):
-            ensure_worker(state)
+        _start_session(state, host, info, _registry().get(host).SWEEP_ON_START)
         if ready is not None:
-            return registry.get(host).context_output(event, ready) if ready else None
+            return _registry().get(host).context_output(event, ready) if ready else None
         return _inject(event, host, info, payload, state)
     if not session_id:
         raise HookError(f"{event}: payload has no session id")
-    if registry.get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
+    if _registry().get(host).REQUIRES_TRANSCRIPT and not info.get("transcript"):
         raise HookError(f"{event}: payload has no transcript_path")
     transcript = info.get("transcript")
-    if transcript and not registry.get(host).KEEPS_OWN_TRANSCRIPT and not os.path.isfile(transcript):
+    if transcript and not _registry().get(host).KEEPS_OWN_TRANSCRIPT and not os.path.isfile(transcript):
         # Queue anyway: the file may appear (Stop can fire before the first flush); the
         # worker parks the job with this reason if it never does.
         log(state, f"{event}: transcript not found yet: {transcript}")
@@ -235,6 +326,22 @@ def _queue(state: str, event: str, host: str, info: dict, payload: dict) -> str 
                 memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT)
     ensure_worker(state)
     return None
+
+
+def _start_session(state: str, host: str, info: dict, sweep: bool) -> None:
+    """SessionStart's queue work: a sweep request for the host's transcripts folder
+    (``sweep``: the host's SWEEP_ON_START), and a worker for any queued job."""
+    transcript = info.get("transcript")
+    if transcript and sweep:
+        # Sessions killed before SessionEnd: the worker compares this project's
+        # transcripts with their encode records and queues the changed ones.
+        folder = os.path.dirname(transcript)
+        queue.touch(state, host=host, session_id=folder, event="session-start",
+                    immediate=True, kind="sweep", transcript=transcript, cwd=info.get("cwd"),
+                    memory_dir=_env_memory_dir(), lock_wait=LOCK_WAIT, durable=False)
+        ensure_worker(state)
+    elif queue.list_jobs(state):
+        ensure_worker(state)
 
 
 def _env_memory_dir() -> str | None:
@@ -305,7 +412,7 @@ def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str
             # The worker adds the memories related to the last session (a hybrid
             # recall this hook does not pay for) before it exits: make sure one runs.
             ensure_worker(state)
-        return registry.get(host).context_output(event, text) if text else None
+        return _registry().get(host).context_output(event, text) if text else None
     prompt = payload.get("prompt")
     if not isinstance(prompt, str):
         return None
@@ -331,7 +438,7 @@ def _inject(event: str, host: str, info: dict, payload: dict, state: str) -> str
     # Recalled State A/B memories for the prompt. Recall needs only the directory,
     # not the store (whose imports cost ~30 ms before every prompt).
     text = inject.prompt_context(root, prompt, settings)
-    return registry.get(host).context_output(event, text) if text else None
+    return _registry().get(host).context_output(event, text) if text else None
 
 
 # ------------------------------------------------------------------ stdin
@@ -562,24 +669,28 @@ def _lower_priority() -> None:
 
 def _orphan(grandchild: Callable[[], None]) -> None:
     """Double fork + setsid: ``grandchild`` runs in a process of its own session that the
-    hook does not wait for (the first child exits at once and is reaped here).
+    hook does not wait for (the first child exits at once).
     ``grandchild`` must end in ``os._exit`` or ``os.execve``; if it raises, that process
     exits 1. Its stdin/stdout/stderr are /dev/null: the host waits for EOF on the hook's
-    pipes, so anything that outlives the hook must not hold them open."""
-    pid = os.fork()
-    if pid == 0:
+    pipes, so anything that outlives the hook must not hold them open. Only for a
+    process that exits soon (a hook, a CLI command): the first child is never reaped
+    by it."""
+    if os.fork() == 0:
         code = 0
         try:
+            # First let go of the host's pipes (it waits for their EOF), then detach.
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
             os.setsid()
             if os.fork() == 0:
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(devnull, fd)
                 grandchild()
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
-    os.waitpid(pid, 0)
+    # Not waited for: that child only forks and exits, and the hook, which exits next,
+    # has no use for its status (init reaps it). Waiting cost the SessionStart hook the
+    # child's scheduling delay, ~1-15 ms on a loaded machine.
 
 
 def log(state: str | None, message: str) -> None:

@@ -13,6 +13,12 @@ SDK alone costs ~0.4 s of CPU. So ``dualtrace mcp`` is a thin client:
   connects when it listens (the first start pays the import once); anything failing
   before the child took over falls back to serving in this process.
 
+Only the warm server itself ever removes its socket, and it lets go of its lock right
+after, before its (slow) interpreter exit; it leaves as soon as its socket file is gone or
+replaced (nobody could reach it). A client that finds no socket stops waiting as soon as
+the server it started has exited and nobody holds the lock (one retry), so a dying or
+failing server costs a start in process, never the ``START_WAIT`` cap.
+
 The child is forked before any thread or event loop exists in the warm server, and
 builds everything per session after the fork (memory dir, index, redactor). If the
 ``dualtrace mcp`` process dies (the host killed it), the child sees its socket close and
@@ -33,6 +39,10 @@ import socket
 import struct
 import sys
 import time
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 IDLE_SECONDS = 600.0
 START_WAIT = 20.0  # seconds a first start waits for the warm server to listen
@@ -143,28 +153,58 @@ def _connect(path: str) -> socket.socket | None:
     return sock
 
 
-def _start_server(path: str, state: str) -> None:
+def _start_server(path: str, state: str) -> subprocess.Popen[bytes]:
     import subprocess
 
     logs = os.path.join(state, "logs")
     os.makedirs(logs, exist_ok=True)
     with open(os.path.join(logs, "mcp.log"), "ab") as err:
-        subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm import "
-                          "serve_forever; serve_forever(sys.argv[1], sys.argv[2])", path, state],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                         start_new_session=True, close_fds=True)
+        return subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm "
+                                 "import serve_forever; serve_forever(sys.argv[1], sys.argv[2])",
+                                 path, state],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True, close_fds=True)
+
+
+def _lock_free(path: str) -> bool:
+    """Nobody holds the warm server's lock: no server is starting, serving or leaving."""
+    import fcntl
+
+    try:
+        fd = os.open(path + ".lock", os.O_RDONLY | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops our shared lock too
+    return True
 
 
 def _reach(path: str, state: str) -> socket.socket | None:
+    """A connection to the warm server, starting one when none listens.
+
+    The wait ends as soon as nobody can answer: the server we started exited without
+    listening (it found the lock taken, or failed) and the lock is free. That is retried
+    once, for a server that was leaving when ours started; a holder of the lock that
+    neither listens nor leaves (starting, under heavy load) is waited for up to
+    ``START_WAIT``."""
     sock = _connect(path)
     if sock is not None:
         return sock
-    _start_server(path, state)
+    started = [_start_server(path, state)]
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline:
         sock = _connect(path)
         if sock is not None:
             return sock
+        if started[-1].poll() is not None and _lock_free(path):
+            sock = _connect(path)  # it may have listened and left in between
+            if sock is not None or len(started) == 2:
+                return sock
+            started.append(_start_server(path, state))
         time.sleep(0.01)
     return None
 
@@ -175,12 +215,14 @@ def client(argv: list[str], state: str) -> int | None:
     try:
         path = socket_path(state)
         _private_dir(os.path.dirname(path))
+        start = time.monotonic()
         sock = _reach(path, state)
     except OSError as exc:
         log(state, f"warm server not used: {exc}")
         return None
     if sock is None:
-        log(state, f"warm server did not listen within {START_WAIT:g} s: serving in process")
+        log(state, f"warm server did not listen (waited {time.monotonic() - start:.1f} s): "
+                   "serving in process")
         return None
     umask = os.umask(0)
     os.umask(umask)
@@ -190,12 +232,11 @@ def client(argv: list[str], state: str) -> int | None:
         sock.settimeout(START_WAIT)  # a hung warm server must not hang the host
         socket.send_fds(sock, [_HEADER.pack(len(header)) + header], [0, 1, 2])
         if _recv_exact(sock, 1) != READY:
-            sock.close()
-            log(state, "warm server refused the session (stale or failing): serving in process")
-            return None  # nothing of the session was touched: serve it here
-    except OSError as exc:
+            raise ConnectionAbortedError("closed")
+    except OSError as exc:  # nothing of the session was touched: serve it here
         sock.close()
-        log(state, f"warm server handoff failed: {exc}: serving in process")
+        log(state, f"warm server refused the session (stale or failing: {exc}): "
+                   "serving in process")
         return None
     try:
         sock.settimeout(None)
@@ -282,19 +323,46 @@ def _stale(loaded: dict[str, int]) -> str | None:
     return None
 
 
+def _take_lock(path: str) -> IO[str] | None:
+    """The lock that makes this the one warm server for ``path`` (held for the process's
+    life), or None when another holds it. A short wait covers a client's probe
+    (``_lock_free``) and a server that is just leaving (it lets go right after it
+    removes its socket)."""
+    import fcntl
+
+    lock = open(path + ".lock", "w")  # noqa: SIM115 - held for the process's life
+    deadline = time.monotonic() + 0.5
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock
+        except OSError:
+            if time.monotonic() >= deadline:
+                lock.close()
+                return None
+            time.sleep(0.01)
+
+
+def _still_bound(path: str, bound: int) -> bool:
+    """The socket file is still the one this server listens on (clients can reach it)."""
+    try:
+        return os.stat(path).st_ino == bound
+    except OSError:
+        return False
+
+
 def serve_forever(path: str, state: str) -> None:
     """Listen on ``path`` until idle; fork one MCP server per connection."""
-    import fcntl
     import signal
 
     idle = float(os.environ.get("DUALTRACE_MCP_IDLE") or IDLE_SECONDS)
-    lock = open(path + ".lock", "w")  # noqa: SIM115 - held for the process's life
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    lock = _take_lock(path)
+    if lock is None:
         return  # another warm server for this key is starting or running
     import dualtrace.mcp_server  # noqa: F401 - the import every session would pay
+    from dualtrace import faults
 
+    faults.point("warm-listen")
     loaded = _loaded_files()
     preloaded = False  # after the first fork: the session that started us waits for it
     try:
@@ -310,6 +378,7 @@ def serve_forever(path: str, state: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: set[int] = set()
     last = time.monotonic()
+    why = "idle"
     log(state, f"warm server listening on {path} ({len(loaded)} files loaded)")
     try:
         while children or time.monotonic() - last < idle:
@@ -326,6 +395,9 @@ def serve_forever(path: str, state: str) -> None:
                     children.discard(pid)
                     last = time.monotonic()
             if conn is None:
+                if not _still_bound(path, bound):  # removed or replaced: unreachable now
+                    why = "its socket file is gone"
+                    break
                 if not preloaded:
                     preloaded = _preload_checked(state)
                     loaded = {**_loaded_files(), **loaded}  # keep what the start saw
@@ -337,26 +409,36 @@ def serve_forever(path: str, state: str) -> None:
             if changed:  # upgraded or edited: never serve old code; the client serves itself
                 log(state, f"warm server stopping: {changed} changed since it started")
                 conn.close()
+                why = "stale"
                 break
             pid = os.fork()
-            if pid == 0:
-                listener.close()
-                lock.close()
-                _child(conn)  # never returns
+            if pid == 0:  # the session's own process: it must never come back into this loop
+                try:
+                    listener.close()
+                    lock.close()
+                    _child(conn)  # exits the process
+                finally:
+                    os._exit(1)  # (this loop's cleanup below would remove the server's socket)
             conn.close()
             children.add(pid)
             last = time.monotonic()
             if not preloaded:
                 preloaded = _preload_checked(state)
                 loaded = {**_loaded_files(), **loaded}  # keep what the start saw
+    except SystemExit:
+        why = "stopped"  # SIGTERM, or a preloaded library started a thread
+        raise
     finally:
-        try:
-            if os.stat(path).st_ino == bound:
+        # Unreachable first, then free for a successor, before the (slow) interpreter exit:
+        # a client that finds no socket starts a new server, which needs the lock.
+        if _still_bound(path, bound):
+            try:
                 os.unlink(path)
-        except OSError:
-            pass
+            except OSError:
+                pass
         listener.close()
-        log(state, "warm server exited")
+        lock.close()
+        log(state, f"warm server exited ({why})")
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -374,43 +456,51 @@ def _child(conn: socket.socket) -> None:
 
     code = 1
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
-        if len(fds) != 3 or len(msg) < _HEADER.size:
-            os._exit(1)
-        (size,) = _HEADER.unpack(msg[:_HEADER.size])
-        body = msg[_HEADER.size:]
-        while len(body) < size:
-            chunk = conn.recv(size - len(body))
-            if not chunk:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+            if len(fds) != 3 or len(msg) < _HEADER.size:
                 os._exit(1)
-            body += chunk
-        header = json.loads(body.decode("utf-8", "surrogateescape"))
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(header["cwd"])
-        os.environ.clear()
-        os.environ.update(header["env"])
-        os.umask(int(header["umask"]))
-        sys.argv = ["dualtrace", "mcp", *header["argv"]]
-        conn.sendall(READY)
+            (size,) = _HEADER.unpack(msg[:_HEADER.size])
+            body = msg[_HEADER.size:]
+            while len(body) < size:
+                chunk = conn.recv(size - len(body))
+                if not chunk:
+                    os._exit(1)
+                body += chunk
+            header = json.loads(body.decode("utf-8", "surrogateescape"))
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+                os.close(fd)
+            os.chdir(header["cwd"])
+            os.environ.clear()
+            os.environ.update(header["env"])
+            os.umask(int(header["umask"]))
+            sys.argv = ["dualtrace", "mcp", *header["argv"]]
+            conn.sendall(READY)
 
-        def watch() -> None:
-            """The dualtrace mcp process is gone (the host stopped or killed it): stop
-            as a server of its own would on SIGINT, and surely within 5 s."""
-            try:
-                conn.recv(1)
-            except OSError:
-                pass
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(5)
-            os._exit(130)
+            def watch() -> None:
+                """The dualtrace mcp process is gone (the host stopped or killed it, or
+                it read our status and exited): stop as a server of its own would on
+                SIGINT, and surely within 5 s."""
+                try:
+                    conn.recv(1)
+                except OSError:
+                    pass
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+                os._exit(130)
 
-        threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
-        from dualtrace.mcp_server import main
+            threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
+            from dualtrace.mcp_server import main
 
-        code = main(list(header["argv"]))
+            code = main(list(header["argv"]))
+        finally:
+            # The session is over: the watch's SIGINT (sent when the client exits after
+            # reading our status) must not interrupt what is left.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt:  # the watch stopped the session after main() returned
+        code = 130
     except SystemExit as exc:  # argparse's usage errors, as in a process of its own
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - report through the status byte, never raise
@@ -426,6 +516,9 @@ def _child(conn: socket.socket) -> None:
         conn.sendall(STATUS + bytes([code & 0xFF]))
     except OSError:
         pass
+    from dualtrace import faults
+
+    faults.point("warm-exit")  # (the client exits now: its watch's SIGINT comes here)
     os._exit(code)
 
 

@@ -149,16 +149,32 @@ def _entry_for(state: str, key: str, cwd: str) -> dict | None:
 
 def read(state: str, key: str, cwd: str) -> str | None:
     """The stored text for this key when its signature still holds, else None."""
-    entry = _entry_for(state, key, cwd)
-    if entry is None:
+    entry = _valid(_entry_for(state, key, cwd), cwd)
+    return None if entry is None else entry["text"]
+
+
+def ready(state: str, key: str, cwd: str) -> tuple[str, bool] | None:
+    """For the hook's fast path (no host module imported): the host's stdout for the
+    stored text ("" when there is nothing to show) and whether the host sweeps this
+    project's transcripts at session start, when the signature still holds and the
+    entry has both (entries of older versions do not: None, the full path)."""
+    entry = _valid(_entry_for(state, key, cwd), cwd)
+    if entry is None or not isinstance(entry.get("output"), str) \
+            or not isinstance(entry.get("sweep"), bool):
+        return None
+    return entry["output"], entry["sweep"]
+
+
+def _valid(entry: dict | None, cwd: str) -> dict | None:
+    """``entry`` when it has a text and what it was built from is unchanged, else None."""
+    if entry is None or not isinstance(entry.get("text"), str):
         return None
     try:
         sig = entry["signature"]
         now = signature(cwd, sig[0], sig[2], sig[4])
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
-    text = entry.get("text")
-    return text if now is not None and now == sig and isinstance(text, str) else None
+    return entry if now is not None and now == sig else None
 
 
 def prompt_settings(state: str, key: str, cwd: str) -> tuple[str, dict] | None:
@@ -257,9 +273,14 @@ def build_and_store(state: str, key: str, host: str, cwd: str, command: str,
     if text is not None and sig is not None:
         # Without session records there is nothing to relate: complete as it is.
         pending = not related and _has_records(sig[0])
+        from dualtrace.hooks import registry
+
+        adapter = registry.get(host)
+        output = adapter.context_output("session-start", text) if text else ""
         write(state, key, {"cwd": cwd, "host": host, "command": command,
                            "memory_dir": sig[0], "signature": sig, "text": text,
-                           "related": not pending, "prompt": prompt})
+                           "related": not pending, "prompt": prompt, "output": output,
+                           "sweep": bool(adapter.SWEEP_ON_START)})
     return text, pending
 
 

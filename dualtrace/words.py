@@ -37,3 +37,21 @@ def split(text: str) -> list[str]:
 def content_words(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """The words of ``text`` that are not stop words or single characters, in order."""
     return [w for w in WORD.findall(text.lower()) if len(w) > 1 and w not in stopwords]
+
+
+# The words of an instruction to act that name no subject. A prompt made only of these
+# ("run the tests", "continue", "commit and push") asks nothing a memory could answer,
+# and any memory that mentions a test would win it: issue 11 item 4 says never inject for
+# generic prompts. Recall by hand (`dualtrace recall`) is not filtered. Here, not in
+# memfs/inject, so the prompt hook can apply it before it imports recall.
+ACTION_ONLY = frozenset("""
+run rerun test tests testing check checks fix fixes failing fails failed broken continue
+go ahead keep going proceed start stop resume commit push pull merge rebase build lint
+format deploy retry try again please thanks thank ok okay yes yeah sure next finish done
+everything
+""".split())
+
+
+def names_a_subject(prompt: str) -> bool:
+    """Whether ``prompt`` has a content word beyond an instruction to act."""
+    return any(w not in ACTION_ONLY for w in content_words(prompt))

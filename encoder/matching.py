@@ -10,6 +10,7 @@ the next encode can still catch.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from dualtrace import words
@@ -35,9 +36,20 @@ _NAMED = re.compile(r"\b(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]+\b")
 _QUANTITY = re.compile(r"\d+(?:s|ms|us|ns|px|em|kb|mb|gb|tb|k|m|x|th|st|nd|rd|h|d|w|y)")
 
 
+# A work item named after its tracker's word ("bead `spotter-fum`", "issue #12", "ticket
+# web-7"), and a tracker key (PROJ-123): the id is the item's name, whatever its letters.
+_WORK_ITEM = re.compile(r"\b(?:bead|issue|ticket|task|story|epic|bug|card|pr|pull request)\s+[`'\"(]?"
+                        r"(#\d+|[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+|[a-z]+\d[a-z0-9]*)\b", re.I)
+_TRACKER_KEY = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b")
+
+
 def names(text: str) -> set[str]:
-    """Tokens that name one thing: letters mixed with digits (kafka40, agent4, a0y, s3)."""
-    return {t for t in _NAMED.findall(text.lower()) if not _QUANTITY.fullmatch(t)}
+    """Tokens that name one thing: letters mixed with digits (kafka40, agent4, a0y, s3),
+    work-item ids (bead spotter-fum, issue #12) and tracker keys (PROJ-123)."""
+    found = {t for t in _NAMED.findall(text.lower()) if not _QUANTITY.fullmatch(t)}
+    found.update(m.lower() for m in _WORK_ITEM.findall(text))
+    found.update(m.lower() for m in _TRACKER_KEY.findall(text))
+    return found
 
 
 def distinct_subjects(a: str, b: str) -> bool:
@@ -58,11 +70,30 @@ def similarity(a: str, b: str) -> float:
     return inter / min(len(ta), len(tb)) * 0.5 + inter / len(ta | tb) * 0.5
 
 
+def own_words(mine: set[str], theirs: set[str], spread: Counter[str]) -> set[str]:
+    """The words ``mine`` shares with ``theirs`` and with no other memory (``spread``: in how
+    many of the memories compared, ``theirs`` included, each word occurs)."""
+    return {t for t in mine & theirs if spread[t] <= 1}
+
+
+def spread_of(texts: Iterable[set[str]]) -> Counter[str]:
+    return Counter(t for words_ in texts for t in words_)
+
+
 def best_match(subject: str, candidates: Iterable[tuple[str, str]], threshold: float) -> str | None:
-    """The key of the candidate (key, subject text) most similar to ``subject`` above threshold."""
+    """The key of the candidate (key, subject text) most similar to ``subject`` above threshold.
+
+    Among several candidates, one is only the same subject when it shares a word with
+    ``subject`` that no other candidate has: words every memory of a project shares (its
+    name, "bead", "epic", "work on") say nothing about which one is meant."""
+    listed = [(key, text, tokens(text)) for key, text in candidates]
+    spread = spread_of(theirs for _, _, theirs in listed)
+    mine = tokens(subject)
     best_key, best_score = None, threshold
-    for key, text in candidates:
+    for key, text, theirs in listed:
         if distinct_subjects(subject, text):
+            continue
+        if len(listed) > 1 and not own_words(mine, theirs, spread):
             continue
         score = similarity(subject, text)
         if score >= best_score:

@@ -56,6 +56,20 @@ _NOTE_CHARS = 600  # one note sentence at most this long
 # notes before failures): shorter ones keep only their decision/cause sentences.
 _SUMMARY_CHARS = 200
 MAX_NOTES = 20
+MAX_MINOR_NOTES = 30
+_REPORT_CHARS = 700  # a subagent's report, head and tail
+SUBAGENT_REPORT = "Subagent \""  # how a subagent's report note begins
+# Narration of the next step: "Let me check ...", "Now I'll run ...", "Good, now add ...",
+# unless it gives a reason or a limit (_WHY): "... to avoid intermediate compile warnings".
+_NARRATION = re.compile(
+    r"(?i)^(?:(?:good|great|perfect|excellent|ok(?:ay)?|alright|all right|right|first|then|"
+    r"finally|also|so|and|sure|got it|understood)\b[,.!:;\s-]*)*"
+    r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to|time to|now|next)\b"
+)
+_WHY = re.compile(
+    r"(?i)\b(?:because|since|so that|to avoid|avoid|instead|without|doesn't|does not|don't|"
+    r"can't|cannot|won't|isn't|not|fails?|error|warning|conflict|bug|only|requires?)\b"
+)
 _FLOOR = 160  # texts are cut no shorter than this (less on sessions of many turns)
 # Frontmatter lists stay bounded on very long sessions.
 MAX_CHECKS = 20
@@ -137,7 +151,8 @@ def _turn_drafts(session: Session) -> list[_Draft]:
     current: _Draft | None = None
     for e in session.events:
         if e.agent is not None:  # inside a subagent: folded into the parent's activity
-            if current is not None and e.kind in ("command", "edit", "commit"):
+            # (a Task call carries its subagent's id: it and its report are the parent's)
+            if current is not None and e.kind in ("command", "edit", "commit", "subagent"):
                 current.events.append(e)
             continue
         if e.kind == "user":
@@ -321,9 +336,14 @@ def _activity(turn: _TurnLog) -> str | None:
 
 
 def _notes(draft: _Draft) -> tuple[str, ...]:
-    """The agent's texts before the turn's last one: long ones whole, else their
-    decision/cause sentences."""
+    """The agent's words before the turn's last text, verbatim: long texts whole, the
+    decision/cause sentences of the others, then what else they explain (with the
+    narration of the next step left out), and what subagents reported back.
+
+    The first two are the record's notes; the rest are *minor* notes (``is_minor_note``),
+    which the budget drops right after the activity lines."""
     notes: list[str] = []
+    minor: list[str] = []
     for text in draft.agent_texts[:-1]:
         if len(text) >= _SUMMARY_CHARS:
             # A long explanation before the turn's last words (a summary the agent
@@ -331,10 +351,44 @@ def _notes(draft: _Draft) -> tuple[str, ...]:
             if text not in notes:
                 notes.append(text)
             continue
-        for s in _sentences(text, _NOTE):
-            if s not in notes:
-                notes.append(s)
-    return tuple(notes[:MAX_NOTES])
+        rest = []
+        for s in _SENTENCE.split(text):
+            s = s.strip()
+            if len(s) >= 12 and _NOTE.search(s):
+                if s[:_NOTE_CHARS] not in notes:
+                    notes.append(s[:_NOTE_CHARS])
+            elif s and not _narration(s):
+                rest.append(s)
+        said = " ".join(rest)
+        # One note per text; a long remainder as its sentences (a long note is a major one).
+        for part in ([said] if len(said) < _SUMMARY_CHARS else rest) if said else ():
+            if part not in minor:
+                minor.append(part)
+    for e in draft.events:
+        if e.kind == "subagent" and e.result and not e.is_error:
+            # The report a subagent handed back: what the agent read and went on from.
+            report, _ = _cut(e.result.strip(), _REPORT_CHARS)
+            line = f"{SUBAGENT_REPORT}{one_line(e.text or e.tool or 'task')[:80]}\": {report}"
+            if line not in minor:
+                minor.append(line)
+    return tuple(notes[:MAX_NOTES]) + tuple(minor[:MAX_MINOR_NOTES])
+
+
+def _narration(sentence: str) -> bool:
+    """A sentence that only says what the agent does next ("Let me check the file."),
+    or a bare acknowledgement ("Clean compile."): the tools' record says it better."""
+    if _NARRATION.match(sentence) and not _WHY.search(sentence):
+        return True
+    words_ = sentence.split()
+    return len(words_) <= 3 and not re.search(r"\d", sentence)
+
+
+def is_minor_note(note: str) -> bool:
+    """A note the budget drops first (right after activity): a subagent's report, or a
+    short agent sentence that states neither a decision nor a cause."""
+    if note.startswith(SUBAGENT_REPORT):
+        return True
+    return len(note) < _SUMMARY_CHARS and not _NOTE.search(note)
 
 
 def _turn(draft: _Draft, number: int, log: _Log, session: Session) -> Turn:
@@ -504,7 +558,8 @@ def _size(record: SessionRecord) -> int:
 def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
     """Drop or cut, lowest priority first, until the body fits ``budget`` bytes.
 
-    Order: activity lines (tool noise), then notes, then failures (oldest first), then
+    Order: activity lines (tool noise), then minor notes (``is_minor_note``), then notes,
+    then failures (oldest first), then
     the middle of the longest agent texts, then the longest user texts. Open ends and
     the turns' skeleton stay. ``omitted`` counts every dropped or cut item.
     """
@@ -518,11 +573,14 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
         return _size(replace(record, turns=tuple(turns))) - budget
 
     omitted += _cut_shell_output(turns)  # 0.
-    # 1. activity, oldest first; 2. notes; 3. failures.
-    for attr in ("activity", "notes", "failures"):
+    # 1. activity, oldest first; 2. minor notes; 3. notes; 4. failures.
+    for attr in ("activity", "minor", "notes", "failures"):
         excess = over()
         if excess <= 0:
             break
+        if attr == "minor":
+            omitted += _drop_minor_notes(turns, excess, over)
+            continue
         for i, t in enumerate(turns):
             value = getattr(t, attr)
             if not value:
@@ -576,6 +634,25 @@ def fit(record: SessionRecord, budget: int = DEFAULT_BUDGET) -> SessionRecord:
                         if excess <= 0:
                             break
     return replace(record, turns=tuple(turns), omitted=omitted)
+
+
+def _drop_minor_notes(turns: list[Turn], excess: int, over: Callable[[], int]) -> int:
+    """Drop minor notes, oldest first, until the body fits; how many went."""
+    dropped = 0
+    for i, t in enumerate(turns):
+        keep = list(t.notes)
+        for note in t.notes:
+            if not is_minor_note(note):
+                continue
+            keep.remove(note)
+            turns[i] = replace(t, notes=tuple(keep))
+            dropped += 1
+            excess -= len(note.encode("utf-8")) + 4
+            if excess <= 0:
+                excess = over()  # an estimate: re-measure before stopping
+                if excess <= 0:
+                    return dropped
+    return dropped
 
 
 def _cut_shell_output(turns: list[Turn]) -> int:

@@ -46,6 +46,8 @@ KEEPS_OWN_TRANSCRIPT = False
 # the end of a `claude -p` turn it kills async hooks still running (a Stop hook never
 # finished), and it still waits for SessionEnd (docs/HOSTS.md, measured on 2.1.328).
 BACKGROUND_EVENTS = frozenset({"Stop", "StopFailure", "SessionEnd", "PreCompact"})
+# A stored SessionStart text and a generic prompt are answered without site (hookcmd).
+FAST_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 
 # Events that belong to a subagent or are not about the main conversation.
 _IGNORED_EVENTS = frozenset({"SubagentStop", "SubagentStart", "Notification"})

@@ -49,6 +49,7 @@ KEEPS_OWN_TRANSCRIPT = False
 # No output wanted: run in the shell's background (install). Codex 0.169 waits for
 # synchronous hooks and, like Claude Code, drops an "async": true Stop hook at exit.
 BACKGROUND_EVENTS = frozenset({"Stop", "SessionEnd", "PreCompact"})
+FAST_EVENTS: frozenset[str] = frozenset()  # (hookcmd's fast path knows Claude Code only)
 
 # ------------------------------------------------------------------ the host
 

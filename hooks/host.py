@@ -29,6 +29,10 @@ class Host(Protocol):
     # Host events whose hook prints nothing and that the host runs through a POSIX shell:
     # install puts them in the shell's background, so the turn never waits for Python.
     BACKGROUND_EVENTS: frozenset[str]
+    # Host events whose hook prints context (the turn waits for it) and that
+    # dualtrace.hookcmd's fast path answers: install starts them without site
+    # (``python -S .../dualtrace/fasthook.py``) on POSIX.
+    FAST_EVENTS: frozenset[str]
 
     def detect(self, payload: dict) -> bool:
         """True when a hook payload (read without ``--host``) comes from this host."""

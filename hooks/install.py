@@ -67,14 +67,30 @@ def in_background(command: str) -> str:
     return f"exec 3<&0; {command} <&3 3<&- >/dev/null 2>&1 &"
 
 
+def fast_launcher(command: str) -> str | None:
+    """``PYTHON -S .../dualtrace/fasthook.py`` for this install's ``command`` (what the
+    hooks a turn waits for start with: dualtrace.hookcmd.fast_main), or None when the
+    command is not this interpreter's own script (a bare or shared ``dualtrace``, a
+    ``python -m`` form, Windows): those keep the plain command."""
+    if os.name == "nt" or command != dualtrace_command() or " " in command:
+        return None
+    launcher = Path(config.__file__).with_name("fasthook.py")  # beside dualtrace/config.py
+    if not launcher.is_file():
+        return None
+    return f"{_quote(Path(sys.executable).as_posix())} -S {_quote(launcher.as_posix())}"
+
+
 def wanted_entries(agent: str, command: str) -> dict[str, dict]:
     """Event -> the hook group we want in that agent's settings."""
     host = registry.get(agent)
     host_flag = "" if agent == registry.DEFAULT else f" --host {agent}"
+    fast = fast_launcher(command) if host.FAST_EVENTS else None
     out = {}
     for name, (ours, seconds, matcher) in host.EVENTS.items():
         timeout = seconds * host.TIMEOUT_UNIT
         line = f"{command} hook {ours}{host_flag}"
+        if fast and name in host.FAST_EVENTS:
+            line = f"{fast} {command} hook {ours} --host {agent}"
         if name in host.BACKGROUND_EVENTS and os.name != "nt":
             line = in_background(line)  # (Windows hosts may run cmd or PowerShell)
         handler = {"type": "command", "command": line, "timeout": timeout}

@@ -60,6 +60,7 @@ KEEPS_OWN_TRANSCRIPT = True  # when Letta wrote none
 # None in the background: each hook takes its order ticket before it returns, so the
 # payloads' lines are written in the order Letta sent them (hookcmd.order_ticket).
 BACKGROUND_EVENTS: frozenset[str] = frozenset()
+FAST_EVENTS: frozenset[str] = frozenset()
 DIR = "letta"
 MAX_FIELD_CHARS = 200_000
 ROOT_ENV = "LETTA_TRANSCRIPT_ROOT"

@@ -68,22 +68,60 @@ class Retired:
     commit: str
 
 
-def retire(store: MemoryStore, target: str, *, reason: str = "") -> Retired:
+def retire(store: MemoryStore, target: str, *, reason: str = "",
+           records: bool = False) -> Retired:
     """Move the memory ``target`` (anchor or path) and its moment into the archive, in
-    one commit. Under the store lock; a failed commit puts the files back."""
+    one commit; with ``records``, the session records that hold its sessions too
+    (:func:`records_of`). Under the store lock; a failed commit puts the files back."""
     memory, moment = store.lookup(target)
     if isinstance(memory, SystemFile):
         raise DualtraceError(f"{memory.path} is a system file (preferences or conventions); "
                              "edit its bullets by hand instead of forgetting the whole file")
     paths = [memory.path] + ([moment.path] if isinstance(moment, Moment) else [])
+    if records:
+        paths += records_of(store, memory, moment)
+    subject = memory.path.removesuffix(".md")
+    return _move(store, paths, f"mem: forget {subject}", reason)
+
+
+def retire_record(store: MemoryStore, ref: str, *, reason: str = "") -> Retired:
+    """Move the session record ``ref`` (path, session id or unique prefix) into the
+    archive in one commit: recall stops quoting that session's words."""
+    from dualtrace.memfs.sessions import LOCAL_RECORDS_DIR, read_record
+
+    rel = read_record(store.root, ref).path
+    if rel.startswith(LOCAL_RECORDS_DIR + "/"):
+        raise DualtraceError(f"{rel} is a local record (never committed): delete "
+                             f"{store.root / rel} to remove it")
+    return _move(store, [rel], f"mem: forget session record {rel.removesuffix('.md')}", reason)
+
+
+def records_of(store: MemoryStore, memory: object, moment: object | None) -> list[str]:
+    """The committed session records of the sessions ``memory`` (and its moment) were
+    drawn from: the episode recall can still quote after the memory is retired."""
+    from dualtrace.memfs.sessions import RECORDS_DIR, find_record
+
+    found: dict[str, None] = {}
+    for item in (memory, moment):
+        for rel in getattr(item, "records", ()) or ():
+            if rel.startswith(RECORDS_DIR + "/") and (store.root / rel).is_file():
+                found[rel] = None
+    for sid in getattr(memory, "sessions", ()) or ():
+        rel = find_record(store.root, str(sid))
+        if rel is not None and rel.startswith(RECORDS_DIR + "/"):
+            found[rel] = None
+    return list(found)
+
+
+def _move(store: MemoryStore, paths: list[str], subject: str, reason: str) -> Retired:
+    """``paths`` to the same paths under archive/, one commit, the index updated."""
     moves = tuple((rel, f"{ARCHIVE}/{rel}") for rel in paths)
     for _, dest in moves:
         store.path(dest)  # confinement check
         if os.path.lexists(store.root / dest):
             raise DualtraceError(f"{dest} already exists: an earlier memory with this name was "
                                  "retired; move it away first")
-    subject = memory.path.removesuffix(".md")
-    message = (f"mem: forget {subject} (retired by hand to {ARCHIVE}/)\n\n"
+    message = (f"{subject} (retired by hand to {ARCHIVE}/)\n\n"
                + (f"Reason: {' '.join(reason.split())[:300]}\n" if reason.strip() else "")
                + "Restore with `git revert` of this commit, or move the files back.\n")
     done: list[tuple[str, str]] = []
@@ -100,7 +138,7 @@ def retire(store: MemoryStore, target: str, *, reason: str = "") -> Retired:
                 os.replace(store.root / dest, store.root / src)
             raise
     if not sha:
-        raise DualtraceError(f"nothing to commit for {memory.path} (is it tracked by git?)")
+        raise DualtraceError(f"nothing to commit for {paths[0]} (is it tracked by git?)")
     # Only the old paths: the archive is not a memory folder and must not be indexed.
     store._after_commit([src for src, _ in moves])
     return Retired(moves, sha)

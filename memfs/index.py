@@ -688,6 +688,12 @@ class Index:
         return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                                  (_term(term) + clause,)).fetchone()[0]
 
+    def seen_prefix(self, word: str) -> bool:
+        """Whether any memory or session record holds a word starting with ``word``."""
+        query = _term(word) + " *"
+        return any(self.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
+                                     (query,)).fetchone() for table in ("fts", "fts_chunks"))
+
     def match(self, terms: list[str], types: tuple[str, ...] | None = None,
               limit: int = 200) -> list[tuple[int, float]]:
         """(doc id, bm25 relevance >= 0, larger is better) for docs matching any term."""

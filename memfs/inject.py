@@ -292,21 +292,10 @@ def _mark_conflicts(store: Any) -> None:
 # ------------------------------------------------------------------ per prompt
 
 
-# The words of an instruction to act that name no subject. A prompt made only of these
-# ("run the tests", "continue", "commit and push") asks nothing a memory could answer,
-# and any memory that mentions a test would win it: issue 11 item 4 says never inject for
-# generic prompts. Recall by hand (`dualtrace recall`) is not filtered.
-ACTION_ONLY = frozenset("""
-run rerun test tests testing check checks fix fixes failing fails failed broken continue
-go ahead keep going proceed start stop resume commit push pull merge rebase build lint
-format deploy retry try again please thanks thank ok okay yes yeah sure next finish done
-everything
-""".split())
-
-
-def names_a_subject(prompt: str) -> bool:
-    """Whether ``prompt`` has a content word beyond an instruction to act."""
-    return any(w not in ACTION_ONLY for w in words.content_words(prompt))
+# A prompt that only says what to do ("run the tests", "continue") gets nothing: the rule
+# is dualtrace.words.names_a_subject, which the prompt hook's fast path applies too.
+ACTION_ONLY = words.ACTION_ONLY
+names_a_subject = words.names_a_subject
 
 
 def prompt_context(store: Any, prompt: str, settings: Any, *, limit: int = 3) -> str | None:

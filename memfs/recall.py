@@ -87,6 +87,11 @@ RECORD_COMBO = 0.80
 RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
 RECORD_LEX_SEM_FLOOR = 0.0
+# Words and meaning at a lower sum when the words matched carry more IDF than one word
+# found in a single chunk (Gate.rare_words): calibrated on the main question set's tuning
+# part (bench/calibrate_gates.py; the plateau runs from 1.35 to 1.5 words at 0.55-0.6).
+RECORD_RARE_COMBO = 0.60
+RECORD_RARE_WORDS = 1.4
 RECORD_RERANK = 8
 # Nearest chunks taken into the fusion (each costs a coverage lookup per question word).
 RECORD_SEM_CANDIDATES = 30
@@ -140,10 +145,16 @@ INTENTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     )
 )
 
+_KINDS = r"(?:incidents|decisions|conventions|preferences|patterns|mistakes|learnings|lessons|outages)"
+# A request to enumerate: "list ...", "show me all ...", "all our decisions", "what
+# incidents have we had". Not a word that merely names a list or a quantity: "the list
+# of links", "on every push", "each entry" ask about one thing (measured: 5 of the main
+# question set's answerable questions were taken for listings and lost their answer).
 _AGGREGATE = re.compile(
-    r"\b(list|all|every|each|history of|so far|have we had|have we made|have i made|"
-    r"what (incidents|decisions|conventions|preferences|patterns|mistakes|learnings|outages)|"
-    r"which (incidents|decisions|conventions|patterns))\b", re.I)
+    r"^\W*(?:(?:please|can you|could you)\s+)?(?:list|enumerate|show (?:me )?(?:all|every))\b|"
+    r"\b(?:all|every|each)\s+(?:of\s+)?(?:the\s+|our\s+|my\s+)?" + _KINDS + r"\b|"
+    r"\b(?:history of|so far|have we had|have we made|have i made)\b|"
+    r"\b(?:what|which) " + _KINDS + r"\b", re.I)
 # "How many sessions ...", "which sessions ...", "list the sessions about ...": every
 # session whose record is about the topic, by date, instead of the best few passages.
 _SESSIONS_AGG = re.compile(
@@ -330,15 +341,24 @@ def _render_record(rec: RecordPassage, num: str) -> str:
 
 
 def content_terms(text: str, *, keep_type_words: bool = True) -> list[str]:
-    """Lowercase content words of ``text`` in order, without duplicates or stop words."""
-    seen: dict[str, None] = {}
+    """Lowercase content words of ``text`` in order, without duplicates or stop words.
+
+    A plural after its singular (or before it) is the same word: "the TODO app ... todos"
+    asks about one thing, and counting it twice would outweigh every other word.
+    """
+    seen: dict[str, str] = {}
     # "how long", "how many", "how much": the second word belongs to the question form.
     text = _HOW.sub(" ", text.lower())
     for token in words.content_words(text, STOPWORDS):
         if not keep_type_words and token in _TYPE_WORDS:
             continue
-        seen.setdefault(token, None)
-    return list(seen)
+        seen.setdefault(_singular(token), token)
+    return list(seen.values())
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
 
 
 def routed_types(question: str) -> tuple[str, ...]:
@@ -379,6 +399,7 @@ class _Unit:
     about: float = 0.0
     sem: float = 0.0
     cos: float = 0.0  # cosine of the best document, also outside the nearest ones
+    rare: float = 0.0  # matched words' IDF in units of the IDF of a word in one document
     final: float = 0.0
     fused: float = 0.0
     type: str = ""
@@ -406,6 +427,11 @@ class Gate:
     # like the question ("how do we shard the users table" against a memory that
     # mentions users and a table).
     lex_sem_floor: float = 0.0
+    # Words and meaning together at a lower sum (``rare_combo``) when the matched words
+    # are strong evidence: their IDF adds up to at least ``rare_words`` words found in a
+    # single document (``_Unit.rare``), not one common word.
+    rare_combo: float = 9.0
+    rare_words: float = 9.0
 
     def passes(self, unit: _Unit, semantic: bool) -> bool:
         if unit.mass < self.min_mass:
@@ -416,14 +442,21 @@ class Gate:
             return False
         if unit.sem >= self.sem_high:
             return True
-        return (unit.sem >= self.sem_floor and unit.coverage >= self.cov_floor
-                and unit.coverage + unit.sem >= self.combo)
+        if unit.sem < self.sem_floor or unit.coverage < self.cov_floor:
+            return False
+        both = unit.coverage + unit.sem
+        return both >= self.combo or (both >= self.rare_combo and unit.rare >= self.rare_words)
 
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
                    lex_sem_floor=LEX_SEM_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
-                   RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR)
+                   RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
+                   rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
+# Whether the memory answers is the gates' decision; once something passes, a record
+# chunk that comes this near takes one of the remaining places (it never answers alone).
+# Main set's tuning part: +3 answers over a plateau of cosine 0.35-0.45 / sum 0.6-0.7.
+COMPANION_GATE = Gate(RECORD_THRESHOLD, 0.42, 0.65)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -499,10 +532,54 @@ def temporal_order(question: str) -> str | None:
     return None
 
 
+# A name in a question: Capitalised or camelCase (Kafka, iOS, WebGL, ReviewTokenStore),
+# an acronym (AWS, CDN), or letters with digits (argon2). Not the question's first word.
+_NAME = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*|[a-z]+[0-9][a-z0-9]*)\b")
+_FIRST_WORD = re.compile(r"^\W*\w+")
+# "bcrypt or argon2", "MongoDB over DynamoDB": a name offered as an alternative to a
+# known one says nothing about whether the question was discussed.
+_ALTERNATIVE = re.compile(r"\b(\w+)\s+(?:or|over|vs\.?|versus|instead of|rather than|than)\s+"
+                          r"(\w+)\b", re.I)
+
+
+def unknown_names(index: Index, question: str) -> list[str]:
+    """The names the question gives (``_NAME``) that no memory and no session record
+    holds, not even as a prefix ("Postgres" finds "PostgreSQL").
+
+    Session records keep what was said in every session, so a name found in none of
+    them was never discussed: measured on the main question set, 22 of the 35
+    never-discussed questions name such a thing and none of the 80 answerable ones does
+    (docs/BENCHMARKS.md, session 4).
+    """
+    first = _FIRST_WORD.match(question)
+    start = first.end() if first else 0
+    terms = set(content_terms(question))
+    names = dict.fromkeys(m.group(0) for m in _NAME.finditer(question, start)
+                          if m.group(0).lower() in terms)
+    if not names:
+        return []
+
+    def known(word: str) -> bool:
+        return index.seen_prefix(word.lower())
+
+    unknown = [n for n in names if not known(n)]
+    if unknown:
+        for a, b in _ALTERNATIVE.findall(question):
+            for name, other in ((a, b), (b, a)):
+                if name in unknown and other not in unknown and known(other):
+                    unknown.remove(name)
+    return unknown
+
+
 def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
             record_gate: Gate) -> RecallResult:
     semantic = qvec is not None
+    terms = content_terms(question)
+    if len(terms) <= LONG_QUERY and unknown_names(index, question):
+        # A question about something no session ever named: nothing stored answers it,
+        # however alike other memories look (a pasted text is exempt: LONG_QUERY).
+        return RecallResult(question, "C", terms=tuple(terms))
     agg = aggregation_types(question)
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count and (
             _SESSIONS_AGG.search(question) or (only == SESSION_TYPE and agg is not None)):
@@ -510,7 +587,6 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), stale_days,
                           project_root)
-    terms = content_terms(question)
     order = temporal_order(question)
     if order is not None:
         # "first", "last time", "recently" say when, not what: they are not evidence.
@@ -528,6 +604,11 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        if (passing_chunks or memories) and record_gate is RECORD_GATE:
+            # The memory answers: the remaining places go to records that come near
+            # (not for a stricter gate, the prompt hook's, which speaks unasked).
+            passing_chunks += [u for u in chunk_units if u not in passing_chunks
+                               and COMPANION_GATE.passes(u, semantic)]
         passages = _record_results(index, passing_chunks, terms, qvec, embedder, order,
                                    max(limit, RECORDS_SHOWN))
     if order is not None and passages:
@@ -574,6 +655,9 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
             unit.fused = 0.0
     _cover(index, ranked, known, idf, chunks)
     _final(index, ranked, denominator, routed, chunks)
+    scale = math.log(1 + (index.count(types) or 1) / 1.5)  # the IDF of a one-document word
+    for unit in ranked:
+        unit.rare = unit.mass / scale
     if qvec is not None:
         # Reciprocal-rank fusion of the lexical and the semantic order.
         _fuse(ranked, [u for u in ranked if u.bm25 > 0], key=lambda u: -u.final)
@@ -728,8 +812,7 @@ def _lines(text: str) -> list[str]:
 
 def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
                       embedder: Any) -> list[_Unit]:
-    """A chunk's meaning is its best line or pair of lines: a whole-turn mean is diluted."""
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+    """A chunk's meaning is its best run of lines (``WINDOWS``): a whole-turn mean is diluted."""
 
     docs = index.docs(u.ids[0] for u in units if u.ids)
     texts: list[str] = []
@@ -745,18 +828,32 @@ def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
         return units
     vecs = _embed_cached(embedder, texts)
     for unit, a, b in spans:
-        if b <= a:
-            continue
-        block = vecs[a:b]
-        best = float((block @ qvec).max())
-        if b - a > 1:
-            pairs = block[:-1] + block[1:]
-            norms = np.linalg.norm(pairs, axis=1)
-            norms[norms == 0] = 1.0
-            best = max(best, float(((pairs @ qvec) / norms).max()))
-        unit.sem = max(unit.sem, best)
+        if b > a:
+            unit.sem = max(unit.sem, _best_window(vecs[a:b], qvec))
     units.sort(key=lambda u: -(u.coverage + u.sem))
     return units
+
+
+# Window sizes (lines) a chunk's meaning is judged on: its best line, pair of lines or
+# run of five (an answer told over a short list: measured on the main question set's
+# tuning part, +1 paraphrase, never-discussed and sde-bench unchanged).
+WINDOWS: tuple[int, ...] = (1, 2, 5)
+
+
+def _best_window(block: Any, qvec: Any) -> float:
+    """The highest cosine of the question with the mean of any ``WINDOWS``-line run."""
+    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+
+    best = -1.0
+    sums = np.cumsum(np.vstack([np.zeros((1, block.shape[1]), dtype=block.dtype), block]),
+                     axis=0)
+    for k in WINDOWS:
+        k = min(k, len(block))
+        runs = sums[k:] - sums[:-k]
+        norms = np.linalg.norm(runs, axis=1)
+        norms[norms == 0] = 1.0
+        best = max(best, float(((runs @ qvec) / norms).max()))
+    return best
 
 
 def _semantic_hits(index: Index, qvec: Any,

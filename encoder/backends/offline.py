@@ -42,6 +42,8 @@ from dualtrace.encoder.matching import (
     best_match,
     distinct_failures,
     distinct_subjects,
+    own_words,
+    spread_of,
     tokens,
 )
 from dualtrace.encoder.plan import (
@@ -389,7 +391,7 @@ def work_candidates(session) -> list[Candidate]:
     """Decisions from the user's requests and the work they caused, incidents from fix
     arcs, learnings from a compacted summary's constraints (see work.py)."""
     where = session.session_id[:8] if session.session_id else "this session"
-    request, concepts, solving = work.compaction_notes(session)
+    notes = work.compaction_notes(session)
     arcs = _incident_arcs(session)
     # A request that only brought in a failure (pasted, or run with the shell escape) and
     # got it fixed is remembered as that incident, not a second time as work.
@@ -401,20 +403,36 @@ def work_candidates(session) -> list[Candidate]:
     ranked = sorted(found, key=lambda t: (len(t.changed) + 2 * len(t.commits)), reverse=True)[:MAX_TASKS]
     compacted = [i for i, e in enumerate(session.events) if e.kind == "compaction" and e.text]
     out = [c for t in sorted(ranked, key=lambda t: t.start)
-           if (c := _task_candidate(t, where, request, solving, compacted)) is not None]
-    for bullet in concepts[:MAX_LEARNINGS]:
-        text = work.clean_sentence(bullet)
-        out.append(Candidate("learning", [text], event_index=len(session.events), role="work",
-                             description=text,
-                             body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
-                             subject=" ".join(work.content_words(bullet)[:6])))
+           if (c := _task_candidate(t, where, notes, compacted)) is not None]
+    out += _constraint_candidates(notes, where, len(session.events))
     out.extend(_arc_candidate(arc, where, session) for arc in arcs)
     return out
 
 
-def _task_candidate(t: work.Task, where: str, request: str, solving: list[str],
+def _constraint_candidates(notes: work.Compacted, where: str, at: int) -> list[Candidate]:
+    """The constraints a compacted summary lists: what the project's hooks or CI enforce is
+    a convention; one about the work itself (it names what the request is about: "OTEL
+    failures must never crash the hooks" in an OpenTelemetry epic) stays in the work's
+    decision (its key points); the rest - what a tool or the build needs - is a learning."""
+    asked = {t for t in tokens(notes.request) if t not in GENERIC}
+    out: list[Candidate] = []
+    for bullet in notes.constraints:
+        if len(out) >= MAX_LEARNINGS:
+            break
+        text = work.clean_sentence(bullet)
+        kind = "convention" if work.ENFORCED.search(bullet) else "learning"
+        if kind == "learning" and notes.request and asked & tokens(bullet):
+            continue
+        out.append(Candidate(kind, [text], event_index=at, role="work", description=text,
+                             body_text=f"From the session's compacted summary ({where}): {_quote(bullet, 500)}",
+                             subject=" ".join(work.content_words(bullet)[:6])))
+    return out
+
+
+def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                     compacted: list[int]) -> Candidate | None:
     """A user's request and the work it caused as one decision (None when it says nothing)."""
+    request, solving = notes.request, notes.solving
     said = work.prose(t.request.text)
     lead = _request_sentence(said)
     spans = any(t.start < i <= t.end for i in compacted)
@@ -441,6 +459,9 @@ def _task_candidate(t: work.Task, where: str, request: str, solving: list[str],
         lines.append("From the compacted context: " + _quote(request, 500))
     if solving and vague:
         lines.append("How: " + " ".join(_quote(b, 240) for b in solving[:2]))
+    if notes.points and vague:
+        lines.append("Key points (from the compacted summary): "
+                     + _quote("; ".join(p.rstrip(".;") for p in notes.points[:10]), 900))
     if t.changed:
         lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
                      + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
@@ -470,6 +491,9 @@ def _incident_arcs(session) -> list[work.Arc]:
         if arc.origin == "run" and any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command)
                                        for c in created):
             continue
+        tests = work.failing_test_files(session.events[arc.first].result or "")
+        if arc.origin == "run" and tests and all(work.created_here(t, created) for t in tests):
+            continue  # every failing test is in a test file the session created
         out.append(arc)
     return out
 
@@ -1077,27 +1101,34 @@ class OfflineBackend:
         distinctive = {t for t in mine if re.search(r"\d", t) or len(t) >= 6}
         best, best_score = None, 0.0
         subject = f"{cand.subject or ''} {' '.join(cand.lead)}"
-        for fact in builder.facts():
-            if fact.type != cand.type or fact.superseded_by:
-                continue
+        live = [f for f in builder.facts() if f.type == cand.type and not f.superseded_by]
+        # a description is one short sentence; the statement it was cut from counts too
+        said = {f.path: tokens(f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
+                for f in live}
+        spread = spread_of(said.values())
+        code_of = {f.path: {i.lower() for i in _identifiers(f"{f.description}\n{f.body}")} for f in live}
+        code_spread = spread_of(code_of.values())
+        for fact in live:
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
             if cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(fact)):
                 continue  # another test, error or rule failed: a new incident, not a recurrence
             if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
                 continue  # one technology of a stack statement is not another
-            # a description is one short sentence; the statement it was cut from counts too
-            stated = _first_statement(fact)[:240] or fact.description
-            theirs = tokens(f"{fact.anchor.replace('-', ' ')} {stated}")
+            theirs = said[fact.path]
+            # the same subject shares something with this memory that no other memory has:
+            # a project's name, "bead", "epic" or a framework (LiveView) in every memory of
+            # the project name none of them
+            own_code = own_words(code, code_of[fact.path], code_spread)
+            if len(live) > 1 and not own_words(mine, theirs, spread) and not own_code:
+                continue
             shared = mine & theirs
             strong = distinctive & theirs
             score = len(shared) / max(min(len(mine), len(theirs)), 1)
             if recurring and strong and (len(strong) >= 1 and score >= 0.15):
                 score += 0.5
-            elif code and score >= 0.25 and cand.type == "decision":
-                theirs_code = {i.lower() for i in _identifiers(f"{fact.description}\n{fact.body}")}
-                if code & theirs_code:
-                    score += 0.5
+            elif own_code and score >= 0.25 and cand.type == "decision":
+                score += 0.5
             if score > best_score:
                 best, best_score = fact, score
         threshold = 0.6 if recurring else 0.75

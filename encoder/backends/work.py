@@ -545,6 +545,29 @@ def is_test_file(path: str) -> bool:
     return bool(re.match(r"(?:test_|.*(?:_test|\.test|\.spec|Test)\.\w+$)", name)) or "/test" in f"/{path}"
 
 
+_OUTPUT_PATH = re.compile(r"(?<![\w.-])(/?(?:[\w.-]+/)*[\w.-]+\.[a-z]{1,5})(?=[:\s)(\"']|$)", re.M)
+# a stack frame in a dependency, not in the project: "(phoenix 1.8.3) lib/...", site-packages,
+# node_modules, deps/
+_DEPENDENCY_FRAME = re.compile(r"^\s*\([\w-]+ \d[\w.-]*\) |site-packages/|node_modules/|(?:^|/)deps/", re.M)
+
+
+def failing_test_files(output: str) -> set[str]:
+    """The project's test files a failing check's output names (ExUnit's and Jest's
+    locations, pytest's node ids, tracebacks' test frames); frames in dependencies and
+    the project's library files are left out."""
+    found: set[str] = set()
+    for line in output.splitlines():
+        if _DEPENDENCY_FRAME.search(line):
+            continue
+        found.update(m for m in _OUTPUT_PATH.findall(line) if is_test_file(m) and "/" in m)
+    return found
+
+
+def created_here(path: str, created: set[str | None]) -> bool:
+    """True when ``path`` (relative or absolute, as a tool printed it) is a file of ``created``."""
+    return any(c and (c.endswith(path.lstrip("/")) or path.endswith("/" + c)) for c in created)
+
+
 def _updates_tests(framing: str, fix: list[str]) -> bool:
     """The user asked for the tests to follow an intended change and only tests were
     edited: the failure was the old expectation, nothing was broken."""
@@ -694,9 +717,21 @@ def compaction_sections(text: str) -> dict[str, str]:
     return out
 
 
-def compaction_notes(session: Session) -> tuple[str, list[str], list[str]]:
-    """(the primary request, constraint bullets of the key concepts, problem-solving bullets)."""
-    request, concepts, solving = "", [], []
+# what a project's hooks or CI enforce on every change is a convention, not a lesson
+ENFORCED = re.compile(r"\b(?:pre-commit|enforc\w*|(?:required|run) (?:before|on) (?:every )?(?:commit|push|merge))\b", _I)
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compacted summary says about the work (Claude Code's sections)."""
+    request: str = ""  # "Primary Request and Intent"
+    constraints: tuple[str, ...] = ()  # key-concept bullets that state a constraint
+    solving: tuple[str, ...] = ()  # "Problem Solving" bullets
+    points: tuple[str, ...] = ()  # every key-concept bullet: what the work was made of
+
+
+def compaction_notes(session: Session) -> Compacted:
+    request, concepts, solving, points = "", [], [], []
     for e in session.events:
         if e.kind != "compaction" or not e.text:
             continue
@@ -705,9 +740,12 @@ def compaction_notes(session: Session) -> tuple[str, list[str], list[str]]:
         if req and not request:
             request = " ".join(req.split())
         for bullet in re.findall(r"^\s*[-*]\s+(.+)$", parts.get("key technical concepts", ""), re.M):
+            bullet = bullet.strip()
+            if bullet not in points:
+                points.append(bullet)
             if _CONSTRAINT.search(bullet) and bullet not in concepts:
-                concepts.append(bullet.strip())
+                concepts.append(bullet)
         for bullet in re.findall(r"^\s*[-*]\s+(.+)$", parts.get("problem solving", ""), re.M):
             if bullet not in solving:
                 solving.append(bullet.strip())
-    return request, concepts, solving
+    return Compacted(request, tuple(concepts), tuple(solving), tuple(points))

@@ -157,6 +157,47 @@ def test_distinct_named_subjects_with_shared_wording_are_not_merged(tmp_path, mo
     assert len(facts(memdir, "decision")) == 80
 
 
+def test_two_work_items_of_one_project_are_two_decisions(encode):
+    """Issue 12 item 3, the real case: spotter's bead spotter-4te (OpenTelemetry) session
+    after its bead spotter-fum (readability) session. They share the project's wording and a
+    framework name (LiveView); the later one was written as an update of the earlier."""
+    encode(*SP, "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    (fum,) = facts(encode.memdir, "decision")
+    before = fum.body
+    report = encode(*SP, "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
+    by_path = {f.path: f for f in facts(encode.memdir, "decision")}
+    assert len(by_path) == 2, [op["path"] for op in report.operations]
+    assert by_path[fum.path].body == before  # the readability decision is untouched
+    (otel,) = (f for p, f in by_path.items() if p != fum.path)
+    assert "spotter-4te" in otel.description and "OpenTelemetry" in otel.description
+    assert "spotter-fum" not in otel.body
+
+
+def test_the_agents_new_test_file_failing_is_no_incident(encode):
+    """spotter 8463c716: `mix test` fails in test/spotter_web/live/session_live_test.exs, a
+    file the agent wrote minutes before (missing Endpoint config, lazy_html, sandbox mode);
+    the agent gets its new tests to run. Not a failure of the project: no incident (the
+    gitignored-assets lesson is kept)."""
+    report = encode(*SP, "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    assert facts(encode.memdir, "incident") == [], [op["path"] for op in report.operations]
+    (learned,) = facts(encode.memdir, "learning")
+    assert "priv/static/assets" in learned.description
+
+
+def test_a_compacted_summarys_constraints_go_where_they_belong(encode):
+    """spotter ae4a77f8's compacted summary: what the pre-commit hooks enforce is a project
+    convention; "OTEL failures must never crash the app or hooks" is part of the
+    OpenTelemetry work (its decision's key points, with the opt-out variable), no lesson."""
+    encode(*SP, "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")
+    assert facts(encode.memdir, "learning") == []
+    conventions = next(encode.memdir.glob("system/*/conventions.md")).read_text()
+    assert "Pre-commit hooks enforcing: mix format, credo --strict, dialyzer, mix test." in conventions
+    (decision,) = facts(encode.memdir, "decision")
+    points = next(ln for ln in decision.body.splitlines() if ln.startswith("Key points"))
+    assert "SPOTTER_OTEL_ENABLED environment variable for opt-out" in points
+    assert "Graceful degradation (OTEL failures must never crash the app or hooks)" in points
+
+
 def test_a_stack_statement_is_one_decision_per_subject_and_a_goal_is_a_project_fact(tmp_path, monkeypatch):
     import json
 

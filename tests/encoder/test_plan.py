@@ -309,3 +309,47 @@ def test_failure_keys_of_real_checker_output():
     a = "Failure signature: sync session file 2 idempotent assertion"
     assert distinct_failures(a, "Failure signature: transcript tail worker restarts failed")
     assert not distinct_failures(a, a)
+
+
+def test_the_duplicate_guard_merges_only_memories_about_the_same_subject(memdir):
+    """Issue 12 item 3 for every backend: words that every memory of a project shares (its
+    name, "work on", "epic") or a work item's own id never make two subjects one."""
+    b = builder(memdir)
+
+    def decision(anchor: str, description: str):
+        return b.add(store_op(type="decision", anchor=anchor, moment=None, description=description,
+                              body=description))
+
+    stored = [
+        decision("spotter-epic-transcript-terminal-annotations",
+                 "Implement the spotter epic for transcript and terminal annotations with message references."),
+        decision("spotter-epic-unified-transcript-visualization",
+                 "Work on the spotter epic that unifies transcript visualization for subagents."),
+        decision("spotter-epic-session-transcript-readability",
+                 "Work on the spotter epic improving session transcript readability and structure."),
+    ]
+    assert [op.action for op in stored] == ["store"] * 3 and len({op.path for op in stored}) == 3
+    # all it shares with each of them (work, spotter, epic, transcript) another one has
+    # too: nothing says which one it would be (it was merged into the visualization one)
+    otel = decision("spotter-epic-transcript-tracing", "Work on the spotter epic: transcript tracing.")
+    assert otel.action == "store" and otel.path not in {op.path for op in stored}
+    # the same subject restated is still one memory
+    again = decision("spotter-epic-transcript-readability-continued",
+                     "Continue the spotter epic on session transcript readability.")
+    assert again.action == "update" and again.path == stored[2].path
+    # two work items with their own ids are two subjects, however alike the rest
+    fum = decision("bead-spotter-fum-sessionlive-readability",
+                   "Work on bead `spotter-fum`: improve the readability of SessionLive.")
+    four = decision("bead-spotter-4te-sessionlive-readability",
+                    "Work on bead spotter-4te: improve the readability of SessionLive.")
+    assert fum.action == four.action == "store" and fum.path != four.path
+
+
+def test_names_of_work_items_and_tracker_keys():
+    from dualtrace.encoder.matching import distinct_subjects, names
+
+    assert names("Work on bead `spotter-fum` (epic: Improve ...)") == {"spotter-fum"}
+    assert names("Work on bead spotter-4te - an epic") == {"spotter-4te", "4te"}
+    assert names("fix issue #12 before PROJ-123; the pre-commit end-to-end task list") == {"#12", "proj-123"}
+    assert distinct_subjects("Work on bead spotter-4te: OpenTelemetry", "Work on bead `spotter-fum` (epic)")
+    assert not distinct_subjects("Continue bead spotter-fum", "Work on bead `spotter-fum` (epic)")

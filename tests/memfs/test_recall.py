@@ -12,7 +12,15 @@ import sys
 import pytest
 
 from dualtrace.memfs import formats
-from dualtrace.memfs.recall import ABSTAIN, LABEL_A, LABEL_B, LABEL_C, THRESHOLD, recall
+from dualtrace.memfs.recall import (
+    ABSTAIN,
+    LABEL_A,
+    LABEL_B,
+    LABEL_C,
+    THRESHOLD,
+    aggregation_types,
+    recall,
+)
 from dualtrace.memfs.store import MemoryStore
 from tests.conftest import DATA
 
@@ -271,3 +279,33 @@ def test_an_incident_naming_a_service_in_passing_does_not_win_state_a(memdir, se
     # The incident still answers a question about itself, in STATE A.
     result = recall(store, "What caused the checkout latency spike?", limit=3, embedder=embedder)
     assert result.state == "A" and result.memories[0].path == "incidents/checkout-latency-spike.md"
+
+
+@pytest.mark.parametrize("question,kinds", [
+    ("what incidents have we had", ("incident",)),
+    ("list our decisions about session storage", ("decision",)),
+    ("Show me all decisions", ("decision",)),
+    ("all our conventions", ("convention",)),
+    ("What decisions have we made so far?", ("decision",)),
+    ("list all the auth test failures", ()),
+    # A word naming a list or a quantity asks about one thing, not for a listing.
+    ("What did we put instead of the list of links to the other conversations?", None),
+    ("Does the CI workflow run only on main or on every push?", None),
+    ("How do we collapse a whole row instead of each entry?", None),
+    ("Does it rebuild the page every time?", None),
+])
+def test_only_a_request_to_enumerate_is_an_aggregation(question, kinds):
+    assert aggregation_types(question) == kinds
+
+
+def test_a_question_about_a_list_is_answered_not_listed(memdir):
+    store = MemoryStore(memdir, project="p")
+    fact = _fact("single-link-combined-transcript",
+                 "A single link to the combined transcript replaces the session links",
+                 body="On a session's page the list of links to the other sessions is "
+                      "replaced by one link to the combined transcript.")
+    store.commit([store.write(fact)], "mem: fact\n")
+    result = recall(store, "What replaced the list of links to the other sessions?",
+                    embedder=None)
+    assert not result.aggregation
+    assert result.state == "B" and result.memories[0].path == fact.path

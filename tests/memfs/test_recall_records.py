@@ -12,7 +12,14 @@ from dualtrace.config import Settings
 from dualtrace.memfs import embed, formats
 from dualtrace.memfs.index import Index, index_path
 from dualtrace.memfs.inject import prompt_context
-from dualtrace.memfs.recall import LABEL_B, LABEL_B_RECORD, LABEL_C, recall
+from dualtrace.memfs.recall import (
+    LABEL_B,
+    LABEL_B_RECORD,
+    LABEL_C,
+    content_terms,
+    recall,
+    unknown_names,
+)
 from dualtrace.memfs.store import MemoryStore
 
 # The write side (memfs.sessions, issue 11) renders the records these tests search.
@@ -304,11 +311,19 @@ def test_passage_quotes_the_detail_asked_for_not_the_sessions_topic(memdir):
             "/orchestrator create TODO app by Next.js",
             [("/orchestrator create TODO app by Next.js",
               "\n".join(topic[:6] + [detail] + topic[6:]))])
-    result = recall(store, "How does the TODO app persist todos?", embedder=None)
-    assert result.label == LABEL_B_RECORD
-    passage = result.memories[0].record.passage
-    assert "localStorage persistence" in passage
-    assert len(passage) <= 900
+    for embedder in (None, embed.get_embedder()):
+        result = recall(store, "How does the TODO app persist todos?", embedder=embedder)
+        assert result.label == LABEL_B_RECORD
+        passage = result.memories[0].record.passage
+        assert "localStorage persistence" in passage, embedder
+        assert len(passage) <= 900
+
+
+def test_a_plural_is_the_same_word_as_its_singular():
+    """"the TODO app ... todos" asks about one thing: counted twice it would outweigh
+    "persist", the word the question is about."""
+    assert content_terms("How does the TODO app persist todos?") == ["todo", "app", "persist"]
+    assert content_terms("Which tests test the class?") == ["tests", "class"]
 
 
 @needs_semantic
@@ -355,3 +370,82 @@ def test_a_listing_of_sessions_counts_past_the_first_400_matching_turns(tmp_path
     assert len({m.record.session for m in result.memories}) == 450
     dates = [m.record.date for m in result.memories]
     assert dates == sorted(dates)
+
+
+@needs_semantic
+def test_a_chunks_meaning_is_its_best_run_of_lines_not_only_one_line():
+    """An answer told over a five-line list: no line or pair alone means what the
+    question means, the run of five does (recall.WINDOWS)."""
+    import numpy as np
+
+    from dualtrace.memfs import recall as recall_mod
+
+    lines = np.eye(5, dtype=np.float32)  # five lines, each about one part of the answer
+    question = np.ones(5, dtype=np.float32) / np.sqrt(5)
+    assert recall_mod._best_window(lines, question) == pytest.approx(1.0)
+    assert recall_mod._best_window(lines[:1], question) == pytest.approx(1 / np.sqrt(5))
+    assert max(float(lines[:2].sum(0) @ question) / np.sqrt(2), 1 / np.sqrt(5)) < 0.7
+
+
+def test_a_question_naming_what_no_session_ever_named_abstains(store):
+    """"iOS", "Kafka" are in no memory and no record: nothing stored can answer, however
+    much the rest of the question matches ("push", "tests", "timeline filter")."""
+    store.commit([store.write(_fact(
+        "push-notifications-tested", "Push notifications are tested with a fake gateway",
+        body="The test suite sends push notifications through a fake gateway on every push."))],
+        "mem: fact\n")
+    for question in ("How do we test iOS push notifications?",
+                     "Which Kafka topic carries the timeline filter events?"):
+        for embedder in (None, embed.get_embedder()):
+            result = recall(store, question, embedder=embedder)
+            assert result.state == "C", (question, result.render())
+    # The same questions without the unknown name still answer: only the name decides.
+    assert recall(store, "How do we test push notifications?", embedder=None).state == "B"
+    # A known name, or an unknown name offered as the alternative to a known one, still
+    # answers; a name is known by its prefix too ("Git" in "GitHub").
+    with Index.open(store.root) as index:
+        assert unknown_names(index, "Which Python versions does the Git workflow test on?") == []
+        assert unknown_names(index, "Which Python or Jython versions?") == []
+        assert unknown_names(index, "Which Jython versions?") == ["Jython"]
+    for question in ("Which Python versions does the GitHub Action run tests on?",
+                     "Does the CI workflow test on Python or Jython?",
+                     "What does the TranscriptRenderer show of a tool result?"):
+        result = recall(store, question, embedder=None)
+        assert result.state != "C", question
+    # A pasted text (a bug report, a prompt) names many things: not judged by its names.
+    long_text = ("Traceback from the Kafka consumer while the timeline filter group hides "
+                 "the vis-group items; applyFilters sets visible property sidechain colour "
+                 "ffeee1 items group built-in timeline refactor filtering hide")
+    assert recall(store, long_text, embedder=None).state != "C"
+
+
+def test_the_record_gate_takes_a_lower_sum_when_the_words_matched_are_rare():
+    """Words and meaning together pass a record chunk at coverage + cosine 0.62 only when
+    the matched words weigh more than one word found in a single chunk (Unit.rare)."""
+    from dualtrace.memfs import recall as recall_mod
+
+    def unit(rare: float):
+        return recall_mod._Unit("sessions/x.md#0", coverage=0.3, sem=0.32, mass=1.0, rare=rare)
+
+    gate = recall_mod.RECORD_GATE
+    assert gate.passes(unit(2.0), semantic=True)
+    assert not gate.passes(unit(1.0), semantic=True)  # a common match: the full sum is needed
+    assert not gate.passes(unit(2.0), semantic=False)  # words alone: coverage decides
+    strong = recall_mod._Unit("sessions/x.md#0", coverage=0.4, sem=0.42, mass=1.0, rare=0.5)
+    assert gate.passes(strong, semantic=True)  # the usual sum (0.80) needs no rare words
+
+
+@needs_semantic
+def test_once_a_record_answers_a_near_one_is_shown_beside_it_but_never_alone(store):
+    """The gate decides whether the memory answers at all; once a record passes it, the
+    other places go to records that mean nearly the same (recall.COMPANION_GATE). A
+    record that only comes near never answers on its own: the question abstains."""
+    question = "when a filter is off, does the whole row of the chart collapse?"
+    assert recall(store, question).state == "C"  # the vis-group record is only near
+    _record(store, "aaaabbbb-290f-4105-a327-a2496e5e2a83", "2025-07-06T19:39:53Z",
+            "Chart rows", [("When a toggle is switched off, how should the chart look?",
+                            "The whole row of the chart collapses, rather than each of its "
+                            "entries disappearing one by one.")])
+    result = recall(store, question)
+    assert result.state == "B"
+    assert [m.record.session[:8] for m in result.memories] == ["aaaabbbb", "0d3a8e6f"]

@@ -1,0 +1,155 @@
+"""``dualtrace recall QUESTION``: the read path a person (or a script) runs, without click.
+
+A new process that answers one question pays for every import on its way: click and the
+CLI module cost ~15-25 ms of the CLI's 150 ms budget. The console script routes a plain
+``recall`` here (``dualtrace.hookcmd.entry``), before click is imported; anything this
+parser does not take as-is (``--help``, an unknown option, a bad ``--limit``, no question)
+goes to the click command instead, so usage errors and help stay click's, word for word.
+The click command (``dualtrace.cli.recall``) runs the same :func:`run`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from dualtrace import config
+from dualtrace.errors import DualtraceError
+
+if TYPE_CHECKING:
+    from dualtrace.memfs.recall import RecalledMemory, RecallResult
+
+LIMIT_RANGE = (1, 100)
+
+
+@dataclass(frozen=True)
+class Args:
+    question: tuple[str, ...]
+    memory_dir: Path | None = None
+    as_json: bool = False
+    limit: int = 5
+    kind: str | None = None
+
+
+def kinds() -> list[str]:
+    """What ``--type`` takes: every memory type, and ``session`` (records only)."""
+    from dualtrace.memfs.types import MEMORY_TYPES
+
+    return [*(t.name for t in MEMORY_TYPES), "session"]
+
+
+def parse(argv: list[str]) -> Args | None:
+    """``recall``'s arguments when they are plainly valid, else None (click decides)."""
+    words: list[str] = []
+    values: dict[str, str] = {}
+    as_json = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "--":
+            words.extend(it)
+            break
+        if not arg.startswith("-") or arg == "-":
+            words.append(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        if name == "--json" and not eq:
+            as_json = True
+        elif name in ("--memory-dir", "--limit", "--type"):
+            if not eq:
+                value = next(it, None)  # type: ignore[assignment]
+                if value is None:
+                    return None
+            values[name] = value
+        else:
+            return None  # --help, -h, an unknown option: click's to answer
+    if not " ".join(words).strip():
+        return None  # no question, or a blank one: a usage error, click's
+    limit = values.get("--limit", "5")
+    kind = values.get("--type")
+    if not limit.isdigit() or not LIMIT_RANGE[0] <= int(limit) <= LIMIT_RANGE[1]:
+        return None
+    if kind is not None and kind not in kinds():
+        return None
+    memdir = values.get("--memory-dir")
+    return Args(tuple(words), Path(memdir) if memdir is not None else None, as_json,
+                int(limit), kind)
+
+
+def require_memory_dir(memdir: Path, hint: str = "") -> None:
+    if memdir.exists() and not memdir.is_dir():
+        raise DualtraceError(f"memory directory {memdir} is not a directory")
+    if not memdir.is_dir():
+        raise DualtraceError(f"no memory directory at {memdir} {hint}".rstrip())
+
+
+def run(ws: config.Workspace, args: Args, out: TextIO) -> None:
+    """Answer the question from the workspace's memory (and the person's own, for
+    preferences); print it as text or JSON to ``out``."""
+    # Light imports only (no click, git, jinja2, yaml or anthropic): timed in bench/.
+    import json
+
+    from dualtrace.memfs.recall import recall as do_recall
+
+    require_memory_dir(ws.memory_dir, "(nothing stored yet)")
+    question = " ".join(args.question)
+    result = do_recall(ws.memory_dir, question, limit=args.limit, type=args.kind,
+                       stale_days=ws.settings.stale_days, project_root=ws.root)
+    own = own_preferences(ws, question, args.limit, args.kind, result)
+    if args.as_json:
+        data = result.to_dict()
+        data["own_preferences"] = [m.to_dict() for m in own]
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
+    out.write(result.render())
+    if own:
+        from dualtrace.memfs.recall import render_memory
+
+        out.write("\nYour own preferences (from your own memory, every project):\n\n")
+        for n, memory in enumerate(own, 1):
+            out.write(render_memory(memory, n) + "\n")
+
+
+def own_preferences(ws: config.Workspace, question: str, limit: int, kind: str | None,
+                    project: RecallResult) -> list[RecalledMemory]:
+    """The person's own memory (<state>/user-memory) answers preference questions too.
+
+    The same recall, limited to preferences, over the user-level memory the SessionStart
+    hook injects from; a bullet the project memory already returned is not repeated.
+    """
+    if kind not in (None, "preference") or ws.settings.preferences == "project":
+        return []
+    from dualtrace.memfs.recall import recall as do_recall
+
+    own_dir = config.user_memory_dir(ws.settings)
+    if not (own_dir / ".git").is_dir() or own_dir.resolve() == ws.memory_dir.resolve():
+        return []
+    found = do_recall(own_dir, question, limit=limit, type="preference",
+                      stale_days=ws.settings.stale_days)
+    if found.state == "C":
+        return []
+    seen = {m.bullet for m in project.memories if m.bullet}
+    return [m for m in found.memories if not (m.bullet and m.bullet in seen)]
+
+
+def main(argv: list[str]) -> int | None:
+    """The fast path's exit code, or None when click should take ``argv`` instead."""
+    args = parse(argv)
+    if args is None:
+        return None
+    from dualtrace.cmdline import report
+
+    # One question, one process: numpy's BLAS thread pool (started at import, one thread
+    # per core) costs ~15 ms CPU here and a single matrix-vector product gains nothing
+    # from it. A value the person set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+    try:
+        run(config.workspace(memory_dir=args.memory_dir), args, sys.stdout)
+    except Exception as exc:  # noqa: BLE001 - the CLI's one handler decides
+        return report(exc)
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,104 @@
+"""`dualtrace forget` and session records (issue 11): a retired memory's session record
+still holds the session's own words, and recall can quote them. forget says so and how
+to retire the record; a record (path or session id) can be forgotten, and ``--records``
+retires a memory with its records in one commit. Real CLI processes, real git.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES
+
+PILOT = EXAMPLES / "pilot-1b-structured-logging.jsonl"
+ANCHOR = "json-structured-logging"
+QUESTION = "why did we switch to JSON structured logging"
+
+
+def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "dualtrace", *args], capture_output=True,
+                          text=True, timeout=120)
+    if ok:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def git(memdir: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(memdir), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def encoded(memdir: Path) -> str:
+    run("encode", str(PILOT), "--memory-dir", str(memdir), "--backend", "offline")
+    record = next((memdir / "sessions").rglob("*.md")).relative_to(memdir).as_posix()
+    assert f"decisions/{ANCHOR}.md" in run("recall", QUESTION, "--memory-dir", str(memdir)).stdout
+    quoted = run("recall", QUESTION, "--type", "session", "--memory-dir", str(memdir)).stdout
+    assert f"Session record {record}" in quoted  # the episode, quotable on its own
+    return record
+
+
+def test_forgetting_a_memory_says_its_session_record_still_holds_the_words(tmp_path):
+    memdir = tmp_path / "memory"
+    record = encoded(memdir)
+    out = run("forget", ANCHOR, "--yes", "--memory-dir", str(memdir)).stdout
+    assert f"retired decisions/{ANCHOR}.md -> archive/decisions/{ANCHOR}.md" in out
+    assert (f"note: the session record {record} still holds that session's own words, and "
+            f"`dualtrace recall` can quote them; `dualtrace forget {record}` retires it too") in out
+    assert (memdir / record).is_file()
+    # What the note says is so: the record still answers; then forgetting it ends that.
+    assert f"Session record {record}" in run("recall", QUESTION, "--type", "session",
+                                             "--memory-dir", str(memdir)).stdout
+    before = int(git(memdir, "rev-list", "--count", "HEAD"))
+    gone = run("forget", record, "--yes", "--reason", "private", "--memory-dir", str(memdir)).stdout
+    assert f"retired {record} -> archive/{record}" in gone and "note:" not in gone
+    assert int(git(memdir, "rev-list", "--count", "HEAD")) == before + 1
+    assert "Reason: private" in git(memdir, "log", "-1", "--format=%B")
+    assert not (memdir / record).exists() and (memdir / "archive" / record).is_file()
+    for args in (["--type", "session"], []):
+        answer = run("recall", QUESTION, *args, "--memory-dir", str(memdir)).stdout
+        assert record not in answer and "STATE C" in answer
+    run("reindex", "--memory-dir", str(memdir))  # a full rebuild does not bring it back
+    assert record not in run("recall", QUESTION, "--type", "session", "--memory-dir",
+                             str(memdir)).stdout
+    assert run("sessions", "--memory-dir", str(memdir)).stdout.startswith("No session records yet")
+
+
+def test_forget_records_retires_the_memory_and_its_record_in_one_commit(tmp_path):
+    memdir = tmp_path / "memory"
+    record = encoded(memdir)
+    before = int(git(memdir, "rev-list", "--count", "HEAD"))
+    refused = run("forget", ANCHOR, "--records", "--memory-dir", str(memdir), ok=False)
+    assert refused.returncode == 1 and record in refused.stdout  # the prompt names the record
+    out = run("forget", ANCHOR, "--records", "--yes", "--memory-dir", str(memdir)).stdout
+    assert f"retired {record} -> archive/{record}" in out and "note:" not in out
+    assert int(git(memdir, "rev-list", "--count", "HEAD")) == before + 1
+    moved = git(memdir, "show", "--name-status", "--format=", "HEAD")
+    assert record in moved and f"decisions/{ANCHOR}.md" in moved
+    answer = run("recall", QUESTION, "--memory-dir", str(memdir)).stdout
+    assert "STATE C" in answer and record not in answer
+    # Undone with one revert, like any forget.
+    git(memdir, "-c", "user.name=a", "-c", "user.email=a@b", "revert", "--no-edit", "HEAD")
+    assert f"Session record {record}" in run("recall", QUESTION, "--type", "session",
+                                             "--memory-dir", str(memdir)).stdout
+
+
+def test_a_record_can_be_forgotten_by_session_id_and_a_local_one_is_refused(tmp_path, state_dir):
+    memdir = tmp_path / "memory"
+    record = encoded(memdir)
+    sid = next(line.split(": ", 1)[1] for line in (memdir / record).read_text().splitlines()
+               if line.startswith("session: "))
+    out = run("forget", sid[:8], "--yes", "--memory-dir", str(memdir)).stdout
+    assert f"retired {record} -> archive/{record}" in out
+    unknown = run("forget", "deadbeef", "--yes", "--memory-dir", str(memdir), ok=False)
+    assert unknown.returncode == 1 and unknown.stderr.startswith("Error: no session record")
+
+    local = tmp_path / "local"
+    (state_dir / "config.toml").write_text('session_records = "local"\n')
+    run("encode", str(PILOT), "--memory-dir", str(local), "--backend", "offline")
+    kept = next((local / ".dualtrace" / "sessions").rglob("*.md"))
+    refused = run("forget", sid[:8], "--yes", "--memory-dir", str(local), ok=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: ") and "is a local record (never committed)" in refused.stderr
+    assert kept.is_file()
