@@ -1,6 +1,7 @@
 """MCP server cold start, phase by phase, beside echo servers on the same SDK.
 
     .venv/bin/python bench/bench_mcp_start.py [--runs 9] [--venv NAME=PYTHON ...]
+    .venv/bin/python bench/bench_mcp_start.py --runs 9 --against main=/tmp/base/bin/dualtrace
 
 Each candidate is a process a host would start. A hand-written JSON-RPC client (what a
 host such as Claude Code, a Node program, does; no SDK client in the way) spawns it and
@@ -187,6 +188,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--venv", action="append", default=[],
                     help="LABEL=PYTHON of another venv with an mcp SDK installed")
+    ap.add_argument("--against", action="append", default=[],
+                    help="LABEL=DUALTRACE: another build's console script (e.g. main's, in a "
+                         "venv of its own) beside this one: only the dualtrace rows that "
+                         "matter for a start (own process, first start; recall sent "
+                         f"{THINK:g} s later) and the echo servers")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dt-bench-mcp-start-"))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
@@ -228,9 +234,19 @@ def main() -> None:
     # secret rules (a first start on a machine where dualtrace ran before).
     first = {"DUALTRACE_MCP_WARM": "1", "DUALTRACE_HOME": "fresh",
              "KF_RULE_CACHE_DIR": str(tmp / "state" / "cache" / "kingfisher-rules")}
+    if args.against:
+        builds = [("this tree", exe)] + [tuple(item.split("=", 1)) for item in args.against]
+        for name, script in builds:
+            argv = [script, "mcp", "--memory-dir", str(memdir)]
+            for label, extra in ((f"dualtrace mcp ({name}), a process of its own", own),
+                                 (f"dualtrace mcp ({name}), first start", first),
+                                 (f"dualtrace mcp ({name}), forked by the warm server", warm)):
+                candidates[label] = (argv, recall, THINK, extra)
     for label, extra in ((f"dualtrace mcp (mcp {here}), a process of its own", own),
                          ("dualtrace mcp, forked by the running warm server", warm),
                          ("dualtrace mcp, first start (starts the warm server)", first)):
+        if args.against:
+            break
         candidates[f"{label}, recall sent at once"] = (server, recall, 0.0, extra)
         candidates[f"{label}, recall sent {THINK:g} s after tools/list"] = (
             server, recall, THINK, extra)

@@ -1,6 +1,6 @@
 """Write the session record of every corpus transcript into a folder, to diff builds.
 
-    python bench/record_snapshot.py OUT [--budget N ...] [--synthetic N]
+    python bench/record_snapshot.py OUT [--budget N ...] [--synthetic N] [--questions FILE ...]
 
 Each main transcript of ../shared/corpus/claude-code/ and agentlogs/ (Claude Code, Codex)
 is read, redacted and quarantined as an encode does (``pipeline.clean_session``) and its
@@ -8,7 +8,10 @@ record written with ``encoder.records.record_for`` (whole transcript, one part) 
 ``OUT/<budget>/<folder>__<name>.md``, at each budget given (default: 12000 and 3000, the
 second forcing the budget's cuts); ``--synthetic N`` adds bench_records.py's first N
 synthetic sessions. ``diff -r`` two snapshots to see what a change did;
-a summary line per budget gives record count, median and max size.
+a summary line per budget gives record count, median and max size. ``--questions``
+(bench/data/session_questions*.json) says, for each set, how many answerable questions have
+every answer word in one turn window of the record of a session that answers them (at the
+first budget): what a record keeps at all, before any ranking.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--budget", type=int, action="append")
     parser.add_argument("--synthetic", type=int, default=0)
+    parser.add_argument("--questions", type=Path, action="append", default=[])
     args = parser.parse_args()
     if not CORPUS.is_dir():
         sys.exit(f"corpus not found at {CORPUS}")
@@ -66,7 +70,8 @@ def main() -> None:
                 path = Path(tmp) / f"synthetic-{n:04d}.jsonl"
                 synthetic_transcript(path, n, rng)
                 sessions.append((path.name, clean_session(read_transcript(path), redactor)[0]))
-    for budget in args.budget or [12000, 3000]:
+    budgets = args.budget or [12000, 3000]
+    for budget in budgets:
         folder = args.out / str(budget)
         folder.mkdir(parents=True, exist_ok=True)
         sizes = []
@@ -78,6 +83,31 @@ def main() -> None:
             sizes.append(len(text.encode("utf-8")))
         print(f"budget {budget}: {len(sizes)} records, median {statistics.median(sizes):.0f} B, "
               f"max {max(sizes)} B")
+    for questions in args.questions:
+        kept(args.out / str(budgets[0]), questions)
+
+
+def kept(folder: Path, questions: Path) -> None:
+    """Answerable questions whose answer words all sit in one turn of an answering
+    session's record."""
+    import json
+    import re
+
+    from dualtrace.memfs.sessions import turn_windows
+
+    windows: dict[str, list[str]] = {}
+    for path in folder.glob("claude-code__*.md"):
+        text = path.read_text(encoding="utf-8")
+        m = re.search(r"^session: (\S+)", text, re.M)
+        if m:
+            windows[m.group(1)[:8]] = [w.raw.lower() for w in turn_windows(text)]
+    items = [q for q in json.loads(questions.read_text(encoding="utf-8"))["questions"]
+             if q["kind"] != "never"]
+    found = sum(any(all(word.lower() in w for word in q["answer"])
+                    for s in q["sessions"] for w in windows.get(s, []))
+                for q in items)
+    print(f"{questions.name}: answer in one turn of an answering session's record "
+          f"{found}/{len(items)}")
 
 
 if __name__ == "__main__":

@@ -388,95 +388,133 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
               poll_interval: float = 30.0, max_wait: float = 24 * 3600.0,
               progress: Progress = _quiet, echo: Callable[[str], None] = _quiet,
               sleep: Callable[[float], None] = time.sleep) -> Summary:
-    from dualtrace.pipeline import encode_session
-
+    """Encode past sessions through the Message Batches API: submit the sessions (or
+    resume the batch a state file names), wait until it ends, then apply each result
+    through the pipeline. Failed items are retried by the next run (cursor unchanged)."""
     backend = AnthropicBackend(settings, sleep=sleep)
     sfile = state_file(memory_dir)
-    state: dict[str, Any] | None = None
-    if sfile.is_file():
-        try:
-            state = json.loads(sfile.read_text(encoding="utf-8"))
-        except ValueError:
-            state = None
+    state = _load_state(sfile)
     summary = Summary(mode="batch")
     client = None
 
     if state is None or not state.get("batch_id"):
-        items: dict[str, Any] = {}
-        for path in paths:
-            progress(f"prepare {path.name}")
-            try:
-                sink = capture(path, memory_dir, settings, "batch")
-            except DualtraceError as exc:
-                summary.items.append(Item(str(path), status="failed", note=str(exc)))
-                continue
-            if "params" not in sink:
-                report = sink["report"]
-                summary.items.append(Item(str(path), report.session_id, "skipped",
-                                          note=report.skipped or ""))
-                continue
-            offset = cursors.load(path, str(Path(memory_dir).resolve())).offset or 0
-            items[custom_id(path, offset)] = {"path": str(path), "offset": offset,
-                                              "session_id": sink.get("session_id"),
-                                              "params": sink["params"], "status": "submitted"}
-        items, over, line = _fit_budget(items, settings)
+        items, over, line = _fit_budget(_prepare(paths, memory_dir, settings, summary, progress),
+                                        settings)
         if line:
             echo(line)
         _over_budget(over, memory_dir, settings, summary, progress)
         if not items:
             return summary
-        state = {"memory_dir": str(memory_dir), "model": settings.model, "batch_id": None,
-                 "created": time.time(), "items": items}
-        _save(sfile, state)
-        client = submitter = backend.client()
-        requests = [{"custom_id": cid, "params": it["params"]} for cid, it in items.items()]
-        batch = _retrying(lambda: submitter.messages.batches.create(requests=requests), backend,
-                          "batch submit")
-        state["batch_id"] = batch.id
-        _save(sfile, state)
-        echo(f"submitted batch {batch.id} with {len(items)} session(s)")
+        client = backend.client()
+        state = _submit(client, backend, items, memory_dir, settings, sfile)
+        echo(f"submitted batch {state['batch_id']} with {len(items)} session(s)")
     else:
         echo(f"resuming batch {state['batch_id']} ({len(state['items'])} session(s))")
     summary.batch_id = state["batch_id"]
     client = client or backend.client()
 
-    deadline = time.monotonic() + max_wait
-    while True:
-        batch = _retrying(lambda: client.messages.batches.retrieve(state["batch_id"]), backend,
-                          "batch poll")
-        if batch.processing_status == "ended":
-            break
-        progress(f"batch {batch.processing_status}")
-        if time.monotonic() + poll_interval > deadline:
-            raise DualtraceError(
-                f"batch {state['batch_id']} is still {batch.processing_status}; run "
-                "`dualtrace backfill --batch` again later to resume")
-        sleep(poll_interval)
-
+    _wait_until_ended(client, backend, state["batch_id"], poll_interval=poll_interval,
+                      max_wait=max_wait, progress=progress, sleep=sleep)
     results = _retrying(lambda: list(client.messages.batches.results(state["batch_id"])),
                         backend, "batch results")
     for entry in results:
-        it = state["items"].get(entry.custom_id)
-        if it is None or it["status"] in ("done", "failed"):
-            continue
-        path = Path(it["path"])
-        progress(f"apply {path.name}")
-        result = entry.result
-        if result.type != "succeeded":
-            detail = getattr(getattr(getattr(result, "error", None), "error", None), "message", "")
-            it["status"] = "failed"
-            summary.items.append(Item(str(path), it.get("session_id"), "failed",
-                                      note=f"batch item {result.type}" + (f": {detail}" if detail else "")))
-            _save(sfile, state)
-            continue
-        if (cursors.load(path, str(Path(memory_dir).resolve())).offset or 0) != it["offset"]:
-            it["status"] = "done"
-            summary.items.append(Item(str(path), it.get("session_id"), "skipped",
-                                      note="encoded by another run since submission"))
-            _save(sfile, state)
-            continue
-        from dualtrace.encoder.backends.anthropic import message_dict
+        _apply_result(entry, state, sfile, memory_dir, settings, summary, progress)
+    for it in state["items"].values():
+        if it["status"] == "submitted":
+            summary.items.append(Item(it["path"], it.get("session_id"), "failed",
+                                      note="no result returned for this item"))
+    sfile.unlink(missing_ok=True)  # failed items are retried by the next run (cursor unchanged)
+    return summary
 
+
+def _load_state(sfile: Path) -> dict[str, Any] | None:
+    """The state of a batch an earlier run submitted (None: none, or unreadable)."""
+    if not sfile.is_file():
+        return None
+    try:
+        state: dict[str, Any] = json.loads(sfile.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return state
+
+
+def _prepare(paths: list[Path], memory_dir: Path, settings: Settings, summary: Summary,
+             progress: Progress) -> dict[str, Any]:
+    """The batch's items (custom id -> path, cursor offset, request params), one per
+    session that has something to encode; the others go into ``summary``."""
+    items: dict[str, Any] = {}
+    for path in paths:
+        progress(f"prepare {path.name}")
+        try:
+            sink = capture(path, memory_dir, settings, "batch")
+        except DualtraceError as exc:
+            summary.items.append(Item(str(path), status="failed", note=str(exc)))
+            continue
+        if "params" not in sink:
+            report = sink["report"]
+            summary.items.append(Item(str(path), report.session_id, "skipped",
+                                      note=report.skipped or ""))
+            continue
+        offset = cursors.load(path, str(Path(memory_dir).resolve())).offset or 0
+        items[custom_id(path, offset)] = {"path": str(path), "offset": offset,
+                                          "session_id": sink.get("session_id"),
+                                          "params": sink["params"], "status": "submitted"}
+    return items
+
+
+def _submit(client: Any, backend: AnthropicBackend, items: dict[str, Any], memory_dir: Path,
+            settings: Settings, sfile: Path) -> dict[str, Any]:
+    """Save the items, submit them as one batch, save its id; the state to resume from."""
+    state: dict[str, Any] = {"memory_dir": str(memory_dir), "model": settings.model,
+                             "batch_id": None, "created": time.time(), "items": items}
+    _save(sfile, state)
+    requests = [{"custom_id": cid, "params": it["params"]} for cid, it in items.items()]
+    batch = _retrying(lambda: client.messages.batches.create(requests=requests), backend,
+                      "batch submit")
+    state["batch_id"] = batch.id
+    _save(sfile, state)
+    return state
+
+
+def _wait_until_ended(client: Any, backend: AnthropicBackend, batch_id: str, *,
+                      poll_interval: float, max_wait: float, progress: Progress,
+                      sleep: Callable[[float], None]) -> None:
+    deadline = time.monotonic() + max_wait
+    while True:
+        batch = _retrying(lambda: client.messages.batches.retrieve(batch_id), backend,
+                          "batch poll")
+        if batch.processing_status == "ended":
+            return
+        progress(f"batch {batch.processing_status}")
+        if time.monotonic() + poll_interval > deadline:
+            raise DualtraceError(
+                f"batch {batch_id} is still {batch.processing_status}; run "
+                "`dualtrace backfill --batch` again later to resume")
+        sleep(poll_interval)
+
+
+def _apply_result(entry: Any, state: dict[str, Any], sfile: Path, memory_dir: Path,
+                  settings: Settings, summary: Summary, progress: Progress) -> None:
+    """Encode one batch result into the memory dir (once), and save its status."""
+    from dualtrace.encoder.backends.anthropic import message_dict
+    from dualtrace.pipeline import encode_session
+
+    it = state["items"].get(entry.custom_id)
+    if it is None or it["status"] in ("done", "failed"):
+        return
+    path = Path(it["path"])
+    progress(f"apply {path.name}")
+    result = entry.result
+    if result.type != "succeeded":
+        detail = getattr(getattr(getattr(result, "error", None), "error", None), "message", "")
+        it["status"] = "failed"
+        summary.items.append(Item(str(path), it.get("session_id"), "failed",
+                                  note=f"batch item {result.type}" + (f": {detail}" if detail else "")))
+    elif (cursors.load(path, str(Path(memory_dir).resolve())).offset or 0) != it["offset"]:
+        it["status"] = "done"
+        summary.items.append(Item(str(path), it.get("session_id"), "skipped",
+                                  note="encoded by another run since submission"))
+    else:
         prefetched = (it["params"], message_dict(result.message))
         try:
             report = encode_session(path, memory_dir=memory_dir, settings=settings,
@@ -487,14 +525,7 @@ def run_batch(paths: list[Path], memory_dir: Path, settings: Settings, *,
         else:
             it["status"] = "done"
             summary.items.append(_item_from_report(path, report))
-        _save(sfile, state)
-    missing = [cid for cid, it in state["items"].items() if it["status"] == "submitted"]
-    for cid in missing:
-        it = state["items"][cid]
-        summary.items.append(Item(it["path"], it.get("session_id"), "failed",
-                                  note="no result returned for this item"))
-    sfile.unlink(missing_ok=True)  # failed items are retried by the next run (cursor unchanged)
-    return summary
+    _save(sfile, state)
 
 
 def run_records(paths: list[Path], memory_dir: Path, settings: Settings,

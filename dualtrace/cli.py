@@ -169,6 +169,11 @@ def status(memory_dir: Path | None, check: bool) -> None:
                 click.echo(f"  {problem}")
         elif check:
             click.echo(f"checked:    every file parses ({info['total']} memories)")
+        if info["stray"]:
+            click.echo(f"not read:   {len(info['stray'])} file(s) deeper than memory files live "
+                       "(fact folders are flat; system/ and scenes/ have one level of folders)")
+            for rel in info["stray"][:10]:
+                click.echo(f"  {rel}")
         click.echo(f"last commit: {info['last_commit'] or '(none)'}")
     from dualtrace.worker import Worker
 
@@ -665,14 +670,17 @@ def hook(event: str, host: str | None, extra: tuple[str, ...]) -> None:
     sys.exit(hookcmd.run(args))
 
 
-@cli.command("mcp", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def mcp_cmd(args: tuple[str, ...]) -> None:
+@cli.command("mcp")
+@memory_dir_option
+@click.option("--encoder", is_flag=True, hidden=True)  # the claude backend's sub-agent server
+def mcp_cmd(memory_dir: Path | None, encoder: bool) -> None:
     """Serve this project's memory to the agent over MCP (stdio): recall, search, show,
     recent_sessions, remember. Hosts start it; `dualtrace install` registers it."""
-    from dualtrace.mcp_server import main as mcp_main
+    # A host's start never comes here: hookcmd.entry routes `mcp` past click to
+    # mcp_warm.main, which sends only --help and bad options on to this command.
+    from dualtrace.mcp_server import serve
 
-    sys.exit(mcp_main(list(args)))
+    serve(str(memory_dir) if memory_dir is not None else None, encoder=encoder)
 
 
 @cli.command(hidden=True)

@@ -32,15 +32,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import anyio
-import anyio.to_thread
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+from dualtrace import mcp_sdk
 
-from dualtrace import __version__
-from dualtrace.agent_tools import TYPES, AgentMemory
-from dualtrace.errors import DualtraceError
+mcp_sdk.load()  # before the SDK's first import: neither its client nor MCPServer is loaded
+
+import anyio  # noqa: E402
+import anyio.to_thread  # noqa: E402
+import mcp_types as types  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
+from mcp.server.stdio import stdio_server  # noqa: E402
+from mcp.shared.message import SessionMessage  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+from dualtrace import __version__  # noqa: E402
+from dualtrace.agent_tools import TYPES, AgentMemory  # noqa: E402
+from dualtrace.errors import DualtraceError  # noqa: E402
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                   idempotent_hint=True, open_world_hint=False)
@@ -194,9 +200,66 @@ def memory_server(memory: AgentMemory) -> Server[Any]:
 def run_stdio(server: Server[Any]) -> None:
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(_AnswerBadLines(read, write), write,
+                             server.create_initialization_options())
 
     anyio.run(main)
+
+
+class _AnswerBadLines:
+    """The SDK's stdio transport hands a line that is not a JSON-RPC message to the
+    session as an exception, which drops it: the host would wait for an answer that
+    never comes. JSON-RPC 2.0 says to answer it (``id`` null): -32700 for a line that
+    is not JSON, -32600 for JSON that is not a request, notification or response.
+    Blank lines are not messages and are skipped."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            answer = _bad_line_error(item)
+            if answer is not None:
+                await self._write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _AnswerBadLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnswerBadLines:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _bad_line_error(exc: Exception) -> types.JSONRPCError | None:
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if errors and errors[0].get("type") == "json_invalid":
+        if not str(errors[0].get("input", "x")).strip():
+            return None  # a blank line
+        code, message = types.PARSE_ERROR, "Parse error: the line is not JSON"
+    else:
+        code, message = types.INVALID_REQUEST, ("Invalid Request: not a JSON-RPC 2.0 "
+                                                "request, notification or response")
+    return types.JSONRPCError(jsonrpc="2.0", id=None,
+                              error=types.ErrorData(code=code, message=message))
 
 
 # ------------------------------------------------------------------ encoder server
@@ -250,18 +313,16 @@ def serve(memory_dir: str | None = None, *, encoder: bool = False) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``dualtrace mcp [--memory-dir DIR]``, routed here before click (start-up time)."""
-    import argparse
+    """``dualtrace mcp [--memory-dir DIR]`` as a host starts it (routed here past click:
+    start-up time); ``--help`` and bad options get the click CLI's answer."""
+    from dualtrace.mcp_warm import parse_argv, via_click
 
-    parser = argparse.ArgumentParser(
-        prog="dualtrace mcp",
-        description="Serve this project's memory to an agent over MCP (stdio).")
-    parser.add_argument("--memory-dir", default=None, help="memory directory (default: resolved "
-                        "from env, dualtrace.toml, or the project)")
-    parser.add_argument("--encoder", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    parsed = parse_argv(argv)
+    if parsed is None:
+        return via_click(argv)
+    memory_dir, encoder = parsed
     try:
-        serve(args.memory_dir, encoder=args.encoder)
+        serve(memory_dir, encoder=encoder)
     except DualtraceError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1

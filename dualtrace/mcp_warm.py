@@ -39,10 +39,11 @@ import socket
 import struct
 import sys
 import time
-from typing import IO, TYPE_CHECKING
 
+TYPE_CHECKING = False  # (not typing's: this module runs on every host start, typing costs)
 if TYPE_CHECKING:
     import subprocess
+    from typing import IO
 
 IDLE_SECONDS = 600.0
 START_WAIT = 20.0  # seconds a first start waits for the warm server to listen
@@ -124,7 +125,8 @@ def key(state: str) -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     parts = [sys.executable, __version__, state]
     spec = find_spec("mcp")
-    files = [os.path.join(here, n) for n in ("mcp_server.py", "agent_tools.py", "mcp_warm.py")]
+    files = [os.path.join(here, n) for n in ("mcp_server.py", "mcp_sdk.py",
+                                                 "agent_tools.py", "mcp_warm.py")]
     files += [spec.origin] if spec and spec.origin else []
     for path in files:
         try:
@@ -522,10 +524,41 @@ def _child(conn: socket.socket) -> None:
     os._exit(code)
 
 
+def parse_argv(argv: list[str]) -> tuple[str | None, bool] | None:
+    """``dualtrace mcp``'s arguments as hosts pass them (``--memory-dir DIR``, and
+    ``--encoder`` for the claude backend's sub-agent): (memory dir, encoder), or None for
+    anything else (``--help``, a typo), which ``via_click`` answers."""
+    memory_dir: str | None = None
+    encoder = False
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--encoder":
+            encoder = True
+        elif arg == "--memory-dir" and rest:
+            memory_dir = rest.pop(0)
+        elif arg.startswith("--memory-dir="):
+            memory_dir = arg.split("=", 1)[1]
+        else:
+            return None
+    return memory_dir, encoder
+
+
+def via_click(argv: list[str]) -> int:
+    """``dualtrace mcp --help`` and bad options: the click CLI's help text and its
+    one-line ``Error: ...`` (exit 1), as for every other command."""
+    from dualtrace.cli import main as cli
+
+    cli(["mcp", *argv])  # exits on an error; a valid command line serves in process
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """``dualtrace mcp ...`` as the host starts it."""
     from dualtrace.paths import state_dir
 
+    if parse_argv(argv) is None:
+        return via_click(argv)
     state = state_dir()
     if enabled(argv, state):
         code = client(argv, state)
@@ -536,4 +569,5 @@ def main(argv: list[str]) -> int:
     return serve_here(argv)
 
 
-__all__ = ["main", "client", "serve_forever", "socket_path", "key", "enabled"]
+__all__ = ["main", "client", "serve_forever", "socket_path", "key", "enabled", "parse_argv",
+           "via_click"]

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dualtrace.encoder.session import Event
 
 # An assistant message that restates what the user and assistant settled on
 # ("Final: ...", "Settled: ...", "Recap of f(): ...", "Amended rule, superseding
@@ -27,6 +32,29 @@ TEST_COMMAND = re.compile(
     r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
 )
+
+def run_key(command: str) -> str:
+    """A command's identity across its re-runs (a test, a check): its first three words."""
+    return " ".join(command.split()[:3])
+
+
+def fixed_by_rerun(events: Sequence[Event], i: int) -> int | None:
+    """The fix arc of the failing test run ``events[i]``: the index of the first later run
+    of the same test (same :func:`run_key`) that passed, when a file was edited in
+    between. None when it never passed again, or passed with nothing edited (a flaky
+    run is no fix). The gates' signal and the offline encoder's fallback incident both
+    ask this (encoder/backends/work.fix_arcs is the detailed reader of failures)."""
+    key = run_key(events[i].command or "")
+    edited = False
+    for j in range(i + 1, len(events)):
+        e = events[j]
+        if e.kind == "edit" and not e.is_error:
+            edited = True
+        elif (e.kind == "command" and not e.is_error and e.exit_code in (None, 0)
+              and run_key(e.command or "") == key):
+            return j if edited else None
+    return None
+
 
 # A check whose outcome a person asks about later: tests, linters, type checkers, builds
 # (the checks a session record lists).

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualtrace.encoder.backends.pricing import CHARS_PER_TOKEN, estimate_tokens
-from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.cues import TEST_COMMAND, run_key
 from dualtrace.encoder.session import Event, Session, truncate_middle
 
 DEFAULT_BUDGET = 8000
@@ -129,10 +129,6 @@ class _Relativizer:
 
 def _hhmm(ts: str | None) -> str:
     return ts[11:16] if ts and len(ts) >= 16 and ts[10] in "T " else "--:--"
-
-
-def _cmd_key(command: str) -> str:
-    return " ".join(command.split()[:3])
 
 
 def _turn_finals(events: Sequence[Event]) -> set[int]:
@@ -256,7 +252,7 @@ class _Items:
         cmd = self.rel(e.command) or e.text
         failed = e.is_error or (e.exit_code not in (None, 0))
         is_test = bool(TEST_COMMAND.search(cmd))
-        key = _cmd_key(cmd)
+        key = run_key(cmd)
         if not failed and not is_test and _NOISE_CMD.match(cmd):
             self.noise["command"] += 1
             return True

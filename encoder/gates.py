@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from dualtrace.encoder.cues import TEST_COMMAND as _TEST
-from dualtrace.encoder.cues import is_agreement
+from dualtrace.encoder.cues import fixed_by_rerun, is_agreement, run_key
 from dualtrace.encoder.session import Event, Session
 
 _DECISION = re.compile(
@@ -86,19 +86,14 @@ def _phrase(events: tuple[Event, ...], pattern: re.Pattern[str]) -> tuple[str, E
 
 
 def _fix_arc(events: tuple[Event, ...]) -> str | None:
-    """A failing test (or error) -> an edit -> the same test passing."""
-    failed_at: dict[str, str] = {}  # test command key -> hh:mm of failure
-    edited_since: set[str] = set()
-    for e in events:
-        if e.kind == "edit" and not e.is_error:
-            edited_since.update(failed_at)
-        elif e.kind == "command" and e.command and _TEST.search(e.command):
-            key = " ".join(e.command.split()[:3])
-            failed = e.is_error or e.exit_code not in (None, 0)
-            if failed:
-                failed_at.setdefault(key, _hhmm(e.ts))
-            elif key in failed_at and key in edited_since:
-                return f"test `{key}` failed at {failed_at[key]}, fixed, passed at {_hhmm(e.ts)}"
+    """A failing test -> an edit -> the same test passing (cues.fixed_by_rerun)."""
+    for i, e in enumerate(events):
+        if (e.kind == "command" and e.command and _TEST.search(e.command)
+                and (e.is_error or e.exit_code not in (None, 0))):
+            j = fixed_by_rerun(events, i)
+            if j is not None:
+                return (f"test `{run_key(e.command)}` failed at {_hhmm(e.ts)}, fixed, "
+                        f"passed at {_hhmm(events[j].ts)}")
     return None
 
 

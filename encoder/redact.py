@@ -197,15 +197,28 @@ _V = r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|([^\s\"'`|;&<>\x00]{1,2
 _ARGS = r"\b[^\n|;&]*?\s"  # the rest of one command line, up to the flag
 
 
-def _build_rules() -> list[_Rule]:
-    rules: list[_Rule] = []
+class _Rules(list[_Rule]):
+    """The rule list being built; ``add`` keeps each rule one readable call."""
 
-    def add(kind: str, pattern: str, group: int = 0, *, hint: tuple[str, ...] = (),
+    def add(self, kind: str, pattern: str, group: int = 0, *, hint: tuple[str, ...] = (),
             anchors: tuple[str, ...] = (), flags: int = 0, boundary: bool = True,
             check: Callable[[str], bool] | None = None, token: bool = False) -> None:
-        rules.append(_Rule(kind, re.compile(pattern, flags), group, hint, anchors, boundary,
-                           check, token))
+        self.append(_Rule(kind, re.compile(pattern, flags), group, hint, anchors, boundary,
+                          check, token))
 
+
+def _build_rules() -> list[_Rule]:
+    """Our own layer, in the order it is tried: whole blocks and token shapes, then
+    command-line credentials, then auth headers, prose and calls that set a secret."""
+    rules = _Rules()
+    _block_and_token_rules(rules)
+    _command_line_rules(rules)
+    _header_and_prose_rules(rules)
+    return list(rules)
+
+
+def _block_and_token_rules(rules: _Rules) -> None:
+    add = rules.add
     # Whole blocks, so no token rule sees half a key (also JSON-escaped, on one line).
     add("private-key",
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?!\x00\x1e).)*?"
@@ -232,7 +245,11 @@ def _build_rules() -> list[_Rule]:
                 "rk_test_")
     add("api-token", r"(?i:" + "|".join(re.escape(p) for p in prefixes) + r")[A-Za-z0-9_\-.=]{16,}",
         anchors=prefixes, check=_looks_random, token=True)
-    # Command-line credentials: the value after the flag, whatever its shape.
+
+
+def _command_line_rules(rules: _Rules) -> None:
+    """Command-line credentials: the value after the flag, whatever its shape."""
+    add = rules.add
     add("cli-password", r"(?:-u|--user)[=\s]+[\"']?[^\s:\"'$]{1,64}:([^\s\"'@]{3,200})", 1,
         anchors=("-u", "--user"), check=_flag_value)
     add("cli-password", r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)" + _ARGS + r"-p"
@@ -257,7 +274,11 @@ def _build_rules() -> list[_Rule]:
     # fish/csh `set -x NAME value`, `setenv NAME value`.
     add("cli-password", r"set(?:env)?\s+(?:-[a-zA-Z]+\s+)*[A-Za-z0-9_]*(?i:pass|token|secret|key)"
         r"[A-Za-z0-9_]*\s+" + _V, anchors=("set",))
-    # Auth headers.
+
+
+def _header_and_prose_rules(rules: _Rules) -> None:
+    """Auth headers, secrets named in prose, and calls that set a secret-named key."""
+    add = rules.add
     add("bearer-token", r"(?:Bearer|bearer|BEARER|Token|token)\s+([A-Za-z0-9_\-.=:+/~]{16,})", 1,
         anchors=("bearer", "token"), check=_looks_random)
     add("bearer-token", r"(?:Authorization|authorization|AUTHORIZATION)[\"']?\s*[:=]\s*[\"']?"
@@ -284,7 +305,6 @@ def _build_rules() -> list[_Rule]:
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})')", hint=("(",), check=_secret_value)
     add("url-password", r"://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{1,128})@", 1,
         hint=("://",), check=lambda v: not _PLACEHOLDER_VALUES.match(v))
-    return rules
 
 
 # Assignments: .env (KEY=v), YAML (key: v), JSON ("key": "v"), code (key = "v"),

@@ -130,28 +130,3 @@ def read_nofollow(path: Path, rel: str, *, limit: int = MAX_FILE_BYTES) -> str:
         raise PathError(f"memory file {rel} is over the {limit // 1024} KB limit for one "
                         "memory file; not read")
     return data.decode("utf-8", errors="replace")
-
-
-def walk_md(root: Path, top: str) -> list[str]:
-    """Relative paths of the ``*.md`` files under folder ``top`` of ``root``, in order:
-    symlinks (files or folders) and dot-names are skipped, never followed."""
-    out: list[str] = []
-    start = Path(root) / top
-    if os.path.islink(start) or not start.is_dir():
-        return out
-    pending = [start]
-    while pending:
-        folder = pending.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") or entry.is_symlink():
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(Path(entry.path))
-            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                out.append(Path(entry.path).relative_to(root).as_posix())
-    return sorted(out)

@@ -173,8 +173,10 @@ Memory = Fact | Moment | SystemFile
 # ---------------------------------------------------------------- parsing
 
 
-def _split(text: str, path: str) -> tuple[str, str, int]:
-    """Return (frontmatter text, body, line number where the body starts)."""
+def split_frontmatter(text: str, path: str) -> tuple[str, str, int]:
+    """(frontmatter text, body, line number where the body starts) of a markdown file
+    that opens with a ``---`` line and closes its frontmatter with another: the one
+    frontmatter splitter (memory files, session records, status, the merge driver)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.startswith("---"):
@@ -359,7 +361,7 @@ def _int_or_none(value: Any, path: str, key: str) -> int | None:
 
 
 def parse_fact(text: str, path: str) -> Fact:
-    front, body, _ = _split(text, path)
+    front, body, _ = split_frontmatter(text, path)
     data = _load_front(front, path)
     kind = _as_str(data.get("type")).strip().lower()
     if kind not in TYPES:
@@ -391,7 +393,7 @@ _MOMENT_TAG = re.compile(r"^\[MOMENT:([^\]]*)\]\s*$")
 
 
 def parse_moment(text: str, path: str) -> Moment:
-    front, body, body_line = _split(text, path)
+    front, body, body_line = split_frontmatter(text, path)
     data = _load_front(front, path)
     anchor = path.rsplit("/", 1)[-1].removesuffix(".md")
     narrative: list[str] = []
@@ -453,7 +455,7 @@ def _join(parts: list[str]) -> str:
 
 
 def parse_system(text: str, path: str) -> SystemFile:
-    front, body, _ = _split(text, path)
+    front, body, _ = split_frontmatter(text, path)
     data = _load_front(front, path)
     return SystemFile(
         path=path,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualtrace.memfs import layout
 from dualtrace.memfs.anchors import MAX_FILE_BYTES, read_confined, read_nofollow
 from dualtrace.memfs.types import MEMORY_TYPES
 
@@ -46,8 +47,6 @@ FULL_CHECK_SECONDS = 300.0
 # bm25 column weights: anchor, type, description, body. The anchor and the
 # description are written to be searchable (docs/PROTOCOL.md §4), so they count more.
 BM25_WEIGHTS = (3.0, 0.5, 2.0, 1.0)
-# Every folder a fact can live in (memfs/types.py; formats is imported lazily here).
-_FACT_FOLDERS = {t.folder for t in MEMORY_TYPES} | {a for t in MEMORY_TYPES for a in t.aliases}
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
@@ -123,40 +122,14 @@ def cache_index_path(root: Path) -> Path:
 # ------------------------------------------------------------------ files & signature
 
 
-def _is_memory_top(name: str) -> bool:
-    if name.startswith("."):
-        return False
-    return name in ("system", "scenes", "sessions") or name in _FACT_FOLDERS
-
-
 def _memory_dirs(root: Path) -> list[Path]:
-    """The memory folders, plus the sub-folders of scenes/ and system/.
+    """The memory folders and the session records' folders (memfs/layout.py).
 
     Fact folders are flat (docs/PROTOCOL.md §2), so their listings are not walked here:
     listing a folder of 10,000 files to look for sub-folders would cost more than
     the whole query.
     """
-    out: list[Path] = []
-    try:
-        with os.scandir(root) as it:
-            tops = [Path(e.path) for e in it
-                    if _is_memory_top(e.name) and e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return out
-    local_records = root / STATE_FOLDER / "sessions"  # session_records = "local"
-    if local_records.is_dir() and not local_records.is_symlink():
-        tops.append(local_records)
-    for folder in tops:
-        out.append(folder)
-        if folder.name not in ("scenes", "system", "sessions"):
-            continue
-        try:
-            with os.scandir(folder) as it:
-                out.extend(Path(e.path) for e in it
-                           if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    return sorted(out)
+    return sorted(layout.memory_folders(root) + layout.record_folders(root))
 
 
 def _head(root: Path) -> str:
@@ -197,28 +170,19 @@ def _stat_files(root: Path) -> dict[str, tuple[int, int]]:
     """Relative path -> (mtime_ns, size) for every memory markdown file."""
     out: dict[str, tuple[int, int]] = {}
     for folder in _memory_dirs(root):
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    name = entry.name
-                    if not name.endswith(".md") or name.startswith("."):
-                        continue
-                    try:
-                        # A link is never followed (it could hand .git/config or a file
-                        # outside the memory dir to recall), nor is an oversized file read.
-                        if entry.is_symlink():
-                            continue
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if st.st_size > MAX_FILE_BYTES:
-                        log.info("not indexing %s: %d bytes, over the size limit", name,
-                                 st.st_size)
-                        continue
-                    rel = Path(entry.path).relative_to(root).as_posix()
-                    out[rel] = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            continue
+        # A link is never listed (it could hand .git/config or a file outside the
+        # memory dir to recall), nor is an oversized file read.
+        for entry in layout.markdown_files(folder):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_size > MAX_FILE_BYTES:
+                log.info("not indexing %s: %d bytes, over the size limit", entry.name,
+                         st.st_size)
+                continue
+            rel = Path(entry.path).relative_to(root).as_posix()
+            out[rel] = (st.st_mtime_ns, st.st_size)
     return out
 
 

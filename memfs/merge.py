@@ -467,12 +467,12 @@ def _raw_fallback(ours: str, theirs: str, path: str, date: str,
 # ------------------------------------------------------------------ other markdown
 
 
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*\n", re.S)
 def _split_doc(text: str) -> tuple[dict[str, str], str] | None:
-    match = _FRONT.match(text)
-    if not match:
+    try:
+        front, body, _line = formats.split_frontmatter(text, "")
+    except FormatError:
         return None
-    return formats.raw_segments(match.group(1) or ""), text[match.end():]
+    return formats.raw_segments(front), body
 
 
 def _flow_list(raw: str | None) -> list[str] | None:

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from dualtrace.errors import DualtraceError
+from dualtrace.errors import DualtraceError, FormatError
+from dualtrace.memfs.formats import split_frontmatter
 
 RECORDS_DIR = "sessions"
 LOCAL_RECORDS_DIR = ".dualtrace/sessions"
@@ -295,18 +296,18 @@ def render_record(record: SessionRecord) -> str:
 
 
 def _split(text: str, path: str) -> tuple[dict[str, Any], str]:
-    if not text.startswith("---\n"):
-        raise DualtraceError(f"{path}: a session record starts with '---' frontmatter")
-    end = text.find("\n---\n", 4)
-    if end < 0:
-        raise DualtraceError(f"{path}: unterminated frontmatter")
     try:
-        data = yaml.load(text[4:end + 1], Loader=_LOADER) or {}
+        front, body, _line = split_frontmatter(text, path)
+    except FormatError as exc:
+        raise DualtraceError(f"{path}: a session record starts with '---' frontmatter "
+                             f"({exc.reason})") from None
+    try:
+        data = yaml.load(front, Loader=_LOADER) or {}
     except yaml.YAMLError as exc:
         raise DualtraceError(f"{path}: bad frontmatter: {' '.join(str(exc).split())[:200]}") from None
     if not isinstance(data, dict) or data.get("type") != "session":
         raise DualtraceError(f"{path}: not a session record (type: session)")
-    return data, text[end + 5:]
+    return data, body
 
 
 def _s(value: Any) -> str | None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError, FormatError, PathError
-from dualtrace.memfs import formats
-from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined, walk_md
+from dualtrace.memfs import formats, layout
+from dualtrace.memfs.anchors import MAX_FILE_BYTES, LinkError, confine, read_confined
 from dualtrace.memfs.formats import Fact, Memory, Moment, SystemFile
 from dualtrace.memfs.types import MEMORY_TYPES
 
@@ -228,17 +228,8 @@ class MemoryStore:
     # -------------------------------------------------------- listing
 
     def iter_files(self) -> list[str]:
-        """Relative paths of every memory file (plural and singular folders, scenes, system)."""
-        out: list[str] = []
-        if not self.root.is_dir():
-            return out
-        for top in sorted(self.root.iterdir()):
-            name = top.name
-            if name.startswith(".") or top.is_symlink() or not top.is_dir():
-                continue  # a linked folder is never followed (it could point anywhere)
-            if name == "system" or name == "scenes" or formats.canonical_folder(name):
-                out.extend(walk_md(self.root, name))
-        return out
+        """Relative paths of every memory file, by the one rule of memfs/layout.py."""
+        return layout.memory_files(self.root)
 
     def scan(self) -> ScanResult:
         """Parse every memory file; broken ones are reported, never fatal."""

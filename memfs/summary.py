@@ -9,11 +9,12 @@ and recall do, and reports each broken file with its path and line.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
-from dualtrace.memfs import formats
+from dualtrace.errors import FormatError, PathError
+from dualtrace.memfs import formats, layout
+from dualtrace.memfs.anchors import read_nofollow
 from dualtrace.memfs.formats import Fact, Moment, SystemFile
 from dualtrace.memfs.store import MemoryStore
 
@@ -21,32 +22,17 @@ _WANTED = ("type", "tier", "linked_scene")
 
 
 def _quick(text: str) -> dict[str, str] | str:
-    """The wanted keys of a file's frontmatter, or a problem description."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.startswith("---"):
-        return "1: missing frontmatter"
-    end = text.find("\n---", 3)
-    if end == -1:
-        return "1: frontmatter is not closed by a '---' line"
+    """The wanted keys of a file's frontmatter (read line by line, not parsed), or a
+    problem description; split by the same rule as every reader."""
+    try:
+        front, _body, _line = formats.split_frontmatter(text, "")
+    except FormatError as exc:
+        return f"{exc.line}: {exc.reason}"
     out: dict[str, str] = {}
-    for line in text[4:end].split("\n"):
+    for line in front.split("\n"):
         key, sep, value = line.partition(":")
         if sep and key in _WANTED:
             out[key] = value.strip()
-    return out
-
-
-def _files(store: MemoryStore) -> list[str]:
-    out: list[str] = []
-    root = str(store.root)
-    for top in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if top.startswith(".") or not (top in ("system", "scenes") or formats.canonical_folder(top)):
-            continue
-        for folder, dirs, names in os.walk(os.path.join(root, top)):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-            out.extend(f"{rel_folder}/{n}" for n in names if n.endswith(".md") and not n.startswith("."))
     return out
 
 
@@ -70,10 +56,13 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 kind = formats.type_of_system_file(memory.path)
                 types[f"{kind} bullets"] += len(memory.bullets)
     else:
-        for rel in _files(store):
+        for rel in store.iter_files():
             try:
-                with open(os.path.join(store.root, rel), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
+                # The listing has no links; a file swapped for one since is refused.
+                text = read_nofollow(store.root / rel, rel)
+            except PathError as exc:  # a link, or over the size limit
+                problems.append(f"{rel}:1: {exc}")
+                continue
             except OSError as exc:
                 problems.append(f"{rel}:1: unreadable: {exc}")
                 continue
@@ -102,5 +91,7 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
         "types": dict(types),
         "tiers": dict(tiers),
         "problems": problems,
+        # Markdown a person put deeper than the layout: no reader sees it, so say so.
+        "stray": layout.stray_files(store.root),
         "last_commit": store.git.last_commit_line(),
     }

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
-from dualtrace.encoder.cues import AGREEMENT_STRONG, is_agreement
+from dualtrace.encoder.cues import AGREEMENT_STRONG, fixed_by_rerun, is_agreement
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import (
     STOPWORDS,
@@ -333,18 +333,14 @@ def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidat
             continue
         if any(c and c in (event.command or "") for c in created):
             continue  # the agent's own new test, failing while it was written
-        key = " ".join((event.command or "").split()[:3])
         error_line = error_line_of(event.result or event.text or "")
         subject = " ".join(_clean_words(re.sub(r"[^\w\s.-]", " ", error_line))[:5])
         if not error_line or len(subject.split()) < 2:
             continue
-        later = events[i + 1:]
-        passed_at = next((j for j, e in enumerate(later) if e.kind == "command"
-                          and not e.is_error and e.exit_code in (None, 0)
-                          and " ".join((e.command or "").split()[:3]) == key), None)
-        if passed_at is None or not any(e.kind == "edit" for e in later[:passed_at]):
+        passed_at = fixed_by_rerun(events, i)
+        if passed_at is None:
             continue
-        passed = later[passed_at]
+        passed = events[passed_at]
         cand = Candidate("incident", [f"`{one_line(event.command or '', 80)}` failed: {error_line}"],
                          event_index=i, ts=event.ts, role="tool", subject=subject)
         cand.support.append(f"Fixed; `{one_line(passed.command or '', 80)}` then passed")

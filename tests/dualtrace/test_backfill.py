@@ -211,15 +211,20 @@ def test_batch_submit_poll_partial_failure_and_continuation(api, tmp_path, trans
     assert "Redis" in user_text(creates[1].body["requests"][0]["params"])
 
 
-def test_batch_resume_after_interruption(api, tmp_path, transcripts):
-    mem = tmp_path / "mem"
+def _interrupted_batch(api, mem: Path, transcripts: list[Path]) -> dict:
+    """Submit a batch that is still running when the run gives up; its saved state."""
     api.batch_polls = 10**6
     api.batch_responder = batch_responder
     api.default = lambda body: message(tool_use("finish", {}))
     with pytest.raises(DualtraceError, match="still in_progress.*resume"):
         run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.05,
                   max_wait=0.12, sleep=lambda s: None)
-    saved = json.loads(state_file(mem).read_text())
+    return json.loads(state_file(mem).read_text())
+
+
+def test_batch_resume_after_interruption(api, tmp_path, transcripts):
+    mem = tmp_path / "mem"
+    saved = _interrupted_batch(api, mem, transcripts)
     assert saved["batch_id"] and len(saved["items"]) == 3
     assert git_subjects(mem) == []
     # the batch finishes while we are away; the next run polls it instead of resubmitting
@@ -328,3 +333,33 @@ def test_batch_token_budget_is_checked_too(api, tmp_path, transcripts):
                                                       over_budget="wait"),
               poll_interval=0.0, sleep=lambda s: None)
     assert len(_submitted(api)) == 2
+
+
+def test_batch_resume_skips_a_session_encoded_meanwhile_and_reports_a_lost_result(
+        api, tmp_path, transcripts):
+    """The two ends of applying a batch: a session another run encoded since submission is
+    not encoded twice, and an item the API returned no result for is a failure (retried by
+    the next run, as its cursor did not move)."""
+    mem = tmp_path / "mem"
+    saved = _interrupted_batch(api, mem, transcripts)
+    by_name = {Path(it["path"]).name: cid for cid, it in saved["items"].items()}
+    logging = transcripts[1]
+    assert logging.name in by_name and len(by_name) == 3
+    # meanwhile: the logging session is encoded offline, and the auth result gets lost
+    live = run_live([logging], mem, settings_for(api), "offline")
+    assert live.count("encoded") == 1
+    offset = cursors.load(logging, str(mem.resolve())).offset
+    (batch,) = api.batches.values()
+    del batch["results"][by_name["pilot-4-auth-401-session1.jsonl"]]
+    batch["polls_left"] = 0
+    summary = run_batch(discover(transcripts), mem, settings_for(api), poll_interval=0.0,
+                        sleep=lambda s: None)
+    items = {Path(i.path).name: i for i in summary.items}
+    assert items[logging.name].status == "skipped"
+    assert items[logging.name].note == "encoded by another run since submission"
+    assert items["pilot-4-auth-401-session1.jsonl"].status == "failed"
+    assert items["pilot-4-auth-401-session1.jsonl"].note == "no result returned for this item"
+    assert items["pilot-5-session-storage.jsonl"].status == "failed"  # errored in the batch
+    assert cursors.load(logging, str(mem.resolve())).offset == offset  # not encoded twice
+    assert not (mem / "decisions/structured-logging-json.md").is_file()  # the batch's answer
+    assert not state_file(mem).exists()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,87 @@ def test_tools_list_starts_the_warm_up_and_the_first_call_uses_it(stocked, tmp_p
     assert recall["result"]["content"][0]["text"].startswith("(STATE A retrieval"), recall
     # Printed under the lock the first call waits on: the warm-up ran before it.
     assert re.search(r"^dualtrace mcp: warm-up done in \d+ ms", stderr, re.M), stderr
+
+
+# What a stdio server never uses and the SDK's package __init__ files would import
+# (dualtrace/mcp_sdk.py): its client, its HTTP client library and the high-level server.
+SDK_UNUSED = ("mcp.client.client", "mcp.client.stdio", "httpx2", "mcp.server.mcpserver")
+
+
+def test_handshake_skips_the_sdks_client_and_high_level_server(memdir, tmp_path):
+    proc = _host(memdir, tmp_path, {"PYTHONPROFILEIMPORTTIME": "1"})
+    answer = ask_line(proc, 1, "initialize", INIT)
+    ask_line(proc, None, "notifications/initialized", {})
+    listed = ask_line(proc, 2, "tools/list", {})["result"]["tools"]
+    called = ask_line(proc, 3, "tools/call", {"name": "recall",
+                                             "arguments": {"question": "why postgres"}})
+    proc.stdin.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert answer["result"]["protocolVersion"] == "2025-06-18"
+    assert len(listed) == 5 and "(STATE C retrieval" in called["result"]["content"][0]["text"]
+    imported = {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "mcp.server.lowlevel.server" in imported and "mcp_types._v2025_11_25" in imported
+    assert not imported & set(SDK_UNUSED), sorted(imported & set(SDK_UNUSED))
+
+
+def test_the_sdk_still_imports_whole_where_its_package_names_are_used(tmp_path):
+    """After the lazy load, ``from mcp import Client`` and ``MCPServer`` still work (the
+    package __init__ runs on first use), and deferred wire models still validate."""
+    code = ("from dualtrace import mcp_sdk; mcp_sdk.load(); import dualtrace.mcp_server, sys; "
+            "assert 'mcp.client.client' not in sys.modules; "
+            "from mcp import Client; from mcp.server import MCPServer; import mcp; "
+            "assert mcp.Client is Client and mcp.types.Tool; "
+            "from mcp_types.methods import parse_client_request as p; "
+            "r = p('initialize', '2025-06-18', {'protocolVersion': '2025-06-18', 'capabilities': {}, "
+            "'clientInfo': {'name': 'x', 'version': '0'}}); print(type(r).__name__)\n"
+            "try:\n    p('initialize', '2025-06-18', {'protocolVersion': 5})\n"
+            "except ValueError:\n    print('rejected')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["InitializeRequest", "rejected"]
+
+
+def _raw(proc: subprocess.Popen, line: str) -> dict:
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    assert answer, proc.stderr.read()
+    return json.loads(answer)
+
+
+def test_a_line_that_is_not_a_json_rpc_message_gets_an_error_answer(memdir, tmp_path):
+    """JSON-RPC 2.0: invalid JSON -> -32700, JSON that is no message -> -32600, both with
+    id null; the session goes on (the SDK's transport alone dropped such lines)."""
+    proc = _host(memdir, tmp_path)
+    ask_line(proc, 1, "initialize", INIT)
+    ask_line(proc, None, "notifications/initialized", {})
+    bad = _raw(proc, "recall why postgres")
+    assert bad == {"jsonrpc": "2.0", "id": None,
+                   "error": {"code": -32700, "message": "Parse error: the line is not JSON"}}
+    invalid = _raw(proc, json.dumps({"question": "why postgres"}))
+    assert invalid["id"] is None and invalid["error"]["code"] == -32600, invalid
+    proc.stdin.write("\n")  # a blank line is no message: no answer, nothing broken
+    listed = ask_line(proc, 2, "tools/list", {})
+    assert len(listed["result"]["tools"]) == 5
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+
+
+def test_mcp_help_and_bad_options_are_the_clis(tmp_path):
+    from tests.dualtrace.mcp_helpers import dualtrace_argv
+
+    helped = subprocess.run(dualtrace_argv("mcp", "--help"), capture_output=True, text=True,
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("Usage: dualtrace mcp [OPTIONS]"), helped.stdout
+    assert "--memory-dir PATH" in helped.stdout and "--encoder" not in helped.stdout
+    bad = subprocess.run(dualtrace_argv("mcp", "--memory"), capture_output=True, text=True,
+                         cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr.startswith("Error: No such option '--memory'. Did you mean '--memory-dir'?"
+                                 ), bad.stderr
+    assert bad.stderr.strip().endswith("(see 'dualtrace mcp --help')"), bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
