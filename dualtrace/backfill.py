@@ -86,14 +86,22 @@ def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]
 _TS = re.compile(rb'"(?:timestamp|captured_at)"\s*:\s*"([0-9T:.+Z-]{10,40})"')
 
 
+_META = re.compile(rb'"isMeta"\s*:\s*true')
+
+
 def started_at(path: Path) -> str:
-    """The first timestamp in the file (ISO, sortable), else its mtime."""
+    """The first timestamp in the file (ISO, sortable), else its mtime.
+
+    Claude Code's ``isMeta`` lines are passed over: after /clear the new file starts
+    with a copy of the old conversation's "Caveat" line, old timestamp included.
+    """
     try:
         with path.open("rb") as fh:
             head = fh.read(64 * 1024)
-        m = _TS.search(head)
-        if m:
-            return m.group(1).decode()
+        for line in head.splitlines():
+            m = None if _META.search(line) else _TS.search(line)
+            if m:
+                return m.group(1).decode()
         from datetime import datetime, timezone
 
         return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()

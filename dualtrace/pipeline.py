@@ -163,6 +163,7 @@ def encode_session(
                                         session.session_id, str(memory_dir),
                                         cursors.current_head(memory_dir)))
 
+    settings = _preferences_of(session, settings, report)
     report.skipped = _nothing_to_encode(session, memory_dir)
     if report.skipped:
         advance()
@@ -298,6 +299,28 @@ def _read_part(path: Path, cursor: cursors.Cursor, host: str | None,
         # Plain chats and some hosts carry no id at all: the file name is the name.
         session = replace(session, session_id=safe_session_id(cursor.session_id or path.stem))
     return session
+
+
+def _preferences_of(session: Session, settings: Settings, report: EncodeReport) -> Settings:
+    """Where this session's preferences may go: the person's own memory takes them only
+    from sessions that ran on this machine.
+
+    A transcript whose working directory is not here (someone else's session, a copy
+    from another machine, the shipped examples) says nothing about this person: what
+    it calls a preference stays in the memory directory it is encoded into, instead of
+    being injected into every project they work on. No directory named: as configured.
+    """
+    if settings.preferences == "project" or not session.cwd:
+        return settings
+    try:
+        here = Path(session.cwd).expanduser().is_dir()
+    except OSError:
+        here = False
+    if here:
+        return settings
+    report.notes.append(f"the session ran in {session.cwd}, which is not on this machine: "
+                        "its preferences stay in this memory, not in your own")
+    return replace(settings, preferences="project")
 
 
 def _nothing_to_encode(session: Session, memory_dir: Path) -> str | None:

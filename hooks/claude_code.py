@@ -326,7 +326,12 @@ class _Parser:
             b.cwd = b.cwd or rec["cwd"]
         if isinstance(rec.get("gitBranch"), str) and rec["gitBranch"]:
             b.git_branch = rec["gitBranch"]  # the latest branch wins: sessions switch
-        b.saw_time(ts)
+        if not rec.get("isMeta"):
+            # An isMeta line can be a copy: after /clear, Claude Code starts the new
+            # session's file with the old conversation's "Caveat" line, timestamp and
+            # all, which would date the session days early (and sort it before sessions
+            # it came after). Its own text still reaches the session (_meta).
+            b.saw_time(ts)
         if rec.get("isSidechain") is True and self.agent is None:
             # Claude Code 1.0.x wrote sub-agent turns inline: the prompt the agent gave
             # its sub-agent is a "user" record there, but nobody on the main thread said it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from tests.conftest import EXAMPLES
 from tests.hook_helpers import hook_cmd, run_hook
@@ -17,8 +18,20 @@ PREFERENCE = EXAMPLES / "pilot-1a-preference.jsonl"  # "I like to keep my functi
 BULLET = "I like to keep my functions under 30 lines."
 
 
-def encode(memdir, *extra: str, env=None) -> dict:
-    proc = subprocess.run([*hook_cmd(), "encode", str(PREFERENCE), "--memory-dir", str(memdir),
+def ran_here(tmp_path) -> Path:
+    """The preference pilot as a session that ran on this machine (its folder exists):
+    the person's own memory takes preferences only from such sessions."""
+    project = tmp_path / "shop-api"
+    project.mkdir(exist_ok=True)
+    copy = tmp_path / "pilot-1a-here.jsonl"
+    copy.write_text(PREFERENCE.read_text().replace('"/home/dev/shop-api"',
+                                                   json.dumps(str(project))))
+    return copy
+
+
+def encode(memdir, *extra: str, env=None, transcript: Path | None = None) -> dict:
+    transcript = transcript or ran_here(memdir.parent)
+    proc = subprocess.run([*hook_cmd(), "encode", str(transcript), "--memory-dir", str(memdir),
                            "--backend", "offline", "--json", *extra], capture_output=True,
                           text=True, env=env or dict(os.environ), timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -52,6 +65,19 @@ def test_a_preference_reaches_your_own_memory_and_every_project(tmp_path, state_
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "Your preferences" in context and BULLET in context
     assert not (state_dir / "memory").exists() or not any((state_dir / "memory").iterdir())
+
+
+def test_a_session_from_elsewhere_keeps_its_preferences_in_the_memory_it_goes_to(tmp_path,
+                                                                                state_dir):
+    """Someone else's transcript (its folder is not on this machine: the shipped pilot,
+    a corpus session): what it calls a preference is not this person's, and must not
+    be injected into every project they work on."""
+    project = tmp_path / "memory"
+    report = encode(project, transcript=PREFERENCE)
+    assert report["commit"] and not report["user_commit"]
+    assert BULLET in (project / "system" / "human.md").read_text()
+    assert not (state_dir / "user-memory").exists()
+    assert any("not on this machine" in note for note in report["notes"])
 
 
 def test_preferences_user_keeps_them_out_of_the_shared_project_memory(tmp_path, state_dir):

@@ -39,7 +39,9 @@ def test_claude_session_model(claude: Path):
     assert s.host == "claude-code"
     assert s.session_id == "c0ffee00-0000-4000-8000-000000000001"
     assert (s.cwd, s.git_branch, s.date) == ("/home/dev/proj", "feature/auth", "2026-03-02")
-    assert s.started == "2026-03-02T10:00:01.000Z" and s.ended == "2026-03-02T10:21:00.000Z"
+    # 10:00:01 is the isMeta caveat line: meta lines do not date a session (after /clear
+    # the file starts with a copy of the old one's; tests/hooks/test_copied_meta_dates.py).
+    assert s.started == "2026-03-02T10:00:02.000Z" and s.ended == "2026-03-02T10:21:00.000Z"
     assert s.skipped_lines == 1  # the "{not json" line
     noise = dict(s.noise)
     assert noise["progress"] == 1 and noise["file-history-snapshot"] == 1
