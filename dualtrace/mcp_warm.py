@@ -367,16 +367,7 @@ def serve_forever(path: str, state: str) -> None:
     faults.point("warm-listen")
     loaded = _loaded_files()
     preloaded = False  # after the first fork: the session that started us waits for it
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    os.chmod(path, 0o600)
-    bound = os.stat(path).st_ino  # a later server may have replaced the file: not ours then
-    listener.listen(16)
-    listener.settimeout(1.0)
+    listener, bound = _listen(path)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: set[int] = set()
     last = time.monotonic()
@@ -388,14 +379,8 @@ def serve_forever(path: str, state: str) -> None:
                 conn, _ = listener.accept()
             except TimeoutError:
                 conn = None
-            for pid in list(children):
-                try:
-                    done, _status = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done = pid
-                if done:
-                    children.discard(pid)
-                    last = time.monotonic()
+            if _reap(children):
+                last = time.monotonic()
             if conn is None:
                 if not _still_bound(path, bound):  # removed or replaced: unreachable now
                     why = "its socket file is gone"
@@ -441,6 +426,35 @@ def serve_forever(path: str, state: str) -> None:
         listener.close()
         lock.close()
         log(state, f"warm server exited ({why})")
+
+
+def _listen(path: str) -> tuple[socket.socket, int]:
+    """The listening socket at ``path`` (owner only), and the inode it was bound to."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    bound = os.stat(path).st_ino  # a later server may have replaced the file: not ours then
+    listener.listen(16)
+    listener.settimeout(1.0)
+    return listener, bound
+
+
+def _reap(children: set[int]) -> bool:
+    """Forget the session processes that ended; True if any did."""
+    ended = False
+    for pid in list(children):
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+            ended = True
+    return ended
 
 
 def _same_user(conn: socket.socket) -> bool:
