@@ -189,7 +189,7 @@ def _stat_files(root: Path) -> dict[str, tuple[int, int]]:
 # ------------------------------------------------------------------ documents
 
 
-def _canonical_fact(rel: str) -> str:
+def canonical_fact(rel: str) -> str:
     """decision/x.md and decisions/x.md are one memory: key them by the plural folder."""
     from dualtrace.memfs.formats import canonical_folder
 
@@ -218,7 +218,7 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
             "status": memory.status, "sessions": list(memory.sessions),
             "supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
         }
-        row = {"path": rel, "kind": "fact", "unit": _canonical_fact(rel), "type": memory.type,
+        row = {"path": rel, "kind": "fact", "unit": canonical_fact(rel), "type": memory.type,
                "anchor": memory.anchor, "stored": memory.updated or memory.stored,
                "superseded_by": memory.superseded_by, "data": data}
         cols = (_words(memory.anchor), memory.type, memory.description, memory.body)
@@ -229,7 +229,7 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
         kind = formats.TYPE_OF_CATEGORY.get(category or "", "decision")
         linked = memory.linked_fact
         if linked and not linked.startswith("system/"):
-            unit = _canonical_fact(linked)
+            unit = canonical_fact(linked)
         else:
             unit = rel  # a convention/preference scene is a memory of its own
         data = {

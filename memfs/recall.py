@@ -599,7 +599,7 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
-        passing = [u for u in units if MEMORY_GATE.passes(u, semantic)]
+        passing = _with_successors(index, [u for u in units if MEMORY_GATE.passes(u, semantic)])
         _complete(index, passing[:limit])
         memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
@@ -1053,6 +1053,25 @@ def _superseded_by(unit: _Unit) -> str | None:
         if doc.kind == "fact" and doc.superseded_by:
             return doc.superseded_by
     return None
+
+
+def _with_successors(index: Index, units: list[_Unit]) -> list[_Unit]:
+    """A superseded memory that passes brings the memory that supersedes it, placed
+    right before it: the current decision answers, the old one is its history. The
+    successor may share none of the question's words ("I changed my mind: take the
+    least nested path"), so ranking alone would answer with what no longer holds."""
+    from dualtrace.memfs.index import canonical_fact
+
+    keys = {u.key for u in units}
+    out: list[_Unit] = []
+    for unit in units:
+        succ = _superseded_by(unit)
+        key = canonical_fact(succ) if succ else None
+        if key and key not in keys and index.docs_of_units([key]):
+            keys.add(key)
+            out.append(_Unit(key, coverage=unit.coverage, final=unit.final, type=unit.type))
+        out.append(unit)
+    return out
 
 
 def _successors_first(units: list[_Unit]) -> list[_Unit]:
