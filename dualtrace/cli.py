@@ -454,11 +454,28 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
         store.close()
     for src, dest in done.moved:
         click.echo(f"retired {src} -> {dest}")
-    click.echo(f"commit {done.commit[:10]}; undo with `git -C {store.root} revert {done.commit[:10]}`")
+    click.echo(f"commit {done.commit[:10]}; undo with `{_revert_hint(store, done.commit[:10])}`")
     for rel in held:
         click.echo(f"note: the session record {rel} still holds that session's own words, and "
                    f"`dualtrace recall` can quote them; `dualtrace forget {rel}` retires it too "
                    "(the whole session's record)")
+
+
+def _revert_hint(store, sha: str) -> str:
+    """The git command that undoes ``sha``, as it will work on this machine: dualtrace
+    commits under its own author, so a person with no git identity set up would get
+    "Author identity unknown" from a plain ``git revert``."""
+    import shlex
+    import subprocess
+
+    root = shlex.quote(str(store.root))
+    has_identity = subprocess.run(["git", "-C", str(store.root), "config", "user.email"],
+                                  capture_output=True).returncode == 0
+    if has_identity:
+        return f"git -C {root} revert {sha}"
+    name, email = store.author
+    return (f"git -C {root} -c user.name={shlex.quote(name)} -c user.email={shlex.quote(email)} "
+            f"revert {sha}")
 
 
 @cli.command("log")

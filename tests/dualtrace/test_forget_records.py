@@ -102,3 +102,20 @@ def test_a_record_can_be_forgotten_by_session_id_and_a_local_one_is_refused(tmp_
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: ") and "is a local record (never committed)" in refused.stderr
     assert kept.is_file()
+
+
+def test_the_printed_undo_works_on_a_machine_with_no_git_identity(tmp_path):
+    """The test HOME has no git identity (conftest), as on a fresh machine: the printed
+    `git revert` must work as printed and bring the memory back."""
+    import re
+    import shlex
+
+    memdir = tmp_path / "memory"
+    encoded(memdir)
+    out = run("forget", ANCHOR, "--yes", "--memory-dir", str(memdir)).stdout
+    [hint] = re.findall(r"undo with `([^`]+)`", out)
+    assert not (memdir / "decisions" / f"{ANCHOR}.md").exists()
+    undo = subprocess.run(shlex.split(hint), capture_output=True, text=True)
+    assert undo.returncode == 0, undo.stderr
+    assert (memdir / "decisions" / f"{ANCHOR}.md").is_file()
+    assert git(memdir, "status", "--porcelain") == ""
