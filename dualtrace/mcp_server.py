@@ -172,6 +172,11 @@ class MemoryTools:
         if unknown:
             return (f"unknown argument {unknown[0]!r} for {name}: it takes "
                     f"{', '.join(spec[1])}"), True
+        missing = [arg for arg in spec[2] if arg not in arguments]
+        if missing:
+            # Checked here, as a tool error the agent can act on: the call below would
+            # raise a Python TypeError, which the SDK answers as a JSON-RPC error code 0.
+            return f"missing required argument {missing[0]!r} for {name}", True
         fn: Callable[..., str] = getattr(self.memory, name)
         with self._lock:
             try:

@@ -159,6 +159,8 @@ def test_bad_inputs_are_clear_tool_errors_and_write_nothing(stocked, tmp_path):
         ("recall", {"question": "x", "limit": 0}, "'limit' must be an integer from 1 to 100"),
         ("recall", {"question": "x", "limit": "5"}, "'limit' must be an integer from 1 to 100"),
         ("search", {"query": "x", "colour": "red"}, "unknown argument 'colour' for search"),
+        ("recall", {}, "missing required argument 'question' for recall"),
+        ("show", {}, "missing required argument 'target' for show"),
         ("search", {"query": "x", "type": "secret"}, "'type' must be one of decision"),
         ("show", {"target": "../../etc/passwd"}, "must be a path inside the memory directory"),
         ("show", {"target": "/etc/passwd"}, "must be a path inside the memory directory"),
