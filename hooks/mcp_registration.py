@@ -35,7 +35,8 @@ from dualtrace.errors import DualtraceError
 from dualtrace.hooks.install import read_json_object
 
 NAME = "dualtrace"
-BACKUP_SUFFIX = ".dualtrace.bak"
+BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
+UNINSTALL_BACKUP_SUFFIX = ".dualtrace-uninstall.bak"  # as it was before uninstall
 REGISTRY = "mcp-registrations.json"  # read by SessionStart: does the agent have the tools?
 
 
@@ -147,7 +148,7 @@ def unregister_claude(scope: str, root: Path, *, dry_run: bool = False) -> list[
         _created(path, False)
         lines.append("  deleted the file (install had created it)")
     else:
-        lines += _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", old)
+        lines += _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", old, suffix=UNINSTALL_BACKUP_SUFFIX)
     _remember("claude-code", scope, root, False)
     return lines
 
@@ -254,7 +255,7 @@ def unregister_codex(scope: str, root: Path, *, dry_run: bool = False) -> list[s
         _created(path, False)
         lines.append("  deleted the file (install had created it)")
     else:
-        lines += _write(path, stripped, old)
+        lines += _write(path, stripped, old, suffix=UNINSTALL_BACKUP_SUFFIX)
     _remember("codex", scope, root, False)
     return lines
 
@@ -313,10 +314,13 @@ def _remember(agent: str, scope: str, root: Path, on: bool) -> None:
 
 # ------------------------------------------------------------------ files
 
-def _write(path: Path, text: str, old: str | None) -> list[str]:
+def _write(path: Path, text: str, old: str | None, suffix: str = BACKUP_SUFFIX) -> list[str]:
+    """Write ``path`` after a copy of its old text: ``.dualtrace.bak`` before install,
+    ``.dualtrace-uninstall.bak`` before uninstall (which must not overwrite the
+    pre-install copy with the installed file, as hooks/install.py keeps them apart)."""
     lines = []
     if old is not None:
-        backup = path.with_name(path.name + BACKUP_SUFFIX)
+        backup = path.with_name(path.name + suffix)
         shutil.copy2(path, backup)
         lines.append(f"  backup: {backup}")
     else:

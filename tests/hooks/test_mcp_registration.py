@@ -52,6 +52,11 @@ def test_claude_user_scope_keeps_everything_else_and_is_idempotent(root):
     reg.unregister("claude-code", "user", root)
     assert json.loads(path.read_text()) == before
     assert reg.registered() == []
+    # The pre-install copy survives uninstall (which keeps its own copy of the file as
+    # installed): it used to be overwritten with the installed version.
+    assert json.loads(path.with_name(".claude.json.dualtrace.bak").read_text()) == before
+    assert "dualtrace" in json.loads(
+        path.with_name(".claude.json.dualtrace-uninstall.bak").read_text())["mcpServers"]
 
 
 def test_claude_local_scope_is_per_project_in_claude_json(root):
