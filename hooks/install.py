@@ -251,6 +251,7 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
                      "in a clone of dualtrace)")
     lines += _install_hooks(agent, scope, dry_run=dry_run, cwd=cwd, command=command,
                             allow_recall=allow_recall)
+    lines += _installed_elsewhere(agent, scope, cwd)
     from dualtrace.hooks import mcp_registration
 
     if mcp:
@@ -260,6 +261,30 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
         lines.append("MCP server not registered (--no-mcp; `dualtrace install` without it "
                      "adds the agent's memory tools)")
     return lines
+
+
+def _installed_elsewhere(agent: str, scope: str,
+                         cwd: str | os.PathLike[str] | None) -> list[str]:
+    """A warning for each other scope of this host whose settings already hold our hooks.
+
+    The host runs the hooks of every scope, and the commands differ between scopes
+    (project scope runs the bare ``dualtrace``), so it cannot merge them: each session
+    would be injected into and queued twice.
+    """
+    out = []
+    for other in registry.get(agent).SCOPES:
+        if other == scope:
+            continue
+        try:
+            path = settings_path(agent, other, cwd)
+            data, _text = read_json_object(path)
+        except (DualtraceError, OSError):
+            continue
+        if remove(data)[1]:
+            out.append(f"warning: dualtrace hooks are also installed at {other} scope ({path}): "
+                       f"{agent} runs both, so every session gets its memory and is queued "
+                       f"twice; keep one (`dualtrace uninstall --agent {agent} --scope {other}`)")
+    return out
 
 
 def _install_hooks(agent: str, scope: str, *, dry_run: bool,

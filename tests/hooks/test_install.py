@@ -181,3 +181,21 @@ def test_install_and_uninstall_keep_the_settings_files_permissions(tmp_path):
     assert settings.stat().st_mode & 0o777 == 0o600
     assert cli("uninstall").returncode == 0
     assert settings.stat().st_mode & 0o777 == 0o600
+
+
+def test_installing_at_a_second_scope_warns_that_the_hooks_would_run_twice(project):
+    """Claude Code runs every scope's hooks, and project scope's command (`dualtrace`)
+    differs from the others' (this install's path), so the host cannot merge them."""
+    first = cli("install", "--agent", "claude-code", "--scope", "project", "--no-mcp",
+                cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert "also installed" not in first.stdout
+    second = cli("install", "--agent", "claude-code", "--scope", "local", "--no-mcp",
+                 cwd=project)
+    assert second.returncode == 0, second.stderr
+    [warning] = [line for line in second.stdout.splitlines() if "also installed" in line]
+    assert "at project scope" in warning and str(project / ".claude" / "settings.json") in warning
+    assert "dualtrace uninstall --agent claude-code --scope project" in warning
+    # Both files hold the hooks: the warning says so, it does not undo the user's choice.
+    for name in ("settings.json", "settings.local.json"):
+        assert inst.remove(json.loads((project / ".claude" / name).read_text()))[1]
