@@ -702,15 +702,11 @@ def _water_level(lengths: list[int], target: int) -> int:
     return lo
 
 
-def _kept_memories(root: Path, rel: str,
+def _kept_memories(root: Path, earlier: SessionRecord,
                    memories: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     """``memories`` after the earlier record's own that still exist (theirs first)."""
-    try:
-        old = parse_record((root / rel).read_text(encoding="utf-8"), rel)
-    except (OSError, UnicodeDecodeError, DualtraceError):
-        return memories
     now = dict(memories)
-    kept = [(path, action) for path, action in old.memories
+    kept = [(path, action) for path, action in earlier.memories
             if path not in now and (root / path).is_file()]
     return (*kept, *memories)
 
@@ -734,16 +730,17 @@ def record_for(session: Session, root: Path, *, project: str | None,
     old: SessionRecord | None = None
     if existing_rel is not None and existing_rel.startswith(LOCAL_RECORDS_DIR + "/") != local:
         existing_rel = None  # the mode changed: start a record where the mode puts it
-    if existing_rel is not None and not fresh:
+    if existing_rel is not None:
         try:
             old = parse_record((root / existing_rel).read_text(encoding="utf-8"), existing_rel)
         except (OSError, UnicodeDecodeError, DualtraceError):
             old = None  # unreadable: rewritten from this part (git keeps the old text)
     memories = tuple(memories)
-    if fresh and existing_rel is not None:
+    if fresh and old is not None:
         # Rewritten from the start, the record still lists what this session stored
         # before: a re-read (--force, a copy of the transcript) often finds nothing new.
-        memories = _kept_memories(root, existing_rel, memories)
+        memories = _kept_memories(root, old, memories)
+        old = None
     built = build(session, first_turn=(len(old.turns) + 1) if old else 1)
     rel = existing_rel or free_path(root, sid, session.started, local=local)
     new = SessionRecord(
