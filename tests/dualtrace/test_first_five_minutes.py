@@ -9,28 +9,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import DUALTRACE, EXAMPLES
+from tests.conftest import git_out as git
+from tests.conftest import run_dualtrace as run
 
 PILOT = EXAMPLES / "pilot-1b-structured-logging.jsonl"
-DUALTRACE = Path(sys.executable).with_name("dualtrace")
-
-
-def run(*args: str, cwd: Path | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(DUALTRACE), *args], capture_output=True, text=True,
-                          cwd=cwd, env=os.environ.copy(), timeout=120)
-    if ok:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-def git(memdir: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(memdir), *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def commits(memdir: Path) -> int:
