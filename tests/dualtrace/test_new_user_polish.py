@@ -70,7 +70,7 @@ def test_explain_says_a_stored_candidate_was_stored_by_the_session(memdir, run_c
 def test_explain_still_says_skip_for_a_memory_the_session_did_not_store(memdir, run_cli):
     """Only what this session stored is relabelled: another session's skip stays a skip."""
     from dualtrace import config
-    from dualtrace.explain import _mark_already_stored, Explanation
+    from dualtrace.explain import Explanation, _mark_already_stored
 
     _encode(memdir)
     got = Explanation("other-session", None, [], report={"operations": [
