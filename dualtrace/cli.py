@@ -198,6 +198,8 @@ def status(memory_dir: Path | None, check: bool) -> None:
                                    memory_dir_of=Worker(config.state_dir()).memory_dir_for)
     for line in queue.format_status(summary):
         click.echo(line)
+    off = config.disabled_by(ws.root)
+    click.echo(f"hooks:      {'disabled (' + off + ')' if off else 'enabled'}")
     click.echo(_sync_line(root, settings))
     for line in _spend_lines(settings):
         click.echo(line)

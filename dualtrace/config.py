@@ -185,6 +185,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 _NUMBER_FIELDS = {f.name: f.type for f in fields(Settings) if f.type in ("int", "float")}
+_BOOL_FIELDS = {f.name for f in fields(Settings) if f.type == "bool"}
 
 
 _NOT_KEYS = ("extra", "warnings")
@@ -226,6 +227,9 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None,
         if key == "session_record_budget" and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 1000):
             raise DualtraceError(f"session_record_budget must be a number of bytes >= 1000, not {value!r}")
+        if key in _BOOL_FIELDS and not isinstance(value, bool):
+            # enabled = "false" is a non-empty string: taken as on, it left dualtrace running.
+            raise DualtraceError(f"setting {key} must be true or false (no quotes), not {value!r}")
         kind = _NUMBER_FIELDS.get(key)
         if kind is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (
@@ -386,6 +390,23 @@ def set_user_setting(key: str, value: str) -> Path:
 def api_key(settings: Settings) -> str | None:
     """ANTHROPIC_API_KEY wins over the config file (keys stay out of repos)."""
     return os.environ.get("ANTHROPIC_API_KEY") or settings.api_key or None
+
+
+def disabled_by(root: Path | None) -> str | None:
+    """What turns dualtrace off for the project at ``root`` (for ``dualtrace status``):
+    the DUALTRACE_DISABLE variable or the file whose ``enabled = false`` wins; None: on."""
+    if is_disabled():
+        return "DUALTRACE_DISABLE is set"
+    # The project's file is read last, so its word wins; extra-table keys apply too.
+    for path in ((root / PROJECT_FILE) if root is not None else None, state_dir() / USER_CONFIG):
+        if path is None:
+            continue
+        data = _read_toml(path)
+        table = data.get("extra")
+        data = {**table, **data} if isinstance(table, dict) else data
+        if "enabled" in data:
+            return f"enabled = false in {path}" if data["enabled"] is False else None
+    return None
 
 
 def is_disabled(settings: Settings | None = None) -> bool:

@@ -9,6 +9,7 @@ anywhere; it is the offline encoder's view even when a model encoded the session
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,16 +117,18 @@ def _mark_already_stored(result: Explanation, workspace: config.Workspace) -> No
     store = MemoryStore(workspace.memory_dir, project=workspace.project, read_only=True)
     try:
         for op in skipped:
-            try:
-                memory = store.read(op["path"])
-            except (FormatError, PathError, OSError):
-                continue
-            if not isinstance(memory, Fact) or result.session not in memory.sessions:
-                continue
+            # The commit of this session that wrote the file (its subject names the path).
+            named = re.compile(rf"\s{re.escape(op['path'].removesuffix('.md'))}(?:\s|$)")
             sha = next((c["sha"][:10] for c in result.committed
-                        if any(op["path"].removesuffix(".md") in line for line in c["operations"])),
-                       None)
-            op["action"] = "stored"
+                        if any(named.search(line) for line in c["operations"])), None)
+            if sha is None:  # else: a fact that lists this session (the commit is gone)
+                try:
+                    memory = store.read(op["path"])
+                except (FormatError, PathError, OSError):
+                    continue
+                if not isinstance(memory, Fact) or result.session not in memory.sessions:
+                    continue
+            op["action"] = "bullet" if op["path"].startswith("system/") else "stored"
             op["note"] = (f"stored by this session (commit {sha}); the re-run adds nothing to it"
                           if sha else "already holds this session; the re-run adds nothing to it")
     finally:

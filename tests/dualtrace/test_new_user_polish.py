@@ -178,3 +178,44 @@ def test_a_config_that_does_not_load_never_fails_the_hook_and_is_logged(tmp_path
     log = (state_dir / "logs" / "hook.log").read_text().splitlines()
     assert re.search(rf"session-start: DualtraceError: cannot read {re.escape(str(path))}: .*line 1",
                      log[-1]), log
+
+
+def test_explain_says_a_bullet_the_session_stored_was_stored(memdir, run_cli):
+    """Review 5, finding 6: a preference bullet the session added came back as
+    "SKIP ... system/human.md / already stored" under a commit that says it was stored."""
+    preference = EXAMPLES / "pilot-1a-preference.jsonl"
+    run_dualtrace("encode", str(preference), "--memory-dir", str(memdir), "--backend", "offline")
+    result = run_cli("explain", str(preference), "--memory-dir", str(memdir))
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "system/human.md" in ln)
+    assert re.match(r"BULLET .*\s+bullet\s+system/human\.md", line), line
+    assert "stored by this session (commit " in result.output
+    assert "already stored" not in result.output and " skip " not in result.output
+
+
+@pytest.mark.parametrize("text", ['enabled = "false"\n', "mcp_warm = 0\n"])
+def test_a_switch_that_is_not_a_boolean_is_an_error_at_load(state_dir, text):
+    """Review 5, finding 3: enabled = "false" (a string) left dualtrace on."""
+    from dualtrace import config
+    from dualtrace.errors import DualtraceError
+
+    _user_config(state_dir, text)
+    with pytest.raises(DualtraceError, match=r"must be true or false \(no quotes\)"):
+        config.load_settings(None)
+
+
+def test_status_says_whether_the_hooks_are_on_and_what_turned_them_off(tmp_path, state_dir,
+                                                                       run_cli, monkeypatch):
+    """Review 5, finding 3: a disabled dualtrace's status looked exactly like an enabled one."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert "hooks:      enabled\n" in run_cli("status", cwd=project).output
+    user = _user_config(state_dir, "enabled = false\n")
+    assert f"hooks:      disabled (enabled = false in {user})\n" in run_cli("status", cwd=project).output
+    (project / "dualtrace.toml").write_text("enabled = true\n")  # the project's word wins
+    assert "hooks:      enabled\n" in run_cli("status", cwd=project).output
+    (project / "dualtrace.toml").write_text("[dualtrace]\nenabled = false\n")
+    out = run_cli("status", cwd=project).output
+    assert f"hooks:      disabled (enabled = false in {project / 'dualtrace.toml'})\n" in out
+    monkeypatch.setenv("DUALTRACE_DISABLE", "1")
+    assert "hooks:      disabled (DUALTRACE_DISABLE is set)\n" in run_cli("status", cwd=project).output
