@@ -217,7 +217,7 @@ def outcome_line(commits: Iterable[Commit], checks: Iterable[Check], open_ends: 
     elif checks:
         failed = [c for c in checks if c.outcome != "passed"]
         if failed:
-            named = ", ".join(_short(c.command) for c in failed[-2:])
+            named = ", ".join(dict.fromkeys(_short(c.command) for c in failed[-2:]))
             more = f" and {len(failed) - 2} more" if len(failed) > 2 else ""
             parts.append(f"{len(failed)} of {len(checks)} checks failed: {named}{more}")
         else:
