@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 # contend with the hook, the worker and the agent for the cores (measured: a 10k x 256
 # product went from ~0.1 ms to ~18 ms per query on a loaded 2-core machine). Set before
 # numpy is first imported; a host process that imported numpy already keeps its own.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _var in BLAS_THREAD_VARS:
     os.environ.setdefault(_var, "1")
 
 ENV = "DUALTRACE_EMBEDDER"  # "off" disables the semantic path (tests, the prompt hook)
