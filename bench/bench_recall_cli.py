@@ -205,11 +205,13 @@ def start_warm_server(py: str, env: dict[str, str], state: Path,
                 "DUALTRACE_MCP_IDLE": "3600"}
     sock = subprocess.run([py, "-c", "from dualtrace.mcp_warm import socket_path; import sys; "
                            "print(socket_path(sys.argv[1]))", str(state)], env=warm_env,
-                          capture_output=True, text=True, check=True).stdout.strip()
+                          capture_output=True, text=True, check=True, cwd=str(state)
+                          ).stdout.strip()
     os.makedirs(os.path.dirname(sock), mode=0o700, exist_ok=True)
     server = subprocess.Popen([py, "-c", "import sys; from dualtrace.mcp_warm import "
                                "serve_forever; serve_forever(sys.argv[1], sys.argv[2])",
                                sock, str(state)], env=warm_env, start_new_session=True,
+                              cwd=str(state),  # ("-c" puts the cwd first on sys.path)
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     logfile = state / "logs" / "mcp.log"
     deadline = time.monotonic() + 120
