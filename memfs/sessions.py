@@ -198,13 +198,35 @@ def is_record_path(rel: str) -> bool:
     return (rel.startswith((RECORDS_DIR + "/", LOCAL_RECORDS_DIR + "/")) and rel.endswith(".md"))
 
 
+OUTCOME_CHECK_CHARS = 60  # a failed check named in the outcome line, cut to this
+
+
 def outcome_line(commits: Iterable[Commit], checks: Iterable[Check], open_ends: int) -> str:
+    """One line: commits, checks, open ends. The frontmatter's ``checks`` list already
+    names every check, so a session of several checks is counted here, not listed again
+    (a line repeating them doubled the frontmatter and took the body's budget); only a
+    failed one is named, cut short."""
     n = len(tuple(commits))
     parts = [f"{n} commit{'s' if n != 1 else ''}" if n else "no commits"]
-    parts.extend(f"{c.command} {c.outcome}" for c in checks)
+    checks = tuple(checks)
+    if len(checks) == 1:
+        parts.append(f"{_short(checks[0].command)} {checks[0].outcome}")
+    elif checks:
+        failed = [c for c in checks if c.outcome != "passed"]
+        if failed:
+            named = ", ".join(_short(c.command) for c in failed[-2:])
+            more = f" and {len(failed) - 2} more" if len(failed) > 2 else ""
+            parts.append(f"{len(failed)} of {len(checks)} checks failed: {named}{more}")
+        else:
+            parts.append(f"{len(checks)} checks passed")
     if open_ends:
         parts.append("open end" if open_ends == 1 else f"{open_ends} open ends")
     return "; ".join(parts)
+
+
+def _short(command: str) -> str:
+    command = one_line(command)
+    return command if len(command) <= OUTCOME_CHECK_CHARS else command[:OUTCOME_CHECK_CHARS - 3] + "..."
 
 
 def one_line(text: str) -> str:
