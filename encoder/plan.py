@@ -334,9 +334,9 @@ class PlanBuilder:
         tier, why = self.routed(op)
         if op.type in formats.BULLET_TYPES:
             if self.ctx.provenance is not None:
-                why = rule_backing(self.ctx.provenance, op.bullet or op.description)
-                if why:
-                    raise Rejected(why)
+                refused = rule_backing(self.ctx.provenance, op.bullet or op.description)
+                if refused:
+                    raise Rejected(refused)
             return self._bullet(op, tier)
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,

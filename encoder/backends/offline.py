@@ -590,7 +590,7 @@ def _breaks_fix(early: work.Arc, late: work.Arc, session) -> bool:
     failure is part of the first one's story, not a memory of its own."""
     if late.first <= early.last or not late.tests or not late.fix_files:
         return False
-    fixed = set(early.fix_files)
+    fixed: set[str | None] = set(early.fix_files)
     if not (all(work.created_here(t, fixed) for t in late.tests) and set(late.fix_files) <= fixed):
         return False
     between = session.events[early.last + 1:late.first]
