@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -40,7 +41,9 @@ from dualtrace.memfs.types import MEMORY_TYPES
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "4"
+# 5: the searchable body of facts and moments leaves out the encoders' template words
+# (``evidence_text``).
+SCHEMA_VERSION = "5"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -201,6 +204,35 @@ def _words(anchor: str) -> str:
     return anchor.replace("-", " ")
 
 
+# The words the encoders write around what was said, in every memory alike: "The user
+# stated (session 1b000000, 2026-03-12): ...", "**Update 2026-03-18, session 40000000:**",
+# "In session 50000000 on branch `b` (2026-04-02), the user said: ... Then: ...
+# Concretely, the work touched ...", "Outcome (the agent's report):". They say who said
+# it and when, not what it is about: matched, they made every memory an answer to "how
+# do we store user sessions" (the new-user review, session 4). The file keeps them; the
+# searchable text does not (the section labels, "Rationale:", "Root cause / evidence:",
+# stay: a question may ask for exactly that).
+_TEMPLATE = re.compile(
+    r"\((?:session [0-9a-f]{4,}|a session)(?:,[^)\n]{0,40})?\)"
+    r"|\*\*Update [^*\n]{0,60}\*\*"
+    r"|\b(?:the (?:user|session|agent)) (?:stated|asked|added|found|said|pasted this failure)\b"
+    r"|\bSettled in the conversation\b|\bIn (?:session [0-9a-f]{4,}|a session)\b"
+    r"|\bon branch\b|\bThen:|\bConcretely,|\bit mentions\b|\bthe work touched\b"
+    r"|\bthe session hit\b|\(the agent's report\)|\(as the agent stated\)"
+    r"|\(from the compacted summary\)|\bFrom the compacted context\b"
+    r"|\bthe agent stated the fix \(no check re-ran in the session\)"
+    r"|\b(?:changed|fixed) in the session\b", re.I)
+
+
+def evidence_text(text: str) -> str:
+    """``text`` without the encoders' template words (``_TEMPLATE``): what is indexed."""
+    return _TEMPLATE.sub(lambda m: _TEMPLATE_KEEP.get(m.group(0).lower(), " "), text)
+
+
+# Phrases whose content word stays once the template around it goes.
+_TEMPLATE_KEEP = {"changed in the session": "changed", "fixed in the session": "fixed"}
+
+
 def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str, str, str]]]:
     """(row fields, fts columns) for one file; raises FormatError when unparsable."""
     from dualtrace.memfs import formats
@@ -221,7 +253,8 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
         row = {"path": rel, "kind": "fact", "unit": canonical_fact(rel), "type": memory.type,
                "anchor": memory.anchor, "stored": memory.updated or memory.stored,
                "superseded_by": memory.superseded_by, "data": data}
-        cols = (_words(memory.anchor), memory.type, memory.description, memory.body)
+        cols = (_words(memory.anchor), memory.type, memory.description,
+                evidence_text(memory.body))
         return [(row, cols)]
     if isinstance(memory, formats.Moment):
         parts = rel.split("/")
@@ -242,7 +275,7 @@ def _docs_for(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, str,
                "anchor": memory.anchor, "stored": memory.updated or memory.stored,
                "superseded_by": None, "data": data}
         body = "\n".join([memory.narrative, *memory.timeline, memory.prior, memory.after])
-        cols = (_words(memory.anchor), kind, memory.description, body)
+        cols = (_words(memory.anchor), kind, memory.description, evidence_text(body))
         return [(row, cols)]
     # A system file: every bullet is a small memory of its own (fact only).
     kind = formats.type_of_system_file(rel)
@@ -733,6 +766,15 @@ class Index:
 
     def docs_of_units(self, units: Iterable[str]) -> list[Doc]:
         return list(self._select("unit", list(units)))
+
+    def records_by_date(self, limit: int, *, newest: bool = True) -> list[Doc]:
+        """The chunks of the ``limit`` session records of the latest (or earliest) days,
+        every chunk of each: "what did we do last time" asks for them by date."""
+        order = "DESC" if newest else "ASC"
+        paths = [r[0] for r in self.conn.execute(
+            f"SELECT path FROM docs WHERE type = ? GROUP BY path ORDER BY MIN(stored) {order}, "
+            f"path {order} LIMIT ?", (SESSION_TYPE, max(limit, 0)))]
+        return list(self._select("path", paths))
 
     def docs_of_type(self, types: tuple[str, ...]) -> list[Doc]:
         marks = ",".join("?" * len(types))

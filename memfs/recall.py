@@ -62,6 +62,17 @@ LONG_QUERY = 14
 LONG_UNKNOWN = 0.3
 COMMON_SHARE = 0.25
 COMMON_MIN = 50
+# Words that weigh less than their IDF says (``WEAK_SHARE`` of it), as evidence and in
+# what a full match covers:
+# - light verbs: "set up CI" asks about CI, not about the "settings.py" a decision
+#   touched (porter stems both to "set"; the new-user review, session 4);
+# - words naming the kind of answer: "which postgres version" is answered by "We use
+#   Postgres 16", which never says "version".
+WEAK_WORDS = frozenset("""
+set put take give keep go come turn bring let
+version number name value kind sort type
+""".split())
+WEAK_SHARE = 0.3
 SUPERSEDED_FACTOR = 0.5
 CANDIDATES = 40
 # Share of the lexical score given to words found in what a memory is *about* (its
@@ -167,7 +178,7 @@ _SESSIONS_AGG = re.compile(
 # The question's words that ask for the listing, not for a topic.
 _SESSIONS_AGG_WORDS = frozenset(
     "session sessions times time list every count far history had spend spent worked "
-    "working discussed talked".split())
+    "working discussed talked talk chat conversation".split())
 # A count or a listing must see every matching turn: no cap below the chunk count
 # (400 chunks missed 196 of 490 sessions on a 1k-record store, docs/BENCHMARKS.md).
 SESSIONS_AGG_CANDIDATES = 400  # the floor; a bigger index is read whole
@@ -213,10 +224,18 @@ class RecalledMemory:
     superseded_by: str | None = None
     stale: str | None = None
     record: RecordPassage | None = None
+    # The day the memory was last changed (an update in place, a supersession), when it
+    # differs from ``stored``, the day it was first stored: both are shown, truthfully.
+    updated: str | None = None
 
     @property
     def state(self) -> str:
         return "A" if self.moment is not None else "B"
+
+    @property
+    def label(self) -> str:
+        """This item's own label: a session-record passage is never "fact + scene"."""
+        return LABEL_B_RECORD if self.record is not None else LABELS[self.state]
 
     @property
     def source(self) -> str:
@@ -228,6 +247,7 @@ class RecalledMemory:
             "type": self.type,
             "confidence": self.confidence,
             "stored": self.stored,
+            "updated": self.updated,
             "score": round(self.score, 4),
             "moment": self.moment.path if self.moment is not None else None,
             "bullet": self.bullet,
@@ -248,9 +268,10 @@ class RecallResult:
 
     @property
     def label(self) -> str:
-        if self.state == "B" and self.memories and all(m.record is not None
-                                                        for m in self.memories):
-            return LABEL_B_RECORD
+        """The label of the answer, i.e. of the first item (each other item whose kind
+        differs carries its own label where it is shown)."""
+        if self.state != "C" and self.memories:
+            return self.memories[0].label
         return LABELS[self.state]
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,7 +296,8 @@ class RecallResult:
             head.append(f"{len(self.memories)} matching memories, oldest first (by Timeline):")
         parts = ["\n".join(head)]
         for n, memory in enumerate(self.memories, 1):
-            parts.append(render_memory(memory, n))
+            own = memory.label if memory.label != self.label else None
+            parts.append(render_memory(memory, n, label=own))
         text = "\n\n".join(parts) + "\n"
         if max_chars is not None and len(text) > max_chars:
             text = _cut(text, max_chars)
@@ -295,14 +317,22 @@ def _indent(text: str, pad: str = "   ") -> str:
     return "\n".join(pad + line if line.strip() else "" for line in text.strip().splitlines())
 
 
-def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
-    """One memory as text: the moment first (read it first), then the fact."""
+def render_memory(memory: RecalledMemory, n: int | None = None, *,
+                  label: str | None = None) -> str:
+    """One memory as text: the moment first (read it first), then the fact.
+
+    ``label``: the item's own label, shown under its first line (for an item whose kind
+    differs from the answer's label: a session record after a curated memory, say).
+    """
     num = f"{n}. " if n is not None else ""
     if memory.record is not None:
-        return _render_record(memory.record, num)
+        return _render_record(memory.record, num, label)
     tail = f", superseded by {memory.superseded_by} (history)" if memory.superseded_by else ""
+    updated = f", updated {memory.updated}" if memory.updated else ""
     lines = [f"{num}{memory.path}  [{memory.type}, {memory.confidence}, stored "
-             f"{memory.stored or 'unknown'}{tail}]"]
+             f"{memory.stored or 'unknown'}{updated}{tail}]"]
+    if label:
+        lines.append(f"   {label}")
     moment = memory.moment
     if moment is not None:
         lines.append(f"   Moment ({moment.path}):")
@@ -330,10 +360,12 @@ def render_memory(memory: RecalledMemory, n: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def _render_record(rec: RecordPassage, num: str) -> str:
+def _render_record(rec: RecordPassage, num: str, label: str | None = None) -> str:
     when = rec.date + (f" {rec.time} UTC" if rec.time else "")
     short = rec.session[:8]
     lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading}]"]
+    if label:
+        lines.append(f"   {label}")
     if rec.description:
         lines.append(f"   Session: {rec.description}")
     lines.append(_indent("\n".join("> " + ln if ln.strip() else ">"
@@ -594,7 +626,13 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     order = temporal_order(question)
     if order is not None:
         # "first", "last time", "recently" say when, not what: they are not evidence.
-        terms = [t for t in terms if t not in _TEMPORAL_WORDS] or terms
+        topic = [t for t in terms if t not in _TEMPORAL_WORDS]
+        if (not [t for t in topic if t not in _SESSIONS_AGG_WORDS] and records
+                and only in (None, SESSION_TYPE) and index.chunk_count):
+            # "What did we do last time?", "the first session": no topic, only a time.
+            # The session records answer, by date (the latest first for "last").
+            return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
+        terms = topic or terms
     memories: list[RecalledMemory] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
@@ -627,8 +665,9 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         shown = curated + passages[: min(room, RECORDS_SHOWN)]
     if not shown:
         return RecallResult(question, "C", terms=tuple(terms))
-    state = next((m.state for m in shown if m.record is None), "B")
-    return RecallResult(question, state, tuple(shown), terms=tuple(terms))
+    # The state is the answer's, the first item's: a session record first (a "last time"
+    # question) is a record-only answer even when a memory with a moment follows it.
+    return RecallResult(question, shown[0].state, tuple(shown), terms=tuple(terms))
 
 
 def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
@@ -684,6 +723,8 @@ def _term_weights(index: Index, terms: list[str],
     for term in terms:
         df = index.doc_frequency(term, types)
         weight = max(math.log(1 + (total - df + 0.5) / (df + 0.5)), IDF_FLOOR)
+        if term in WEAK_WORDS:
+            weight *= WEAK_SHARE
         if df > max(total * COMMON_SHARE, COMMON_MIN):
             # In a quarter of all memories: no evidence of relevance, and scanning its
             # postings for coverage would dominate the query time on a big store.
@@ -696,7 +737,7 @@ def _term_weights(index: Index, terms: list[str],
     if not known:
         known, common = common, []
         for term in known:
-            idf[term] = IDF_FLOOR
+            idf[term] = IDF_FLOOR * (WEAK_SHARE if term in WEAK_WORDS else 1.0)
     return idf, known
 
 
@@ -1105,8 +1146,9 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], stale_days: 
         _complete(index, units)
     memories = [_materialise(index, u, stale_days, project_root) for u in units]
     memories.sort(key=_timeline_key)
-    state = "A" if any(m.state == "A" for m in memories) else "B"
-    return RecallResult(question, state, tuple(memories), aggregation=True, terms=tuple(topic))
+    # The label is the first item's; each item of another kind carries its own.
+    return RecallResult(question, memories[0].state, tuple(memories), aggregation=True,
+                        terms=tuple(topic))
 
 
 def _aggregate_sessions(index: Index, question: str) -> RecallResult:
@@ -1138,11 +1180,8 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
         weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))),
                           0.2) for t in topic}
     else:
-        def first(doc: Doc) -> tuple[bool, int]:  # the first turn, else any section
-            return (doc.data.get("section") != "turn", int(doc.data.get("turn") or 0))
-
         for doc in index.docs_of_type((SESSION_TYPE,)):
-            if doc.path not in best or first(doc) < first(best[doc.path][1]):
+            if doc.path not in best or _turn_rank(doc) < _turn_rank(best[doc.path][1]):
                 best[doc.path] = (1.0, doc)
     if not best:
         return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
@@ -1165,6 +1204,45 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=score, record=rec))
     return RecallResult(question, "B", tuple(out), aggregation=True, terms=tuple(topic))
+
+
+def _sessions_by_date(index: Index, question: str, order: str, most: int) -> RecallResult:
+    """The ``most`` latest (``order`` "last") or earliest session records, each shown by
+    its description and the opening lines of its first turn: the request and what the
+    agent concluded."""
+    newest = order == "last"
+    # A day can hold several sessions: read a few more records than shown, then order
+    # them by their start time.
+    heads: dict[str, Doc] = {}
+    for doc in index.records_by_date(most * 3, newest=newest):
+        if doc.path not in heads or _turn_rank(doc) < _turn_rank(heads[doc.path]):
+            heads[doc.path] = doc
+
+    def when(doc: Doc) -> tuple[str, str, str]:
+        data = doc.data
+        return (str(data.get("started") or data.get("date") or ""),
+                str(data.get("time") or ""), doc.path)
+
+    out = []
+    for doc in sorted(heads.values(), key=when, reverse=newest)[:most]:
+        data = doc.data
+        rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
+                            date=str(data.get("date") or ""), time=data.get("time"),
+                            heading=str(data.get("heading", "")).lstrip("# "),
+                            description=str(data.get("description", "")),
+                            passage="\n".join(_short(ln, []) for ln in
+                                              _lines(str(data.get("text", "")))[:3]),
+                            project=data.get("project"))
+        out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
+                                  stored=rec.date, score=1.0, record=rec))
+    if not out:
+        return RecallResult(question, "C")
+    return RecallResult(question, "B", tuple(out))
+
+
+def _turn_rank(doc: Doc) -> tuple[bool, int]:
+    """A record's first turn first, then its other sections."""
+    return (doc.data.get("section") != "turn", int(doc.data.get("turn") or 0))
 
 
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
@@ -1200,23 +1278,25 @@ def _materialise(index: Index, unit: _Unit, stale_days: int,
     if fact_doc is not None:
         fact = _fact(formats, fact_doc.data)
         path, kind, conf = fact.path, fact.type, fact.confidence
-        stored = fact.updated or fact.stored
+        stored, updated = fact.stored, fact.updated
     elif bullet_doc is not None:
         data = bullet_doc.data
         fact = formats.SystemFile(path=data["path"], description=data["description"])
         bullet = data["bullet"]
-        path, kind, conf, stored = data["path"], bullet_doc.type, "MEDIUM", ""
+        path, kind, conf, stored, updated = data["path"], bullet_doc.type, "MEDIUM", "", None
     else:
         assert moment is not None and moment_doc is not None
         linked = moment.linked_fact
         if linked.startswith("system/"):
             fact = formats.SystemFile(path=linked, description="")
         path, kind, conf = moment.path, moment_doc.type, moment.confidence
-        stored = moment.updated or moment.stored
-    stale = _staleness(stored, [fact, moment], stale_days, project_root)
+        stored, updated = moment.stored, moment.updated
+    updated = updated if updated and updated != stored else None
+    # Staleness counts from the last change: an update re-read the files it names.
+    stale = _staleness(updated or stored, [fact, moment], stale_days, project_root)
     return RecalledMemory(path=path, type=kind, confidence=conf, stored=stored,
                           score=unit.coverage, fact=fact, moment=moment, bullet=bullet,
-                          superseded_by=_superseded_by(unit), stale=stale)
+                          superseded_by=_superseded_by(unit), stale=stale, updated=updated)
 
 
 def _fact(formats: Any, data: dict[str, Any]) -> Any:

@@ -1,0 +1,179 @@
+"""Recall defects a new user found (session 4's review), on real memory: the shipped example
+sessions encoded by the offline encoder into a git memory dir in tmp_path, searched through
+the real index. Lexical, as the Quick start installs it (no ``[semantic]`` extra): the
+embedder is off for every query here."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from click.testing import CliRunner
+
+from dualtrace.memfs import formats
+from dualtrace.memfs.recall import LABEL_A, LABEL_B_RECORD, recall
+from dualtrace.memfs.store import MemoryStore
+from tests.conftest import EXAMPLES
+
+PILOTS = sorted(EXAMPLES.glob("pilot-*.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The five pilot sessions encoded offline, as `dualtrace encode` does it."""
+    from dualtrace.cli import cli
+
+    base = tmp_path_factory.mktemp("review")
+    root = base / "memory"
+    with pytest.MonkeyPatch.context() as mp:
+        for name, sub in (("HOME", "home"), ("DUALTRACE_HOME", "state")):
+            (base / sub).mkdir()
+            mp.setenv(name, str(base / sub))
+        mp.setenv("DUALTRACE_EMBEDDER", "off")
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        for pilot in PILOTS:
+            res = CliRunner().invoke(cli, ["encode", str(pilot), "--memory-dir", str(root),
+                                           "--backend", "offline"], catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+    assert len(PILOTS) == 5
+    assert (root / "decisions" / "json-structured-logging.md").is_file()
+    assert len(list((root / "sessions").rglob("*.md"))) == 5
+    return root
+
+
+def ask(root, question, **kw):
+    return recall(root, question, embedder=None, **kw)
+
+
+def paths(result):
+    return [m.path for m in result.memories]
+
+
+def test_the_encoders_template_words_are_not_evidence(demo):
+    """Every offline memory says "The user stated (session 1b000000, ...)": the logging
+    decision is not an answer to a question about user sessions."""
+    body = (demo / "decisions" / "json-structured-logging.md").read_text()
+    assert "The user stated (session 1b000000" in body  # the template is in the file
+    result = ask(demo, "how do we store user sessions")
+    assert result.state in ("A", "B")
+    assert "decisions/json-structured-logging.md" not in paths(result)
+    # ... and words found only in the template answer nothing.
+    assert ask(demo, "what did the user state in that session?", records=False).state == "C"
+    # The words said in the session still find it.
+    assert paths(ask(demo, "why did we switch to JSON logging?"))[0] == \
+        "decisions/json-structured-logging.md"
+
+
+def test_a_word_naming_the_kind_of_answer_does_not_sink_the_subject(demo, tmp_path):
+    """'which postgres version' is answered by the memory that says "Postgres 16", which
+    never says "version"; the subject alone still finds it."""
+    store = MemoryStore(tmp_path / "memory", project="p")
+    fact = formats.Fact(path="decisions/postgres-16.md", type="decision",
+                        description="We use Postgres 16 for session storage.",
+                        body="We use Postgres 16 for session storage.", stored="2026-04-02")
+    other = formats.Fact(path="decisions/json-logs.md", type="decision",
+                         description="We log JSON lines; the version field is the app's.",
+                         body="Structured JSON logs, one object per line.", stored="2026-03-12")
+    store.commit([store.write(fact), store.write(other)], "mem: test\n")
+    assert paths(ask(store.root, "postgres"))[:1] == ["decisions/postgres-16.md"]
+    result = ask(store.root, "which postgres version do we use")
+    assert result.state == "B" and paths(result)[:1] == ["decisions/postgres-16.md"]
+    # On the pilots too (the word "version" is in no memory there).
+    result = ask(demo, "which postgres version do we use?")
+    assert paths(result)[:1] == ["decisions/move-session-storage-redis-postgres.md"]
+    # Still not an answer to a question about something else.
+    assert ask(store.root, "which kafka version do we use").state == "C"
+
+
+def test_a_weak_word_does_not_carry_the_answer(demo, tmp_path):
+    """'set' (and, stemmed, the 'settings.py' a decision touched) is not what "when did
+    we first set up CI?" asks about: the decision that touched settings.py must not
+    answer it (in STATE A, with its moment), a memory that names CI may."""
+    moment = demo / "scenes" / "decisions" / "move-session-storage-redis-postgres.md"
+    assert "src/shop/settings.py" in moment.read_text()  # what the offline encoder writes
+    store = MemoryStore(tmp_path / "memory", project="p")
+    pg = formats.Fact(path="decisions/session-storage-postgres.md", type="decision",
+                      description="Move session storage from Redis to Postgres.",
+                      body="Move session storage from Redis to Postgres.\n\nFiles changed: "
+                           "`src/shop/settings.py`", stored="2026-04-02",
+                      linked_scene="scenes/decisions/session-storage-postgres.md")
+    scene = formats.Moment(path="scenes/decisions/session-storage-postgres.md",
+                           anchor="session-storage-postgres", description="The move",
+                           linked_fact=pg.path, stored="2026-04-02",
+                           narrative="In session 50000000 (2026-04-02), the user said: \"Move "
+                                     "session storage to Postgres.\" Concretely, the work "
+                                     "touched `src/shop/settings.py`.")
+    ci = formats.Fact(path="conventions/lint-before-push.md", type="convention",
+                      description="Run the linters locally before pushing.",
+                      body="Run ruff and mypy locally before pushing; CI runs the same checks.",
+                      stored="2026-04-03")
+    cache = formats.Fact(path="decisions/cache-pip-downloads.md", type="decision",
+                         description="Cache the pip downloads between runs.",
+                         body="The CI pipeline caches pip downloads.", stored="2026-04-05")
+    logs = formats.Fact(path="decisions/json-logs.md", type="decision",
+                        description="Structured JSON logs.", body="Structured JSON logs.",
+                        stored="2026-03-12")
+    store.commit([store.write(m) for m in (pg, scene, ci, cache, logs)], "mem: test\n")
+    result = ask(store.root, "when did we first set up CI?")
+    assert pg.path not in paths(result), result.render()
+    assert paths(result)[0] in (ci.path, cache.path) and result.state == "B"
+    # The subject's own words still find the decision, moment and all.
+    result = ask(store.root, "where did we move session storage?")
+    assert paths(result)[:1] == [pg.path] and result.state == "A"
+
+
+def test_what_did_we_do_last_time_answers_with_the_latest_session_records(demo):
+    result = ask(demo, "what did we do last time?")
+    assert result.state == "B" and result.label == LABEL_B_RECORD
+    sessions = [m.record.session[:8] for m in result.memories]
+    assert sessions[0] == "50000000"  # pilot-5, the newest (2026-04-02)
+    dates = [m.record.date for m in result.memories]
+    assert dates == sorted(dates, reverse=True) and len(dates) >= 2
+    text = result.render()
+    assert text.startswith(LABEL_B_RECORD)
+    assert "session 50000000, 2026-04-02" in text
+    assert "move session storage from Redis to Postgres" in text
+    first = ask(demo, "what did we do in the first session?")
+    assert first.memories[0].record.session.startswith("1a000000")  # 2026-03-10
+
+
+def test_a_session_record_item_carries_the_record_label(demo):
+    """A by-date answer puts the records first: the answer's label is theirs, and a
+    curated memory shown after them carries its own."""
+    result = ask(demo, "when did we last work on the logging?")
+    assert result.memories and result.memories[0].record is not None
+    assert result.state == "B" and result.label == LABEL_B_RECORD
+    text = result.render()
+    assert text.startswith(LABEL_B_RECORD) and "fact + scene" not in text.splitlines()[0]
+    curated = [m for m in result.memories if m.record is None and m.state == "A"]
+    assert curated, "the logging decision (with its moment) follows the records"
+    block = text.split(curated[0].path, 1)[1].split("\n\n", 1)[0]
+    assert LABEL_A in block
+    d = result.to_dict()
+    assert d["state"] == "B" and d["label"] == LABEL_B_RECORD
+
+
+def test_a_superseded_memory_shows_when_it_was_stored_and_when_updated(tmp_path):
+    today = dt.date.today()
+    stored, updated = str(today - dt.timedelta(days=400)), str(today - dt.timedelta(days=100))
+    store = MemoryStore(tmp_path / "memory", project="p")
+    old = formats.Fact(path="decisions/sessions-in-redis.md", type="decision",
+                       description="Session storage lives in Redis.",
+                       body="Session storage lives in Redis.", stored=stored,
+                       updated=updated, superseded_by="decisions/sessions-in-postgres.md")
+    new = formats.Fact(path="decisions/sessions-in-postgres.md", type="decision",
+                       description="Session storage moves to Postgres.",
+                       body="Session storage moves from Redis to Postgres.", stored=updated,
+                       supersedes="decisions/sessions-in-redis.md")
+    store.commit([store.write(old), store.write(new)], "mem: test\n")
+    result = ask(store.root, "where does session storage live, redis?", stale_days=180)
+    shown = {m.path: m for m in result.memories}
+    assert set(shown) == {"decisions/sessions-in-redis.md", "decisions/sessions-in-postgres.md"}
+    old_m = shown["decisions/sessions-in-redis.md"]
+    assert (old_m.stored, old_m.updated) == (stored, updated)
+    assert shown["decisions/sessions-in-postgres.md"].updated is None
+    text = result.render()
+    assert f"stored {stored}, updated {updated}, superseded by" in text
+    assert (old_m.to_dict()["stored"], old_m.to_dict()["updated"]) == (stored, updated)
+    # Staleness counts from the last change (100 days ago, under stale_days).
+    assert old_m.stale is None
