@@ -458,9 +458,9 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
         if is_record_path(target) or (_looks_like_session(target)
                                       and not _is_memory_ref(store, target)):
             rel = read_record(store.root, target).path
-            if not yes:
-                click.confirm(f"Retire the session record {rel} (all of that session's own "
-                              "words) to archive/?", abort=True)
+            if not yes and not _confirmed(f"Retire the session record {rel} (all of that "
+                                          "session's own words) to archive/?"):
+                return
             done = retire_record(store, rel, reason=reason)
         else:
             memory, moment = store.lookup(target)
@@ -468,8 +468,8 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
             names = [memory.path] + ([moment.path] if moment is not None else [])
             if with_records:
                 names, held = names + held, []
-            if not yes:
-                click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+            if not yes and not _confirmed(f"Retire {', '.join(names)} to archive/?"):
+                return
             done = retire(store, target, reason=reason, records=with_records)
     finally:
         store.close()
@@ -480,6 +480,20 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
         click.echo(f"note: the session record {rel} still holds that session's own words, and "
                    f"`dualtrace recall` can quote them; `dualtrace forget {rel}` retires it too "
                    "(the whole session's record)")
+
+
+def _confirmed(question: str) -> bool:
+    """Ask; "no" is an answer, not a failure (nothing retired, exit 0). No answer at all
+    (a script, stdin closed) is bad input: say how to run it without asking."""
+    try:
+        answer = click.confirm(question)
+    except click.exceptions.Abort:
+        raise click.ClickException(
+            "forget asks for confirmation and got no answer; pass --yes to retire "
+            "without asking") from None
+    if not answer:
+        click.echo("nothing retired")
+    return answer
 
 
 def _revert_hint(store, sha: str) -> str:
