@@ -65,6 +65,25 @@ def resolve_store(ws: config.Workspace, *, create: bool = True):
     )
 
 
+def warn_unreadable(root: Path) -> None:
+    """One stderr line per memory file the index could not parse: a hand edit that breaks a
+    file's YAML drops that memory from list, recall and injection, so say so."""
+    import sqlite3
+
+    from dualtrace.memfs.index import Index
+
+    try:
+        with Index.open(root) as index:
+            broken = index.unreadable()
+    except (OSError, sqlite3.Error):
+        return
+    for rel, why in sorted(broken.items())[:10]:
+        click.echo(f"warning: {rel} does not parse, so it is left out ({why})", err=True)
+    if len(broken) > 10:
+        click.echo(f"warning: and {len(broken) - 10} more; `dualtrace status --check` lists them",
+                   err=True)
+
+
 def read_store(ws: config.Workspace):
     """The memory store for a command that only reads (status, log, show).
 
@@ -179,6 +198,8 @@ def status(memory_dir: Path | None, check: bool) -> None:
         if info["tiers"]:
             click.echo("tiers:      "
                        + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
+        if not check:  # the index knows which files failed, without parsing them all
+            warn_unreadable(store.root)
         if problems:
             click.echo(f"unreadable: {len(problems)}")
             for problem in problems[:10]:
@@ -372,6 +393,7 @@ def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, si
     store = read_store(workspace_for(memory_dir))
     rows = list_memories(store, kind=kind, contains=contains, since=since,
                          include_superseded=not current)
+    warn_unreadable(store.root)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
@@ -637,6 +659,7 @@ def reindex(memory_dir: Path | None) -> None:
     count = do_reindex(memdir)
     took = time.perf_counter() - start
     click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
+    warn_unreadable(memdir)
 
 
 @cli.command()

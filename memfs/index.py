@@ -493,6 +493,24 @@ class Index:
         if ids:
             self._bump()
         self.conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+        self._note_unreadable(rel, None)
+
+    def _note_unreadable(self, rel: str, reason: str | None) -> None:
+        """Keep the files that do not parse (path -> why) in meta, so list, reindex and
+        status can say a hand edit dropped a memory without parsing every file."""
+        known = self.unreadable()
+        if (known.get(rel) if reason else rel not in known) == reason:
+            return
+        if reason:
+            known[rel] = reason
+        else:
+            known.pop(rel, None)
+        _set_meta(self.conn, "unreadable", json.dumps(known, sort_keys=True))
+
+    def unreadable(self) -> dict[str, str]:
+        """Files the index could not read or parse: relative path -> the error."""
+        raw = _meta(self.conn, "unreadable")
+        return json.loads(raw) if raw else {}
 
     def _index_file(self, rel: str, stat: tuple[int, int]) -> None:
         from dualtrace.errors import DualtraceError
@@ -507,6 +525,7 @@ class Index:
             # contributes nothing; `dualtrace status` reports it.
             log.info("not indexing %s: %s", rel, exc)
             docs = []
+            self._note_unreadable(rel, str(exc))
         if docs:
             self._bump()
         for row, cols in docs:
