@@ -114,7 +114,6 @@ RECORD_COVERED = 16  # chunk candidates whose word coverage is computed
 RECORDS_SHOWN = 3
 RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
 CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
-TEMPORAL_KEEP = 0.75  # first/last: sessions at least this close to the best match
 PASSAGE_CHARS = 900
 
 _TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
@@ -957,10 +956,11 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
             group.append((unit, doc))
     picked = list(groups.values())
     if order is not None and picked:
-        # Date order among the sessions that are about the question, not every session
-        # that shares a word with it.
-        best = max(_strength(g[0][0]) for g in picked)
-        picked = [g for g in picked if _strength(g[0][0]) >= TEMPORAL_KEEP * best]
+        # Date order among the sessions that are about the question: those the record
+        # gate passed (or that came near once something passed). Session 5: no second
+        # cut relative to the best match (it kept sessions >= 0.75 of the best one's
+        # words + meaning): the first session of a topic is often not its best-worded
+        # one (main set: a30, a79 gained; never-discussed unchanged).
 
         def when(group: list[tuple[_Unit, Doc]]) -> str:
             data = group[0][1].data
@@ -981,10 +981,6 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=unit.coverage, record=rec))
     return out
-
-
-def _strength(unit: _Unit) -> float:
-    return unit.coverage + unit.sem
 
 
 def _stem_match(word: str, terms: list[str]) -> set[str]:
