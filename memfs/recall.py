@@ -1010,7 +1010,14 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         for word in _WORD.findall(line):
             hit = matched.get(word)
             if hit is None:
-                hit = matched[word] = _stem_match(word, terms)
+                hit = _stem_match(word, terms)
+                if "." in word.strip(".") and "/" not in word:
+                    # A dotted name ("Next.js", "highlight.js") is its parts too, as the
+                    # index splits it; a path is not (its parts match too much).
+                    for part in word.split("."):
+                        if part:
+                            hit = hit | _stem_match(part, terms)
+                matched[word] = hit
             found |= hit
         found_in.append(found)
     # Within the passage a word found on most lines is its topic ("the TODO app"), not

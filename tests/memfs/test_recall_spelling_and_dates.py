@@ -71,3 +71,20 @@ def test_the_first_session_of_a_topic_answers_though_a_later_one_says_more(memdi
     assert "3001" in first.render()
     last = recall(s, "What port did the web app's dev server last run on?", embedder=None)
     assert [m.record.date for m in last.memories if m.record][:1] == ["2026-02-01"]
+
+
+def test_a_passage_matches_the_parts_of_a_dotted_name(memdir):
+    """"Next.js" is the words "next" and "js" (as the index splits it): the line that
+    names "Next.js 14" answers "which Next.js version ..." and makes the passage."""
+    s = MemoryStore(memdir, project="p")
+    filler = [f"The TODO app's {part} is done and the TODO app builds cleanly with it."
+              for part in ("list view", "filter bar", "add form", "item row", "footer",
+                           "theme", "store", "router", "tests", "lint setup", "icons")]
+    agent = "\n".join(["I created the TODO app using Next.js. Here is what it has:",
+                       *filler[:5], "- **Next.js 14** with TypeScript and Tailwind CSS",
+                       *filler[5:]])
+    _record(s, "d4d4d4d4-0000-4000-8000-000000000004", "2025-09-03T00:52:00Z",
+            "create TODO app by Next.js", [("create TODO app by Next.js", agent)])
+    result = recall(s, "Which Next.js version did the TODO app start with?", embedder=None)
+    assert result.memories and result.memories[0].record is not None
+    assert "Next.js 14" in result.memories[0].record.passage, result.render()
