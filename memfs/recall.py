@@ -627,9 +627,12 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         # "first", "last time", "recently" say when, not what: they are not evidence.
         topic = [t for t in terms if t not in _TEMPORAL_WORDS]
         if (not [t for t in topic if t not in _SESSIONS_AGG_WORDS] and records
-                and only in (None, SESSION_TYPE) and index.chunk_count):
+                and only in (None, SESSION_TYPE) and index.chunk_count
+                and record_gate is RECORD_GATE):
             # "What did we do last time?", "the first session": no topic, only a time.
-            # The session records answer, by date (the latest first for "last").
+            # The session records answer, by date (the latest first for "last"). Not
+            # for the prompt hook (its stricter gate): "continue from last time" names
+            # nothing, and SessionStart already lists the recent sessions.
             return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
         terms = topic or terms
     memories: list[RecalledMemory] = []
