@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from dualtrace import __version__, config, recallcmd
-from dualtrace.cmdline import log_error, report  # noqa: F401 - log_error: cli.log_error callers
+from dualtrace.cmdline import log_error, report, warn_settings  # noqa: F401 - log_error: cli.log_error callers
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
@@ -41,11 +41,14 @@ def workspace_for(memory_dir: Path | None) -> config.Workspace:
     """
     ctx = click.get_current_context(silent=True)
     if ctx is None:
-        return config.workspace(memory_dir=memory_dir)
+        ws = config.workspace(memory_dir=memory_dir)
+        warn_settings(ws.settings)
+        return ws
     cache: dict[Path | None, config.Workspace] = ctx.find_root().meta.setdefault(
         "dualtrace.workspaces", {})
     if memory_dir not in cache:
         cache[memory_dir] = config.workspace(memory_dir=memory_dir)
+        warn_settings(cache[memory_dir].settings)
     return cache[memory_dir]
 
 
@@ -164,9 +167,15 @@ def status(memory_dir: Path | None, check: bool) -> None:
         problems = info["problems"]
         click.echo(f"memory dir: {store.root}")
         click.echo(f"project:    {store.project}")
-        click.echo(f"memories:   {info['total']}")
+        # The same count as `dualtrace list`: a memory is a fact; its moment (a scene)
+        # is part of it, and the system files' bullets are counted apart.
+        click.echo(f"memories:   {info['facts']} (facts, the rows of `dualtrace list`)")
         for kind, count in sorted(info["types"].items()):
             click.echo(f"  {kind:<11} {count}")
+        click.echo(f"moments:    {info['moments']} (scenes: the episode a FULL fact was learned in)")
+        if info["bullets"]:
+            click.echo(f"bullets:    {sum(info['bullets'].values())} ("
+                       + ", ".join(f"{k} {v}" for k, v in sorted(info["bullets"].items())) + ")")
         if info["tiers"]:
             click.echo("tiers:      "
                        + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
@@ -175,7 +184,8 @@ def status(memory_dir: Path | None, check: bool) -> None:
             for problem in problems[:10]:
                 click.echo(f"  {problem}")
         elif check:
-            click.echo(f"checked:    every file parses ({info['total']} memories)")
+            click.echo(f"checked:    every file parses ({info['facts']} facts, "
+                       f"{info['moments']} moments)")
         if info["stray"]:
             click.echo(f"not read:   {len(info['stray'])} file(s) deeper than memory files live "
                        "(fact folders are flat; system/ and scenes/ have one level of folders)")
@@ -236,7 +246,9 @@ def _session_workspace(transcript: Path, memory_dir: Path | None) -> config.Work
 
     ran_in = working_directory(transcript.expanduser())
     if ran_in and Path(ran_in).is_dir():
-        return config.workspace(cwd=ran_in, memory_dir=memory_dir)
+        ws = config.workspace(cwd=ran_in, memory_dir=memory_dir)
+        warn_settings(ws.settings)
+        return ws
     return workspace_for(memory_dir)
 
 
@@ -373,7 +385,9 @@ def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, si
                          f" [{r.status}]" if r.status else ""))
         click.echo(f"{r.type:<9} {r.anchor:<40} {r.stored or '-':<10} {r.confidence:<6} "
                    f"{r.description[:90]}{flags}")
-    click.echo(f"({len(rows)} memories; `dualtrace show ANCHOR` prints one)")
+    counted = "" if (kind or contains or since or current) else ", as `dualtrace status` counts them"
+    click.echo(f"({len(rows)} {'memory' if len(rows) == 1 else 'memories'}{counted}; "
+               "`dualtrace show ANCHOR` prints one)")
 
 
 @cli.command()
@@ -721,6 +735,7 @@ def retry(session: str | None) -> None:
     """Re-queue failed (parked) jobs, all or one SESSION, and start the worker."""
     from dualtrace import hookcmd, queue
 
+    workspace_for(None)  # a config that does not load would fail the jobs again: say so now
     state = str(config.state_dir())
     ids = queue.retry(state, session)
     if not ids:
@@ -762,9 +777,10 @@ def install(agent: str, scope: str, dry_run: bool, backend: str | None, mcp: boo
     from dualtrace.encoder.backends import disclosure
     from dualtrace.hooks.install import install as do_install
 
+    # Settings first: hooks installed over a config that does not load would be silent.
+    ws = workspace_for(None)
     for line in do_install(agent, scope, dry_run=dry_run, mcp=mcp, allow_recall=allow_recall):
         click.echo(line)
-    ws = workspace_for(None)
     host = registry.get(agent)
     finder = getattr(host, "enabled_plugin_files", None)
     for path in finder(ws.root, Path(os.path.expanduser("~"))) if finder else []:

@@ -31,6 +31,18 @@ def log_error(exc: BaseException, context: str = "") -> Path | None:
         return None
 
 
+_WARNED: set[str] = set()
+
+
+def warn_settings(settings: config.Settings) -> None:
+    """The config files' unknown keys (``Settings.warnings``), each once per process,
+    as ``Warning: ...`` lines on stderr: the command still runs."""
+    for line in settings.warnings:
+        if line not in _WARNED:
+            _WARNED.add(line)
+            sys.stderr.write(f"Warning: {line}\n")
+
+
 def report(exc: Exception) -> int:
     """Tell the person what went wrong (stderr, one line); the exit code."""
     if isinstance(exc, DualtraceError):

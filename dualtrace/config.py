@@ -28,6 +28,7 @@ else:  # pragma: no cover
 PROJECT_FILE = "dualtrace.toml"
 USER_CONFIG = "config.toml"
 SESSION_RECORD_MODES = ("commit", "local", "off")
+SYNC_MODES = ("off", "after-encode")
 
 
 def state_dir() -> Path:
@@ -104,7 +105,8 @@ def project_slug(root: Path) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every tunable, with its default. Unknown keys in a config file are ignored."""
+    """Every tunable, with its default. Unknown keys in a config file are kept in
+    ``extra``, never applied, and named in ``warnings`` (with the nearest known key)."""
 
     enabled: bool = True
     memory_dir: str | None = None
@@ -163,6 +165,10 @@ class Settings:
     user_memory_dir: str | None = None
     # Keys this version does not know (kept, never applied).
     extra: dict[str, Any] = field(default_factory=dict)
+    # One line per such key, with its file and the nearest known key: what the CLI
+    # prints as a warning and the SessionStart hook logs (a typo must not wait until
+    # an encode, or for ever, to be noticed).
+    warnings: tuple[str, ...] = ()
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -181,8 +187,23 @@ def _read_toml(path: Path) -> dict[str, Any]:
 _NUMBER_FIELDS = {f.name: f.type for f in fields(Settings) if f.type in ("int", "float")}
 
 
-def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Settings:
-    known = {f.name for f in fields(Settings)} - {"extra"}
+_NOT_KEYS = ("extra", "warnings")
+# Table names a config file may use for settings ([dualtrace], the older [extra]).
+_TABLES = ("dualtrace", "extra")
+
+
+def _unknown(key: str, source: Path, known: set[str]) -> str:
+    """The warning for a key no setting has: the file, the key, the nearest known key."""
+    import difflib  # only when a file has an unknown key
+
+    near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"{source}: unknown setting {key!r}{hint}; it is ignored"
+
+
+def _merge(settings: Settings, data: dict[str, Any], base: Path | None,
+           source: Path | None = None) -> Settings:
+    known = {f.name for f in fields(Settings)} - set(_NOT_KEYS)
     # Older docs put the backend tunables in an [extra] table: its keys apply as if
     # they were written at the top level (a top-level key of the same name wins).
     table = data.get("extra")
@@ -190,10 +211,15 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Setti
         data = {**table, **{k: v for k, v in data.items() if k != "extra"}}
     updates: dict[str, Any] = {}
     extra = dict(settings.extra)
+    warnings = list(settings.warnings)
     for key, value in data.items():
         if key not in known:
             extra[key] = value
+            if source is not None and not (key in _TABLES and isinstance(value, dict)):
+                warnings.append(_unknown(key, source, known))
             continue
+        if key == "sync" and value not in SYNC_MODES:
+            raise DualtraceError(f"setting sync must be one of {', '.join(SYNC_MODES)}, not {value!r}")
         if key == "session_records" and value not in SESSION_RECORD_MODES:
             raise DualtraceError(
                 f"session_records must be one of {', '.join(SESSION_RECORD_MODES)}, not {value!r}")
@@ -213,16 +239,17 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None) -> Setti
             path = Path(value).expanduser()
             value = str(path if path.is_absolute() else (base / path).resolve())
         updates[key] = value
-    return replace(settings, extra=extra, **updates)
+    return replace(settings, extra=extra, warnings=tuple(warnings), **updates)
 
 
 def load_settings(root: Path | None = None) -> Settings:
     """User config (``<state>/config.toml``), then the project's ``dualtrace.toml``."""
     settings = Settings()
-    settings = _merge(settings, _read_toml(state_dir() / USER_CONFIG), None)
+    user_file = state_dir() / USER_CONFIG
+    settings = _merge(settings, _read_toml(user_file), None, user_file)
     if root is not None:
         user = settings
-        settings = _merge(settings, _read_toml(root / PROJECT_FILE), root)
+        settings = _merge(settings, _read_toml(root / PROJECT_FILE), root, root / PROJECT_FILE)
         # A repository's file may lower the user's spending limits, never raise them
         # (a cloned project must not be able to spend the user's money).
         settings = replace(

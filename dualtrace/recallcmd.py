@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int | None:
     args = parse(argv)
     if args is None:
         return None
-    from dualtrace.cmdline import report
+    from dualtrace.cmdline import report, warn_settings
 
     # One question, one process: numpy's BLAS thread pool (started at import, one thread
     # per core) costs ~15 ms CPU here and a single matrix-vector product gains nothing
@@ -147,7 +147,9 @@ def main(argv: list[str]) -> int | None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     try:
-        run(config.workspace(memory_dir=args.memory_dir), args, sys.stdout)
+        ws = config.workspace(memory_dir=args.memory_dir)
+        warn_settings(ws.settings)
+        run(ws, args, sys.stdout)
     except Exception as exc:  # noqa: BLE001 - the CLI's one handler decides
         return report(exc)
     except KeyboardInterrupt:

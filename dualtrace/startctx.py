@@ -222,6 +222,20 @@ def entries(state: str) -> list[tuple[str, dict]]:
 
 # ------------------------------------------------------------------ building (not on the hit path)
 
+def _log_warnings(state: str, warnings: tuple[str, ...]) -> None:
+    """A config file's unknown keys, in the hook log: a hook prints nothing of its own,
+    so this is where a typo shows (the CLI prints the same lines as warnings)."""
+    if not warnings:
+        return
+    from dualtrace import logfile
+
+    try:
+        logfile.append(logfile.path(state, "hook.log"),
+                       "".join(logfile.line(f"settings: {w}") for w in warnings))
+    except OSError:
+        pass  # the hook never fails for its log
+
+
 def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None = None,
           *, related: bool = False,
           for_agent: bool = True) -> tuple[str | None, list | None, dict]:
@@ -235,6 +249,7 @@ def build(state: str, host: str, cwd: str, command: str, memory_dir: str | None 
     from dualtrace.memfs import inject
 
     ws = config.workspace(cwd or None, memory_dir=memory_dir)
+    _log_warnings(state, ws.settings.warnings)
     if config.is_disabled(ws.settings):
         return None, None, {}
     prompt = {"prompt_chars": ws.settings.prompt_chars, "stale_days": ws.settings.stale_days}

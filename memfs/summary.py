@@ -1,5 +1,9 @@
 """Counts for ``dualtrace status``.
 
+What is counted: ``facts`` are the memories (one per fact file, exactly the rows
+``dualtrace list`` shows), ``moments`` the scenes paired with FULL facts (a fact's
+episode, not a memory of its own) and ``bullets`` the lines of the system files.
+
 A store of 10,000 files must report in well under a second, so the default scan
 reads only the few frontmatter lines it counts (``type``, ``tier``,
 ``linked_scene``) and checks each file's structure (frontmatter present and
@@ -39,22 +43,21 @@ def _quick(text: str) -> dict[str, str] | str:
 def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
     types: Counter[str] = Counter()
     tiers: Counter[str] = Counter()
+    bullets: Counter[str] = Counter()
     problems: list[str] = []
-    total = 0
+    facts = moments = 0
     if full:
         scan = store.scan()
         problems = [str(p) for p in scan.problems]
         for memory in scan.memories:
             if isinstance(memory, Fact):
-                total += 1
+                facts += 1
                 types[memory.type] += 1
                 tiers[memory.tier or ("FULL" if memory.linked_scene else "RECORD")] += 1
             elif isinstance(memory, Moment):
-                total += 1
-                types["scene"] += 1
+                moments += 1
             elif isinstance(memory, SystemFile):
-                kind = formats.type_of_system_file(memory.path)
-                types[f"{kind} bullets"] += len(memory.bullets)
+                bullets[formats.type_of_system_file(memory.path)] += len(memory.bullets)
     else:
         for rel in store.iter_files():
             try:
@@ -67,8 +70,7 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 problems.append(f"{rel}:1: unreadable: {exc}")
                 continue
             if rel.startswith("system/"):
-                kind = formats.type_of_system_file(rel)
-                types[f"{kind} bullets"] += sum(
+                bullets[formats.type_of_system_file(rel)] += sum(
                     1 for line in text.split("\n") if line.startswith(("- ", "* ")))
                 continue
             meta = _quick(text)
@@ -77,18 +79,19 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
                 continue
             kind = meta.get("type", "").strip("'\"").lower()
             if rel.startswith("scenes/"):
-                total += 1
-                types["scene"] += 1
+                moments += 1
             elif kind in formats.TYPES:
-                total += 1
+                facts += 1
                 types[kind] += 1
                 tier = meta.get("tier") or ("FULL" if meta.get("linked_scene") else "RECORD")
                 tiers[tier] += 1
             else:
                 problems.append(f"{rel}:2: unknown type {kind!r}")
     return {
-        "total": total,
-        "types": dict(types),
+        "facts": facts,
+        "moments": moments,
+        "types": dict(types),  # facts per type
+        "bullets": dict(bullets),  # bullets per system file kind
         "tiers": dict(tiers),
         "problems": problems,
         # Markdown a person put deeper than the layout: no reader sees it, so say so.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,26 @@ CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 EXAMPLES = REPO_ROOT / "examples"
 DATA = REPO_ROOT / "tests" / "data"
 PACKAGES = ("dualtrace", "hooks", "encoder", "memfs")
+# The console script next to this interpreter: what a person (and a host) runs.
+DUALTRACE = Path(sys.executable).with_name("dualtrace")
+
+
+def run_dualtrace(*args: str, cwd: Path | None = None, ok: bool = True,
+                  timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``dualtrace ARGS`` in a real process (the console script), in this test's
+    environment; with ``ok`` its exit status must be 0. For tests where the process
+    is the point (exit codes, stdio, a new user's shell); else use ``run_cli``."""
+    proc = subprocess.run([str(DUALTRACE), *args], capture_output=True, text=True,
+                          cwd=cwd, env=os.environ.copy(), timeout=timeout)
+    if ok:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def git_out(repo: Path, *args: str) -> str:
+    """``git -C REPO ARGS``'s stdout; a failing git fails the test."""
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:

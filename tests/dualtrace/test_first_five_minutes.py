@@ -9,28 +9,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import DUALTRACE, EXAMPLES
+from tests.conftest import git_out as git
+from tests.conftest import run_dualtrace as run
 
 PILOT = EXAMPLES / "pilot-1b-structured-logging.jsonl"
-DUALTRACE = Path(sys.executable).with_name("dualtrace")
-
-
-def run(*args: str, cwd: Path | None = None, ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(DUALTRACE), *args], capture_output=True, text=True,
-                          cwd=cwd, env=os.environ.copy(), timeout=120)
-    if ok:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-def git(memdir: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(memdir), *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def commits(memdir: Path) -> int:
@@ -300,19 +287,26 @@ def test_hook_help_prints_usage(flag):
     assert "session-start" in proc.stdout and "claude-code" in proc.stdout
 
 
-def test_the_quick_start_command_works_twice(tmp_path):
-    # The README's first command (after its pip install), run twice as a new user would.
+def test_the_quick_start_command_works_twice_in_a_private_demo_dir(tmp_path):
+    # The README's first command after its pip install, run twice in a real shell as a
+    # new user would. Before: a fixed /tmp/dualtrace-demo that another user of the
+    # machine may own (or have filled); now each run makes its own with mktemp -d.
     readme = (EXAMPLES.parent / "README.md").read_text()
     line = next(x for x in readme.splitlines() if x.startswith("pip install -e . && "))
-    demo = tmp_path / "demo"
-    import shlex
-
-    steps = [shlex.split(s.replace("/tmp/dualtrace-demo", str(demo))) for s in line.split("&&")[1:]]
-    assert [s[:2] for s in steps] == [["dualtrace", "encode"], ["dualtrace", "recall"]]
+    command = line.removeprefix("pip install -e . && ")
+    assert "/tmp/" not in command
+    env = {**os.environ, "TMPDIR": str(tmp_path),
+           "PATH": f"{DUALTRACE.parent}{os.pathsep}{os.environ['PATH']}"}
     for _attempt in range(2):
-        for step in steps:
-            out = run(*step[1:], cwd=EXAMPLES.parent).stdout
-        assert "STATE A" in out  # the recall at the end answers, the second time too
+        proc = subprocess.run(["sh", "-c", command], cwd=EXAMPLES.parent, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "STATE A" in proc.stdout  # the recall at the end answers, the second time too
+    demos = sorted(p for p in tmp_path.iterdir() if (p / ".git").is_dir())
+    assert len(demos) == 2, list(tmp_path.iterdir())  # one private folder per run
+    for demo in demos:
+        assert oct(demo.stat().st_mode & 0o777) == "0o700"
+        assert (demo / "decisions" / "json-structured-logging.md").is_file()
 
 
 def _claude_settings(tmp_path):

@@ -7,27 +7,15 @@ retires a memory with its records in one commit. Real CLI processes, real git.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import EXAMPLES
+from tests.conftest import git_out as git
+from tests.conftest import run_dualtrace as run
 
 PILOT = EXAMPLES / "pilot-1b-structured-logging.jsonl"
 ANCHOR = "json-structured-logging"
 QUESTION = "why did we switch to JSON structured logging"
-
-
-def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "dualtrace", *args], capture_output=True,
-                          text=True, timeout=120)
-    if ok:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-def git(memdir: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(memdir), *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def encoded(memdir: Path) -> str:

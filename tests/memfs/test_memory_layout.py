@@ -105,13 +105,14 @@ def test_store_index_status_and_list_see_the_same_files(memdir, tmp_path, run_cl
     facts = [m for m in MEMORIES if not m.startswith(("system/", "scenes/"))]
     for full in (False, True):
         info = store_summary(store, full=full)
-        assert info["total"] == len(facts) + 1 and not info["problems"], info  # + the scene
+        assert (info["facts"], info["moments"]) == (len(facts), 1) and not info["problems"], info
         assert info["stray"] == STRAY
     assert sorted(r.path for r in list_memories(store)) == facts
 
     result = run_cli("status", "--memory-dir", str(memdir))
     assert result.exit_code == 0, result.output
-    assert "memories:   5" in result.output
+    assert "memories:   4 (facts, the rows of `dualtrace list`)" in result.output
+    assert "moments:    1 (scenes" in result.output
     assert "not read:   3 file(s) deeper than memory files live" in result.output
     for rel in STRAY:
         assert f"  {rel}\n" in result.output

@@ -15,11 +15,7 @@ from dualtrace.memfs.store import MemoryStore
 from dualtrace.memfs.transaction import ChangeSet, commit
 from dualtrace.pipeline import encode_session
 from tests.conftest import EXAMPLES
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout
+from tests.conftest import git_out as git
 
 
 def all_commits(repo: Path) -> set[str]:

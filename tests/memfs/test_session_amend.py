@@ -8,12 +8,8 @@ import subprocess
 from pathlib import Path
 
 from dualtrace.pipeline import encode_session
+from tests.conftest import git_out as git
 from tests.hook_helpers import append_turn
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def session_commits(repo: Path) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES
+from tests.conftest import git_out as git
 from tests.fault_helpers import fill, mounted_tmpfs
 from tests.hook_helpers import PY, wait_until
 
@@ -35,11 +36,6 @@ def encode(transcript: Path, memdir: Path, fault: str | None = None,
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def history(repo: Path) -> list[tuple[str, str, tuple[str, ...]]]:
