@@ -24,6 +24,8 @@ per arm:
   default), whatever ``--mcp`` says for the other hooked arms;
 - ``hooked-sync``: the session-2 way for a before/after in one run: every hook entry
   synchronous (the background wrapper taken off again) and the worker at nice 0;
+- ``hooked-base``: ``hooked`` with dualtrace installed from a wheel of another source
+  tree (``--base TREE``, e.g. main before a change): before/after in one run;
 - ``hooked-nowarm``: ``hooked-mcp`` with ``mcp_warm = false``: every ``dualtrace mcp``
   Claude Code starts imports the SDK itself instead of being forked by the warm server
   (dualtrace/mcp_warm.py).
@@ -51,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -66,7 +69,7 @@ from tests.e2e.e2e_hosts import CLAUDE_CODE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
 ARMS = ("bare", "floor", "floor-bg", "floor-fast", "hooked", "hooked-site", "hooked-nice0",
-        "hooked-mcp", "hooked-sync", "hooked-nowarm")
+        "hooked-mcp", "hooked-sync", "hooked-nowarm", "hooked-base")
 BACKGROUND = in_background("{}")  # the entry install writes for Stop / SessionEnd
 
 PROMPTS = [
@@ -86,10 +89,41 @@ PROMPTS = [
 ]
 
 
-def turn(claude: Claude, prompt: str, resume: str | None) -> tuple[float, str]:
+def turn(claude: Claude, prompt: str, resume: str | None,
+         debug: Path | None = None) -> tuple[float, str]:
+    extra = ("--debug-file", str(debug)) if debug else ()
     started = time.perf_counter()
-    done = claude.turn(prompt, resume=resume)
+    done = claude.turn(prompt, *extra, resume=resume)
     return time.perf_counter() - started, done.session_id
+
+
+HOOK_DONE = re.compile(r"Hooks: (\w+)(?::\w+)? \[.*\] finished with status \d+ \((\d+)ms\)")
+
+
+def debug_hook_times(path: Path) -> dict[str, int]:
+    """Each hook's duration as Claude Code's debug log (``--debug-file``) states it
+    (SessionEnd's is not stated there)."""
+    found: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = HOOK_DONE.search(line)
+        if match:
+            found[match.group(1)] = found.get(match.group(1), 0) + int(match.group(2))
+    return found
+
+
+def split_turn(calls: list[tuple[float, float]], started: float,
+               seconds: float) -> tuple[float, float, float, int]:
+    """A turn's wall time in three parts, model time left out: from the start of
+    ``claude -p`` to the first Messages request (Claude Code's start-up, SessionStart and
+    UserPromptSubmit), the gaps between one reply and the next request, and from the last
+    reply to the process's exit (Stop, SessionEnd, shutdown)."""
+    if not calls:
+        return seconds, 0.0, 0.0, 0
+    ordered = sorted(calls)
+    before = ordered[0][0] - started
+    between = sum(max(0.0, b[0] - a[1]) for a, b in zip(ordered, ordered[1:], strict=False))
+    after = started + seconds - max(done for _, done in ordered)
+    return before, between, after, len(ordered)
 
 
 def host_hook_durations(projects: Path) -> dict[str, list[int]]:
@@ -127,18 +161,19 @@ def empty_hooks(box: Sandbox, background: bool, interpreter: str, no_site: bool 
     path.write_text(json.dumps({"hooks": hooks}, indent=2))
 
 
-def user_install(tmp: Path) -> Path:
-    """A fresh virtualenv with dualtrace installed from a wheel of this tree; returns its
-    python. Dependencies come from this virtualenv's site-packages by a path line (no
-    import line: the dev install's editable finder is not loaded)."""
+def user_install(tmp: Path, source: Path = ROOT, name: str = "user") -> Path:
+    """A fresh virtualenv with dualtrace installed from a wheel of ``source`` (this tree
+    by default); returns its python. Dependencies come from this virtualenv's
+    site-packages by a path line (no import line: the dev install's editable finder is
+    not loaded)."""
     import subprocess
     import sysconfig
 
-    venv, wheels = tmp / "user-venv", tmp / "wheels"
+    venv, wheels = tmp / f"{name}-venv", tmp / f"{name}-wheels"
     base = Path(sys.base_prefix) / "bin" / "python3"
     subprocess.run([str(base), "-m", "venv", str(venv)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
-                    str(ROOT)], check=True)
+                    str(source)], check=True)
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
                     str(next(wheels.glob("dualtrace-*.whl")))], check=True)
@@ -202,6 +237,11 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--wheel", action="store_true",
                         help="hooked and floor arms on a non-editable install (as pipx/uv)")
+    parser.add_argument("--base", type=Path,
+                        help="a source tree (e.g. `git archive main | tar -x -C DIR`): the "
+                             "hooked-base arm runs dualtrace installed from a wheel of it, "
+                             "for a before/after in one run (use with --wheel, so both "
+                             "hooked arms are wheel installs)")
     parser.add_argument("--stream", action="store_true",
                         help="one long-lived session per arm (the interactive case)")
     parser.add_argument("--arms", default="bare,floor,floor-bg,hooked",
@@ -209,6 +249,13 @@ def main() -> int:
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="the fake model waits this long before each reply (a real "
                              "model's latency; 0 = instant, the worst case for the ratio)")
+    parser.add_argument("--hook-times", action="store_true",
+                        help="run every turn with Claude Code's --debug-file and report each "
+                             "hook's duration as the host logs it (debug logging costs "
+                             "every arm some time)")
+    parser.add_argument("--dump", type=Path,
+                        help="write every turn (round, position, the arm before it, seconds, "
+                             "phases) to this JSON file")
     parser.add_argument("--mcp", action="store_true",
                         help="the hooked arms install with the MCP server (`install --mcp`)")
     parser.add_argument("--no-mcp", action="store_true",
@@ -219,6 +266,8 @@ def main() -> int:
     unknown = set(arms) - set(ARMS)
     if unknown:
         parser.error(f"unknown arm(s): {', '.join(sorted(unknown))}")
+    if ("hooked-base" in arms) != (args.base is not None):
+        parser.error("--base TREE and the hooked-base arm go together")
     exe = npm_host(*CLAUDE_CODE)
     load_before = load()
     with tempfile.TemporaryDirectory(prefix="dualtrace-bench-e2e-") as tmp, \
@@ -226,12 +275,19 @@ def main() -> int:
         answer = scripted_assistant({"decided": "Understood, noted.",
                                      "switching": "Understood, switching."})
 
-        def slow(body: dict) -> dict:
-            time.sleep(args.model_ms / 1000)
-            return answer(body)
+        calls: list[tuple[float, float]] = []  # (arrival, reply) of each Messages request
 
-        api.default = slow if args.model_ms else answer
+        def timed(body: dict) -> dict:
+            arrived = time.perf_counter()
+            if args.model_ms:
+                time.sleep(args.model_ms / 1000)
+            reply = answer(body)
+            calls.append((arrived, time.perf_counter()))
+            return reply
+
+        api.default = timed
         python = user_install(Path(tmp)) if args.wheel else Path(sys.executable)
+        base_python = user_install(Path(tmp), args.base, "base") if args.base else None
         boxes: dict[str, Sandbox] = {}
         for arm in arms:
             box = boxes[arm] = Sandbox.create(Path(tmp) / arm)
@@ -242,7 +298,8 @@ def main() -> int:
                 if arm in ("hooked-nice0", "hooked-sync"):
                     box.env["DUALTRACE_WORKER_NICE"] = "0"
                 mcp = args.mcp or arm in ("hooked-mcp", "hooked-nowarm")
-                install = box.run(python.parent / "dualtrace", "install", "--agent",
+                own = base_python if arm == "hooked-base" and base_python else python
+                install = box.run(own.parent / "dualtrace", "install", "--agent",
                                   "claude-code", "--mcp" if mcp else "--no-mcp")
                 assert "SessionEnd" in install.stdout, install.stdout
                 if arm == "hooked-sync":
@@ -259,6 +316,9 @@ def main() -> int:
         for box in boxes.values():
             box.wait_idle()
         times: dict[str, list[float]] = {arm: [] for arm in arms}
+        phases: dict[str, list[tuple[float, float, float, int]]] = {arm: [] for arm in arms}
+        hook_times: dict[str, dict[str, list[int]]] = {arm: {} for arm in arms}
+        turns: list[dict] = []
         starts: dict[str, float] = {}
         sessions: dict[str, str | None] = {arm: None for arm in arms}
         streams = {arm: LiveSession(exe, boxes[arm]) for arm in arms} if args.stream else {}
@@ -273,13 +333,25 @@ def main() -> int:
                     else:
                         times[arm].append(seconds)
                     continue
+                first = len(calls)
+                started = time.perf_counter()
+                debug = Path(tmp) / f"debug-{arm}-{i}.txt" if args.hook_times else None
                 seconds, sid = turn(claudes[arm], prompt,
-                                    sessions[arm] if args.resume else None)
+                                    sessions[arm] if args.resume else None, debug)
                 times[arm].append(seconds)
+                phases[arm].append(split_turn(calls[first:], started, seconds))
+                turns.append({"round": i, "arm": arm, "after": order[order.index(arm) - 1]
+                              if order.index(arm) else (turns[-1]["arm"] if turns else None),
+                              "seconds": seconds, "phases": phases[arm][-1][:3]})
+                if debug is not None and debug.exists():
+                    for event, ms in debug_hook_times(debug).items():
+                        hook_times[arm].setdefault(event, []).append(ms)
                 if args.resume and sessions[arm] is None:
                     sessions[arm] = sid
         for stream in streams.values():
             stream.close()
+        if args.dump:
+            args.dump.write_text(json.dumps(turns, indent=1))
         load_after = load()
         stop_warm_servers(Path(tmp))
         summary = {}
@@ -287,9 +359,13 @@ def main() -> int:
             box.wait_idle(timeout=180)
             if arm.startswith("hooked"):
                 runs = box.runs()
+                log = box.state / "logs" / "worker.log"
+                lines = log.read_text().splitlines() if log.exists() else []
                 summary[arm] = (len(runs), sum(1 for r in runs if r.get("commit")),
                                 sum(1 for r in runs if r.get("error")), len(box.memory_dirs()),
-                                host_hook_durations(box.home / ".claude" / "projects"))
+                                host_hook_durations(box.home / ".claude" / "projects"),
+                                sum(1 for ln in lines if ln.endswith(" start")),
+                                sum(1 for ln in lines if " sweep " in ln))
     kind = (" (one long-lived stream-json session per arm)" if args.stream else
             " (one resumed session per arm)" if args.resume else " (a new session each)")
     print(f"claude-code {CLAUDE_CODE[1]}, {args.turns} rounds{kind}, "
@@ -311,13 +387,26 @@ def main() -> int:
             line += (f"  added {(med - med_b) * 1000:+5.0f} ms, median per-round ratio "
                      f"{statistics.median(ratios):.3f}")
         print(line)
+    if any(phases.values()):
+        print("  phases (medians): before the first model request / between requests "
+              "(model time excluded) / after the last reply; requests per turn")
+        for arm in arms:
+            cols = list(zip(*phases[arm], strict=True))
+            print(f"    {arm:13s} " + " / ".join(
+                f"{statistics.median(c) * 1000:5.0f} ms" for c in cols[:3])
+                + f"; {statistics.median(cols[3]):.0f} requests (max {max(cols[3])})")
+    for arm, events in hook_times.items():
+        if events:
+            print(f"  {arm} hooks per Claude Code's debug log: " + ", ".join(
+                f"{event} median {statistics.median(ms):.0f} ms (max {max(ms)}, {len(ms)} runs)"
+                for event, ms in sorted(events.items())))
     if starts:
         print("  session start (first turn): " + ", ".join(
             f"{arm} {sec * 1000:.0f} ms" for arm, sec in starts.items()))
     print("  target for hooked: ratio < 1.05")
-    for arm, (n, commits, errors, dirs, hook_ms) in summary.items():
+    for arm, (n, commits, errors, dirs, hook_ms, starts_n, sweeps) in summary.items():
         print(f"  {arm}: worker {n} encode runs, {commits} with a commit, {errors} errors, "
-              f"{dirs} memory dir(s)")
+              f"{dirs} memory dir(s); {starts_n} worker starts, {sweeps} sweeps")
         for event, values in sorted(hook_ms.items()):
             print(f"    {event} hook as Claude Code timed it: median "
                   f"{statistics.median(values):.0f} ms over {len(values)} runs")

@@ -249,7 +249,7 @@ class AgentMemory:
             parse_store,
         )
         from dualtrace.memfs.anchors import make_anchor
-        from dualtrace.memfs.transaction import commit
+        from dualtrace.pipeline import commit_plan
 
         if anchor:
             anchor = _text(anchor, "anchor", 64)
@@ -273,14 +273,19 @@ class AgentMemory:
                     return (f"not stored: {outcome.note or 'the validator skipped it'} "
                             f"(evidence {outcome.scores.total if outcome.scores else '-'}; "
                             "5 or more is stored)")
-                sha = commit(store, builder.changeset())
+                # The person asked in this session, on this machine: a preference also
+                # goes to their own memory, as an encode's would (``preferences``).
+                sha, own_sha = commit_plan(store, builder, self.settings)
         finally:
             store.close()
-        if sha is None:
+        if sha is None and own_sha is None:
             return f"already stored, nothing changed: {outcome.path}"
         note = f" ({outcome.note})" if outcome.note else ""
+        where = [f"in commit {sha[:10]}"] if sha else []
+        if own_sha:
+            where.append(f"in your own memory (commit {own_sha[:10]})")
         return (f"{outcome.action} {outcome.path} [{outcome.tier}, evidence "
-                f"{outcome.scores.total if outcome.scores else '-'}] in commit {sha[:10]}{note}")
+                f"{outcome.scores.total if outcome.scores else '-'}] {' and '.join(where)}{note}")
 
     def _store(self, *, create: bool = False):
         from dualtrace.memfs.store import MemoryStore

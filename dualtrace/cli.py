@@ -86,14 +86,18 @@ def read_store(ws: config.Workspace):
 
 # The tier column is what was stored; the evidence is what the scores asked for. They
 # differ when the session's gate raised the tier (a failure fixed in the session is
-# always FULL), when a FULL had no grounded moment to keep (stored as RECORD), or when an
-# update adds to a memory stored at another tier: the legend says so, since a user reads
-# "FULL (5)" against it (new-user review).
+# always FULL), when a routing rule of the protocol moved it (plan.PlanBuilder.routed:
+# the line's note names the rule), when a FULL had no grounded moment to keep (stored as
+# RECORD), or when an update adds to a memory stored at another tier: the legend says
+# so, since a user reads "FULL (5)" against it (new-user review).
 SCORE_LEGEND = ("scores: d/s/r/l = durability/scope/rationale/retrieval likelihood, 0-3 each; "
                 "(n) = their sum, the evidence: 8-12 asks for FULL (fact + moment), 5-7 for "
                 "RECORD (fact); the tier shown is what was stored (the session's gate can "
-                "raise it, a FULL without a grounded moment is kept as RECORD, an update keeps "
-                "the memory's tier); BULLET = a line in a preferences or conventions file")
+                "raise it; a routing rule can move it: a decision or learning with its why, a "
+                "high-stakes incident or an irreversible decision is FULL from 5, a pattern's "
+                "first sighting RECORD, and the line's note says which; a FULL without a "
+                "grounded moment is kept as RECORD; an update keeps the memory's tier); "
+                "BULLET = a line in a preferences or conventions file")
 
 
 def _tier_label(op: dict) -> str:
@@ -450,13 +454,12 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
     commit: recall and injection stop using it; `git revert` brings it back. TARGET may
     also be a session record (path or session id): the whole record is retired."""
     from dualtrace.memfs.archive import records_of, retire, retire_record
-    from dualtrace.memfs.sessions import is_record_path, read_record
+    from dualtrace.memfs.sessions import read_record
 
     store = resolve_store(workspace_for(memory_dir), create=False)
     held: list[str] = []
     try:
-        if is_record_path(target) or (_looks_like_session(target)
-                                      and not _is_memory_ref(store, target)):
+        if _is_record_ref(store, target):
             rel = read_record(store.root, target).path
             if not yes:
                 click.confirm(f"Retire the session record {rel} (all of that session's own "
@@ -556,8 +559,7 @@ def show(memory_dir: Path | None, target: str) -> None:
     from dualtrace.memfs import sessions as records
 
     store = read_store(workspace_for(memory_dir))
-    if records.is_record_path(target) or _looks_like_session(target) and not _is_memory_ref(
-            store, target):
+    if _is_record_ref(store, target):
         record = records.read_record(store.root, target)
         click.echo(f"==> {record.path}")
         path = store.root / record.path
@@ -576,6 +578,19 @@ def _looks_like_session(target: str) -> bool:
     import re
 
     return bool(re.fullmatch(r"[0-9a-fA-F][0-9a-fA-F-]{3,}", target))
+
+
+def _is_record_ref(store, target: str) -> bool:
+    """TARGET names a session record: its path, or a session id (or prefix) that no
+    memory anchor claims. A plain transcript's id is its file name ("chat"), not hex:
+    an exact id with a record counts too."""
+    from dualtrace.memfs.sessions import find_record, is_record_path
+
+    if is_record_path(target):
+        return True
+    if not (_looks_like_session(target) or find_record(store.root, target) is not None):
+        return False
+    return not _is_memory_ref(store, target)
 
 
 def _is_memory_ref(store, target: str) -> bool:

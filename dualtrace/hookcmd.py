@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dualtrace import logfile, queue, startctx, words
+from dualtrace import logfile, queue, startctx, sweepmark, words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -332,9 +332,12 @@ def _start_session(state: str, host: str, info: dict, sweep: bool) -> None:
     """SessionStart's queue work: a sweep request for the host's transcripts folder
     (``sweep``: the host's SWEEP_ON_START), and a worker for any queued job."""
     transcript = info.get("transcript")
-    if transcript and sweep:
-        # Sessions killed before SessionEnd: the worker compares this project's
-        # transcripts with their encode records and queues the changed ones.
+    # Sessions killed before SessionEnd: the worker compares this project's transcripts
+    # with their encode records and queues the changed ones. Not asked for while the
+    # folder is as the worker last accounted for it (dualtrace.sweepmark): that sweep
+    # would queue nothing, and its worker would take a core from the turn.
+    if transcript and sweep and not sweepmark.unchanged(
+            state, host, os.path.dirname(transcript), transcript):
         folder = os.path.dirname(transcript)
         queue.touch(state, host=host, session_id=folder, event="session-start",
                     immediate=True, kind="sweep", transcript=transcript, cwd=info.get("cwd"),

@@ -391,7 +391,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
 
 def _write_plan(store, builder, settings: Settings, report: EncodeReport) -> None:
     """Commit the plan (and the personal part to the user's memory); keep a local record."""
-    report.commit, report.user_commit = _commit(store, builder, settings)
+    report.commit, report.user_commit = commit_plan(store, builder, settings)
     local = builder.local_record()
     if local is not None:  # kept in the gitignored state: indexed, never pushed
         from dualtrace.memfs.sessions import write_local_record
@@ -448,9 +448,10 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     report.record = record.path
 
 
-def _commit(store, builder, settings: Settings) -> tuple[str | None, str | None]:
+def commit_plan(store, builder, settings: Settings) -> tuple[str | None, str | None]:
     """Commit the session: its personal part (preferences) into the person's own memory
-    when ``settings.preferences`` says so, the rest into the project memory.
+    when ``settings.preferences`` says so, the rest into the project memory; (project
+    commit, own-memory commit). An encode and MCP's ``remember`` both commit this way.
 
     The personal commit comes first: if it fails the job fails and is retried whole,
     instead of a preference being lost with "user" (only your own memory).
@@ -511,7 +512,7 @@ def _plain(obj: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["EncodeReport", "encode_session", "DualtraceError"]
+__all__ = ["EncodeReport", "commit_plan", "encode_session", "DualtraceError"]
 
 
 def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,

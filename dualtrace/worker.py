@@ -31,7 +31,7 @@ import time
 import traceback
 from pathlib import Path
 
-from dualtrace import config, faults, logfile, queue
+from dualtrace import config, faults, logfile, queue, sweepmark
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.retry import Retry
@@ -453,7 +453,7 @@ class Worker:
         record["usage"] = usage
         record["encode_ms"] = (info.get("timings_ms") or {}).get("total")
         return {"transcript": transcript, "size": stat.st_size, "mtime": stat.st_mtime,
-                "at": time.time()}
+                "mtime_ns": stat.st_mtime_ns, "at": time.time()}
 
     def sweep(self, job: dict) -> None:
         """Queue this project's transcripts that grew since we last encoded them.
@@ -469,6 +469,10 @@ class Worker:
         name = job.get("host") or registry.DEFAULT
         host = registry.get(name)
         current = job.get("transcript") or ""
+        # The folder as it is before any file is judged: what this sweep accounts for
+        # (sweepmark; hosts whose sweep looks at that folder only).
+        folder = os.path.dirname(current) if current else str(job.get("session_id") or "")
+        before = sweepmark.listing(folder) if host.SWEEP_FOLDER and folder else None
         horizon = time.time() - SWEEP_MAX_AGE_DAYS * 86400
         candidates = []
         for path in host.sibling_transcripts(current or str(job.get("session_id")) + "/x"):
@@ -508,6 +512,8 @@ class Worker:
                         immediate=bool(seen), transcript=path, cwd=job.get("cwd"),
                         memory_dir=job.get("memory_dir"))
             queued += 1
+        if before is not None:
+            sweepmark.record(self.s, name, folder, before, current or None)
         self.log(f"sweep {os.path.dirname(current)}: queued {queued}"
                  + (f" ({missed} never queued by their hooks)" if missed else ""))
 
@@ -519,6 +525,7 @@ class Worker:
                 os.makedirs(os.path.join(self.s, queue.SEEN), exist_ok=True)
                 queue.atomic_write_json(os.path.join(self.s, queue.SEEN, job["id"] + ".json"),
                                         seen)
+                self._note_encoded(job, seen)
             if current is None or current.get("_corrupt") or int(current.get("rev") or 0) == rev:
                 _unlink(path)
                 return
@@ -526,6 +533,18 @@ class Worker:
             current.update(status=queue.PENDING, worker_pid=None, started_at=None,
                            attempts=0, last_error=None, not_before=0.0)
             queue.atomic_write_json(path, current)
+
+    def _note_encoded(self, job: dict, seen: dict) -> None:
+        """The encoded transcript's entry in its folder's sweep mark (sweepmark)."""
+        name = str(job.get("host") or "")
+        if name not in registry.HOSTS or not registry.get(name).SWEEP_FOLDER \
+                or not isinstance(seen.get("mtime_ns"), int):
+            return
+        try:
+            sweepmark.encoded(self.s, name, str(seen["transcript"]), int(seen["size"]),
+                              seen["mtime_ns"])
+        except OSError as exc:  # a stale mark only costs the next SessionStart a sweep
+            self.log(f"sweep mark for {seen.get('transcript')}: {exc}")
 
     def retry(self, tries: int | None) -> Retry:
         """A failed job waits ``retry_base`` seconds, doubling per failure up to an hour;

@@ -655,6 +655,41 @@ def _drop_minor_notes(turns: list[Turn], excess: int, over: Callable[[], int]) -
     return dropped
 
 
+PASSED_CHECKS_KEPT = 5  # the latest passed checks the frontmatter always lists
+
+
+def _fit_file(record: SessionRecord, budget: int) -> SessionRecord:
+    """Fit the whole file in ``budget`` bytes: what the frontmatter takes, the body cannot.
+
+    Except older passed checks: the failed ones and the latest ``PASSED_CHECKS_KEPT``
+    passed ones are reserved, the older passed ones come after everything in the body (a
+    session of many mix/pytest runs lost the agent's notes to its check list). They are
+    listed back, newest first, while the file still fits; ``omitted`` counts the rest.
+    """
+    def size(r: SessionRecord) -> int:
+        return len(render_record(r).encode("utf-8"))
+
+    checks = record.checks
+    passed = [i for i, c in enumerate(checks) if c.outcome == "passed"]
+    older = set(passed[:-PASSED_CHECKS_KEPT]) if len(passed) > PASSED_CHECKS_KEPT else set()
+
+    def listing(r: SessionRecord, back: set[int]) -> SessionRecord:
+        return replace(r, checks=tuple(c for i, c in enumerate(checks)
+                                       if i not in older or i in back))
+
+    lean = listing(record, set())
+    front = size(lean) - _size(lean)
+    fitted = fit(record, max(budget - front, budget // 4))
+    if not older:
+        return fitted
+    back: set[int] = set()
+    for i in sorted(older, reverse=True):
+        if size(listing(fitted, back | {i})) > budget:
+            break
+        back.add(i)
+    return replace(listing(fitted, back), omitted=fitted.omitted + len(older) - len(back))
+
+
 def _cut_shell_output(turns: list[Turn]) -> int:
     """Shell output pasted by Claude Code's "!" mode is a tool's words, not the user's:
     cut it to head and tail (in place) before anything the user typed; how many cuts."""
@@ -750,10 +785,7 @@ def record_for(session: Session, root: Path, *, project: str | None,
         memories=memories, turns=tuple(built.turns), open_ends=tuple(built.open_ends),
         summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
-    merged = merge(old, new)
-    # The budget is for the whole file: what the frontmatter takes, the body cannot.
-    front = len(render_record(merged).encode("utf-8")) - len(render_body(merged).encode("utf-8"))
-    record = fit(merged, max(budget - front, budget // 4))
+    record = _fit_file(merge(old, new), budget)
     text = render_record(record)
     if redact is not None:
         # Everything above came from redacted events; one more pass over the rendered file

@@ -40,6 +40,7 @@ TIMEOUT_UNIT = 1
 SCOPES = ("user", "project", "local")
 REQUIRES_TRANSCRIPT = True
 SWEEP_ON_START = True  # session-start re-checks the sessions next to the transcript
+SWEEP_FOLDER = True  # ... which are the .jsonl files of its folder (sibling_transcripts)
 KEEPS_OWN_TRANSCRIPT = False
 # No output wanted: run in the shell's background (install). Claude Code waits for every
 # synchronous hook, `claude -p` included, and its own "async": true is no substitute: at

@@ -45,6 +45,7 @@ TIMEOUT_UNIT = 1
 SCOPES = ("user", "project")
 REQUIRES_TRANSCRIPT = False  # transcript_path may be null: found by session id
 SWEEP_ON_START = True  # session-start re-checks this project's other rollouts
+SWEEP_FOLDER = False  # rollouts span date folders: always swept
 KEEPS_OWN_TRANSCRIPT = False
 # No output wanted: run in the shell's background (install). Codex 0.169 waits for
 # synchronous hooks and, like Claude Code, drops an "async": true Stop hook at exit.

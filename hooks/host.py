@@ -25,6 +25,10 @@ class Host(Protocol):
     SCOPES: tuple[str, ...]  # install scopes it has (user, project, local)
     REQUIRES_TRANSCRIPT: bool  # a session payload without a transcript path is an error
     SWEEP_ON_START: bool  # session-start queues a sweep of the transcript's folder
+    # The sweep's other sessions are the files of the transcript's own folder: the
+    # worker keeps a mark of it, and SessionStart skips a sweep that could find
+    # nothing (dualtrace/sweepmark.py).
+    SWEEP_FOLDER: bool
     KEEPS_OWN_TRANSCRIPT: bool  # dualtrace writes the transcript itself (from payloads)
     # Host events whose hook prints nothing and that the host runs through a POSIX shell:
     # install puts them in the shell's background, so the turn never waits for Python.

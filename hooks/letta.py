@@ -56,6 +56,7 @@ REQUIRES_TRANSCRIPT = False
 # Session-start re-checks this agent's other conversations (those with a transcript of
 # Letta's own that dualtrace has encoded before and that grew since).
 SWEEP_ON_START = True
+SWEEP_FOLDER = False  # the agent's conversations are in other folders: always swept
 KEEPS_OWN_TRANSCRIPT = True  # when Letta wrote none
 # None in the background: each hook takes its order ticket before it returns, so the
 # payloads' lines are written in the order Letta sent them (hookcmd.order_ticket).

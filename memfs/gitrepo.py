@@ -271,6 +271,8 @@ class MemoryRepo:
                 break
         if last is None and not _has_objects(gitdir):
             return  # a new repository: nothing to lose
+        if last is None and self._adopt_remote_branch(branch):
+            return
         where = f"git -C {self.root}"
         restore = (f"`{where} branch {branch} {last[:12]}` restores it" if last else
                    f"`{where} fsck --lost-found` lists the commits left")
@@ -279,6 +281,42 @@ class MemoryRepo:
             f"but it does not exist, and the repository has history"
             + (f" (last at {last[:12]})" if last else "") + ". Nothing was written. "
             f"See `{where} reflog`; {restore}; then retry.")
+
+    def _adopt_remote_branch(self, head_branch: str) -> bool:
+        """A plain ``git clone`` of a memory whose remote HEAD names a branch the remote
+        does not have (a bare repository made with ``git init --bare`` says ``master``;
+        dualtrace pushes ``main``): the clone has no branch, no checkout, only the
+        remote's branch. That is a new clone, not a lost branch: check the remote's one
+        branch out, tracking it. False when it is not that case (local branches exist,
+        or the remotes hold several branches: which one is the person's choice)."""
+        git = self.repo.git
+        try:
+            refs = git.for_each_ref("--format=%(refname)", "refs/heads", "refs/remotes").split()
+        except self._git.exc.GitCommandError:
+            return False
+        if any(r.startswith("refs/heads/") for r in refs):
+            return False
+        tracking = [r.removeprefix("refs/remotes/") for r in refs
+                    if r.startswith("refs/remotes/") and not r.endswith("/HEAD")]
+        names = {t.split("/", 1)[1] for t in tracking if "/" in t}
+        if len(names) != 1:
+            if names:
+                raise GitError(
+                    f"the memory repository {self.root} has no branch checked out (HEAD names "
+                    f"'{head_branch}', which its remote does not have); the remote has "
+                    f"{', '.join(sorted(names))}: `git -C {self.root} switch BRANCH` picks one, "
+                    "then retry. Nothing was written.")
+            return False
+        name = names.pop()
+        upstream = sorted(t for t in tracking if t.endswith("/" + name))[0]
+        try:
+            git.checkout("-b", name, "--track", upstream)
+        except self._git.exc.GitCommandError as exc:
+            why = " ".join(str(exc.stderr or exc).split())[:300]
+            raise GitError(f"the memory repository {self.root} has no branch checked out and "
+                           f"`git checkout -b {name} --track {upstream}` failed: {why}. "
+                           "Nothing was written.") from exc
+        return True
 
     def _ensure_gitignore(self) -> None:
         path = self.root / ".gitignore"

@@ -360,7 +360,7 @@ def render_memory(memory: RecalledMemory, n: int | None = None, *,
 
 
 def _render_record(rec: RecordPassage, num: str, label: str | None = None) -> str:
-    when = rec.date + (f" {rec.time} UTC" if rec.time else "")
+    when = (rec.date or "undated") + (f" {rec.time} UTC" if rec.time else "")
     short = rec.session[:8]
     lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading}]"]
     if label:

@@ -33,7 +33,10 @@ DESCRIPTION_CHARS = 160
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-TURN_HEADING = re.compile(r"^## Turn (\d+) \((\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}) UTC)?\)$")
+# "## Turn 3 (2026-03-25 14:02 UTC)"; a transcript without timestamps (a plain JSONL
+# chat) gives "## Turn 3". Records written before that said "(0000-00-00)": read as undated.
+TURN_HEADING = re.compile(r"^## Turn (\d+)(?: \((\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}) UTC)?\))?$")
+NO_DATE = "0000-00-00"
 SUMMARY_HEADING = re.compile(r"^## Summary \(by ([\w.-]+), not the session's words\)$")
 OPEN_ENDS_HEADING = "## Open ends"
 _LABELS = {
@@ -214,7 +217,7 @@ def outcome_line(commits: Iterable[Commit], checks: Iterable[Check], open_ends: 
     elif checks:
         failed = [c for c in checks if c.outcome != "passed"]
         if failed:
-            named = ", ".join(_short(c.command) for c in failed[-2:])
+            named = ", ".join(dict.fromkeys(_short(c.command) for c in failed[-2:]))
             more = f" and {len(failed) - 2} more" if len(failed) > 2 else ""
             parts.append(f"{len(failed)} of {len(checks)} checks failed: {named}{more}")
         else:
@@ -274,9 +277,12 @@ def _front(record: SessionRecord) -> dict[str, Any]:
 
 
 def render_turn(turn: Turn, fallback_date: str | None) -> str:
-    day = turn.date or fallback_date or "0000-00-00"
-    when = f"{day} {turn.time} UTC" if turn.time else day
-    lines = [f"## Turn {turn.number} ({when})", ""]
+    day = turn.date or fallback_date
+    if day is None:  # no timestamp in the transcript: no date is made up
+        lines = [f"## Turn {turn.number}", ""]
+    else:
+        when = f"{day} {turn.time} UTC" if turn.time else day
+        lines = [f"## Turn {turn.number} ({when})", ""]
     if turn.user:
         lines += ["**User:**", *_quote(turn.user), ""]
     if turn.agent:
@@ -376,6 +382,10 @@ def _sections(body: str) -> list[tuple[str, list[str]]]:
     return sections
 
 
+def _turn_date(m: re.Match[str]) -> str | None:
+    return None if m.group(2) in (None, NO_DATE) else m.group(2)
+
+
 def _parse_turn(heading: str, lines: list[str], path: str) -> Turn:
     m = TURN_HEADING.match(heading)
     if not m:
@@ -409,7 +419,7 @@ def _parse_turn(heading: str, lines: list[str], path: str) -> Turn:
             close()
     close()
     return Turn(
-        number=int(m.group(1)), date=m.group(2), time=m.group(3),
+        number=int(m.group(1)), date=_turn_date(m), time=m.group(3),
         user="\n\n".join(blocks["user"]) or None, agent="\n\n".join(blocks["agent"]) or None,
         failures=tuple(blocks["failures"]), notes=tuple(blocks["notes"]), activity=activity,
     )
@@ -480,7 +490,7 @@ def turn_windows(text: str) -> list[TurnWindow]:
         raw = "\n".join([heading, *lines]).strip("\n")
         m = TURN_HEADING.match(heading)
         if m:
-            out.append(TurnWindow("turn", int(m.group(1)), m.group(2), m.group(3), heading,
+            out.append(TurnWindow("turn", int(m.group(1)), _turn_date(m), m.group(3), heading,
                                   _plain(lines), raw))
         elif heading == OPEN_ENDS_HEADING:
             out.append(TurnWindow("open-ends", None, day, None, heading, _plain(lines), raw))

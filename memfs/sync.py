@@ -328,6 +328,9 @@ def sync(store, remote: str | None = None, *, today: str | None = None) -> SyncR
 
 def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
     root = store.root
+    # Open the repository before anything is written: a plain clone with no branch
+    # checked out takes its remote's branch there (MemoryRepo), or stops.
+    _ = store.git
     branch = _branch(root)
     if not branch:
         raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "

@@ -381,6 +381,11 @@ class Arc:
     verified: str = "re-run"
     evidence: str = ""  # the user's or the agent's words that marked it fixed
     asked: int | None = None  # the user message that brought the failure in
+    tests: frozenset[str] = frozenset()  # the project's test files the failing output names
+    # Later failures folded into this one's episode (their telling lines and stated causes)
+    # and the user messages that brought them in.
+    followups: list[str] = field(default_factory=list)
+    asks: list[int] = field(default_factory=list)
 
 
 def _norm_cmd(command: str) -> str:
@@ -504,7 +509,8 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
             continue  # the tests were changed to the intended behaviour: no failure fixed
         arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
                         fix_files=fix, passed=events[passed_at].command, failures=1, first=i,
-                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked)
+                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked,
+                        tests=frozenset(failing_test_files(e.result or "")))
     found = list(arcs.values())
     for arc in found:
         arc.commits = related_commits(session, arc.fix_files, after=arc.first)
@@ -650,7 +656,7 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
     return Arc(command=command, signature=signature, error_line=line, cause=cause, fix_files=fix,
                passed=evidence if verified == "re-run" else None, failures=failures, first=i,
                last=end if end is not None else i, origin="pasted", verified=verified,
-               evidence=evidence, asked=i)
+               evidence=evidence, asked=i, tests=frozenset(failing_test_files(events[i].text)))
 
 
 def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:

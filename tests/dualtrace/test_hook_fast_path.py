@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(os.name == "nt", reason="the fast launcher is PO
 
 # What the fast path may import: the standard library and these of dualtrace.
 FLOOR = {"dualtrace", "dualtrace.hookcmd", "dualtrace.queue", "dualtrace.startctx",
-         "dualtrace.atomic", "dualtrace.logfile", "dualtrace.paths", "dualtrace.words"}
+         "dualtrace.atomic", "dualtrace.logfile", "dualtrace.paths", "dualtrace.words",
+         "dualtrace.sweepmark"}
 QUESTION = "Why did we move session storage from Redis to Postgres?"
 GENERIC = ("run the tests", "continue", "commit and push", "Thanks!")
 
@@ -107,6 +108,13 @@ def test_a_stored_session_start_text_is_printed_without_site(hook_env, state_dir
     payload = start_payload(project)
     assert b"additionalContext" in full("session-start", payload, hook_env)  # builds, stores
     settle(state_dir)
+    # The transcripts folder as the worker's sweep left it: a sweep could find nothing,
+    # so none is asked for (dualtrace/sweepmark.py) ...
+    assert shell(fast_command("SessionStart"), payload, hook_env)[0].stdout
+    assert not queue.list_jobs(str(state_dir))
+    # ... until another session's transcript is there (one killed before SessionEnd).
+    (project / "transcripts").mkdir(exist_ok=True)
+    (project / "transcripts" / "s-killed.jsonl").write_text("{}\n")
     # The worker lock held (as by a running worker): the sweep request stays queued.
     lock = queue.FileLock(str(state_dir / "worker.lock"))
     assert lock.acquire(blocking=False)
