@@ -1,7 +1,7 @@
 """`dualtrace recall` as a new process: where its time goes, against baselines in the same run.
 
     python bench/bench_recall_cli.py [--store DIR] [--runs 30] [--memories 10000]
-        [--records 1000] [--importtime] [--baseline-exe OTHER_VENV/bin/dualtrace]
+        [--records 1000] [--importtime] [--warm] [--baseline-exe OTHER_VENV/bin/dualtrace]
 
 The store (10,000 memories + 1,000 session records by default, built with
 bench/bench_recall.py's generators, vectors computed as the worker does) is built once
@@ -13,6 +13,8 @@ so that every command sees the same machine noise, each of these runs ``--runs``
 - ``dualtrace --version``                            console script + click + the CLI module
 - ``dualtrace recall Q`` with DUALTRACE_EMBEDDER=off the lexical read path
 - ``dualtrace recall Q``                             the hybrid read path (WordLlama + FTS5)
+- with ``--warm``: ``dualtrace recall Q`` answered by a running warm server's fork (a
+  state dir of its own, where a warm server was started for the run)
 
 Questions are drawn like bench_recall's (a different one each run; a third of them
 never-stored). Reported: median and p90 in ms, and each median as a ratio to the
@@ -73,6 +75,10 @@ def main() -> None:
                         help="Instead of new processes: in-process recall, Q queries per "
                              "round and build (after a 5-query warm-up), --runs rounds, "
                              "builds alternating round by round (interleaved A/B).")
+    parser.add_argument("--warm", action="store_true",
+                        help="Also time `dualtrace recall` answered by a running warm server "
+                             "(dualtrace/mcp_warm.py: what MCP host sessions are forked "
+                             "from), started for this run in a state dir of its own.")
     parser.add_argument("--baseline-exe", type=Path, default=None,
                         help="Another build's dualtrace console script (e.g. a venv of an "
                              "older commit): its recall runs in the same round robin, on a "
@@ -116,6 +122,13 @@ def main() -> None:
         "dualtrace recall (lexical)": lambda q: ([exe, "recall", q], lexical),
         "dualtrace recall (semantic)": lambda q: ([exe, "recall", q], env),
     }
+    server = None
+    if args.warm:
+        # The console script's own interpreter (its key names the interpreter).
+        script_py = Path(exe).read_text().splitlines()[0].removeprefix("#!").strip()
+        warm_env, server = start_warm_server(script_py, env, tmp / "state-warm")
+        commands["dualtrace recall (semantic, warm server)"] = lambda q: (
+            [exe, "recall", q], warm_env)
     if base_env is not None:
         bexe = str(args.baseline_exe)
         commands["baseline recall (lexical)"] = lambda q: (
@@ -146,6 +159,9 @@ def main() -> None:
                 state_ = found.group(1) if found else "?"
                 counts = states.setdefault(name, {})
                 counts[state_] = counts.get(state_, 0) + 1
+    fork_cpu = None
+    if server is not None:
+        fork_cpu = stop_warm_server(server) / (args.runs + 1)
     base = statistics.median(times["python -c pass"])
     base_cpu = statistics.median(cpu["python -c pass"])
     load = os.getloadavg()[0]
@@ -163,6 +179,9 @@ def main() -> None:
               f"{med / base:.2f} | {med_cpu:.0f} ms | {med_cpu / base_cpu:.2f} |")
     for name, counts in states.items():
         print(f"states {name}: {dict(sorted(counts.items()))}")
+    if fork_cpu is not None:
+        print(f"warm server: its forks' CPU (user+sys, not in the CPU column above) averaged "
+              f"{fork_cpu:.0f} ms per recall (mean over all forks, clock-tick resolution)")
     if args.importtime:
         done = subprocess.run([exe, "recall", qs[0]], capture_output=True, text=True,
                               env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=str(tmp),
@@ -176,6 +195,42 @@ def main() -> None:
         print("\nheaviest imports (cumulative us, one semantic recall):")
         for us, name in sorted(rows, reverse=True)[:15]:
             print(f"  {us:>7} {name}")
+
+
+def start_warm_server(py: str, env: dict[str, str], state: Path,
+                      ) -> tuple[dict[str, str], subprocess.Popen[bytes]]:
+    """A warm server for ``state`` (as `dualtrace mcp` starts one), once it has preloaded."""
+    state.mkdir()
+    warm_env = {**env, "DUALTRACE_HOME": str(state), "DUALTRACE_MCP_WARM": "1",
+                "DUALTRACE_MCP_IDLE": "3600"}
+    sock = subprocess.run([py, "-c", "from dualtrace.mcp_warm import socket_path; import sys; "
+                           "print(socket_path(sys.argv[1]))", str(state)], env=warm_env,
+                          capture_output=True, text=True, check=True, cwd=str(state)
+                          ).stdout.strip()
+    os.makedirs(os.path.dirname(sock), mode=0o700, exist_ok=True)
+    server = subprocess.Popen([py, "-c", "import sys; from dualtrace.mcp_warm import "
+                               "serve_forever; serve_forever(sys.argv[1], sys.argv[2])",
+                               sock, str(state)], env=warm_env, start_new_session=True,
+                              cwd=str(state),  # ("-c" puts the cwd first on sys.path)
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    logfile = state / "logs" / "mcp.log"
+    deadline = time.monotonic() + 120
+    while "warm server preloaded" not in (logfile.read_text() if logfile.exists() else ""):
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the warm server did not start: {logfile}")
+        time.sleep(0.1)
+    return warm_env, server
+
+
+def stop_warm_server(server: subprocess.Popen[bytes]) -> float:
+    """Stop it; the CPU time (ms) of the forks it reaped (cutime + cstime)."""
+    time.sleep(1.5)  # it reaps its forks at least once a second
+    fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = (int(fields[13]) + int(fields[14])) * 1000 / ticks  # cutime, cstime
+    server.terminate()
+    server.wait(timeout=60)
+    return used
 
 
 # Run by each build's interpreter: times in-process recalls (wall and thread CPU, per query).

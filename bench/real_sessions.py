@@ -32,6 +32,12 @@ AL = "agentlogs"
 # also as their own group ("exposed") so that the old and the new split can be compared.
 EXPOSED_S3 = "session 3: the spotter-4te / spotter-fum false merge was found here"
 
+# Held out until session 5, when the one held-out duplicate (sessions 3-4) was looked at:
+# ty's invalid-assignment fix broke the rewritten tests, and the failure the user pasted
+# next became a second incident of one debugging episode. Fixed (offline._breaks_fix),
+# tested on this transcript, so it is a tuning session from session 5 on.
+EXPOSED_S5 = "session 5: the held-out duplicate (a failure the fix itself caused) was found here"
+
 SESSIONS: list[dict] = [
     # ---- claude-code-log: one developer, one project, date order -----------------------
     {"key": "ccl-ci", "project": "ccl", "path": f"{CCL}/fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl",
@@ -58,8 +64,12 @@ SESSIONS: list[dict] = [
           "types": ["decision"], "words": ["combined", "transcript", "link"]},
          {"what": "the combined transcript reuses the session_nav.html component",
           "types": ["decision", "convention"], "words": ["session_nav.html"]},
-         {"what": "the user wants ad-hoc check scripts kept as permanent unit tests",
-          "types": ["preference", "convention"], "words": ["permanent", "unit test"]},
+         # Session 5 (the lead's review): "I'd actually love that test to be saved a
+         # permanent unit test" is a one-off request within this work, not a standing
+         # preference; session 1 labelled it "the user wants ad-hoc check scripts kept as
+         # permanent unit tests" (preference / convention). Same words, the work's type.
+         {"what": "the quick check of the combined link was kept as a permanent unit test",
+          "types": ["decision"], "words": ["permanent", "unit test"]},
      ]},
     {"key": "ccl-tui-cache", "project": "ccl", "path": f"{CCL}/89488521-e2e7-4d97-bc02-38197efdddc8.jsonl",
      "held_out": True, "expect": [
@@ -67,7 +77,7 @@ SESSIONS: list[dict] = [
           "types": ["decision"], "words": ["tui", "cache", "html"]},
      ]},
     {"key": "ccl-ty-mocks", "project": "ccl", "path": f"{CCL}/937c6e6b-27e7-4edd-86f1-ad28f9731841.jsonl",
-     "held_out": True, "expect": [
+     "held_out": False, "exposed": EXPOSED_S5, "expect": [
          {"what": "ty check invalid-assignment errors in test_tui_expansion.py fixed with unittest.mock",
           "types": ["incident"], "words": ["test_tui_expansion.py", "mock"], "status": "resolved"},
      ]},

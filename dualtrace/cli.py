@@ -86,14 +86,18 @@ def read_store(ws: config.Workspace):
 
 # The tier column is what was stored; the evidence is what the scores asked for. They
 # differ when the session's gate raised the tier (a failure fixed in the session is
-# always FULL), when a FULL had no grounded moment to keep (stored as RECORD), or when an
-# update adds to a memory stored at another tier: the legend says so, since a user reads
-# "FULL (5)" against it (new-user review).
+# always FULL), when a routing rule of the protocol moved it (plan.PlanBuilder.routed:
+# the line's note names the rule), when a FULL had no grounded moment to keep (stored as
+# RECORD), or when an update adds to a memory stored at another tier: the legend says
+# so, since a user reads "FULL (5)" against it (new-user review).
 SCORE_LEGEND = ("scores: d/s/r/l = durability/scope/rationale/retrieval likelihood, 0-3 each; "
                 "(n) = their sum, the evidence: 8-12 asks for FULL (fact + moment), 5-7 for "
                 "RECORD (fact); the tier shown is what was stored (the session's gate can "
-                "raise it, a FULL without a grounded moment is kept as RECORD, an update keeps "
-                "the memory's tier); BULLET = a line in a preferences or conventions file")
+                "raise it; a routing rule can move it: a decision or learning with its why, a "
+                "high-stakes incident or an irreversible decision is FULL from 5, a pattern's "
+                "first sighting RECORD, and the line's note says which; a FULL without a "
+                "grounded moment is kept as RECORD; an update keeps the memory's tier); "
+                "BULLET = a line in a preferences or conventions file")
 
 
 def _tier_label(op: dict) -> str:

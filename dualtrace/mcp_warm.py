@@ -28,30 +28,47 @@ it in process) and exits. It exits after ``DUALTRACE_MCP_IDLE`` seconds (default
 with no session. ``mcp_warm = false`` in the user config or ``DUALTRACE_MCP_WARM=0``
 turns all of this off; fallbacks are logged in ``<state>/logs/mcp.log``. Standard library only at module
 level: this runs on every host start.
+
+``dualtrace recall`` uses the same server when one is running (issue 11: a new process per
+question pays ~60-100 ms for numpy, the embedder and the read path's imports): the
+preloaded server marks itself ready (``<socket>.ready``); a recall that finds the mark
+connects, waits for the fork's hello (only then are its stdio descriptors sent), and the
+fork runs ``dualtrace.recallcmd`` as the new process would, with its stdout and stderr
+re-opened in the client's encoding. No server is ever started for a recall, and a dead
+(refusing), stale (closing) or hung (silent for ``READY_WAIT``) one means the recall is
+answered in its own process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 import struct
 import sys
 import time
 
 TYPE_CHECKING = False  # (not typing's: this module runs on every host start, typing costs)
 if TYPE_CHECKING:
+    import socket
     import subprocess
     from typing import IO
 
+# socket (~2 ms with its enums and selectors) and hashlib are imported where they are
+# used: a ``recall`` with no warm server around looks for a socket file and goes on.
+
 IDLE_SECONDS = 600.0
 START_WAIT = 20.0  # seconds a first start waits for the warm server to listen
+# Seconds a ``recall`` waits for a listening warm server to take it over (normally a few
+# ms: the fork); past that it answers in process. DUALTRACE_WARM_READY_WAIT overrides.
+READY_WAIT = 2.0
+READY_SUFFIX = ".ready"  # beside the socket: this server has preloaded (``_mark_ready``)
 _HEADER = struct.Struct("!I")
-READY, STATUS = b"R", b"S"
+HELLO, READY, STATUS = b"H", b"R", b"S"  # fork is there; fork has the session; exit status
 
 
 def enabled(argv: list[str], state: str) -> bool:
+    import socket
+
     if os.environ.get("DUALTRACE_MCP_WARM", "").strip().lower() in ("0", "false", "no"):
         return False
     if "--encoder" in argv or not (hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
@@ -118,6 +135,7 @@ def _private_dir(path: str) -> str:
 def key(state: str) -> str:
     """Which warm server this process may use: same interpreter, same code, same state.
     (The warm server also re-checks every module it has loaded before each fork.)"""
+    import hashlib
     from importlib.util import find_spec
 
     from dualtrace import __version__
@@ -146,6 +164,8 @@ def socket_path(state: str) -> str:
 
 
 def _connect(path: str) -> socket.socket | None:
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -226,18 +246,74 @@ def client(argv: list[str], state: str) -> int | None:
         log(state, f"warm server did not listen (waited {time.monotonic() - start:.1f} s): "
                    "serving in process")
         return None
+    return _hand_over(sock, "mcp", argv, state, START_WAIT)
+
+
+def may_be_listening(state: str) -> bool:
+    """A preloaded warm server has marked itself ready in this state's socket folder: the
+    cheap look a ``recall`` takes before it pays for the key, the socket module and a
+    connect (a server killed without cleaning up leaves the mark: the connect fails)."""
+    here = _socket_dir(state, f"mcp-{'0' * 24}.sock")  # (the folder depends on the length)
+    try:
+        return any(name.endswith(READY_SUFFIX) for name in os.listdir(here))
+    except OSError:
+        return False
+
+
+def forward(kind: str, argv: list[str], state: str) -> int | None:
+    """Run ``dualtrace <kind> ARGV`` (``recall``: one question, one new process) in a fork
+    of the warm server, if one is listening already: none is started for it, and a dead
+    one (its socket refuses), a stale one (it closes) or a hung one (no answer within
+    ``READY_WAIT``) costs at most that wait. The fork's exit status, or None when no
+    server took it over (the caller then answers in process)."""
+    try:
+        path = socket_path(state)
+        if not _is_private_dir(os.path.dirname(path)) or not os.path.exists(
+                path + READY_SUFFIX):
+            return None  # none of this code is ready here (or not a folder to trust)
+        sock = _connect(path)
+    except OSError:
+        return None
+    if sock is None:
+        return None
+    return _hand_over(sock, kind, argv, state, _ready_wait())
+
+
+def _ready_wait() -> float:
+    try:
+        return float(os.environ.get("DUALTRACE_WARM_READY_WAIT") or READY_WAIT)
+    except ValueError:
+        return READY_WAIT
+
+
+def _hand_over(sock: socket.socket, kind: str, argv: list[str], state: str,
+               wait: float) -> int | None:
+    """Send this process's stdio, argv, cwd, environment and umask to the warm server's
+    fork and wait for its exit status; None when it did not take the session (nothing of
+    it was touched: the caller serves it in process)."""
+    import socket
+
     umask = os.umask(0)
     os.umask(umask)
-    header = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
-                         "umask": umask}).encode("utf-8", "surrogateescape")
+    fields: dict[str, object] = {"kind": kind, "argv": argv, "cwd": os.getcwd(),
+                                 "env": dict(os.environ), "umask": umask}
+    if kind != "mcp":  # text written by the fork as this process would have written it
+        fields["stdio"] = [_stream_spec(sys.stdout), _stream_spec(sys.stderr)]
+    header = json.dumps(fields).encode("utf-8", "surrogateescape")
+    what = "the session" if kind == "mcp" else kind
     try:
-        sock.settimeout(START_WAIT)  # a hung warm server must not hang the host
+        sock.settimeout(wait)  # a hung warm server must not hang the host
+        # Our stdio goes only to a fork that is there to take it: descriptors in flight
+        # to a server that never reads them would hold our stdout open after we exit (a
+        # caller reading it to the end would wait for that server).
+        if _recv_exact(sock, 1) != HELLO:
+            raise ConnectionAbortedError("closed")
         socket.send_fds(sock, [_HEADER.pack(len(header)) + header], [0, 1, 2])
         if _recv_exact(sock, 1) != READY:
             raise ConnectionAbortedError("closed")
     except OSError as exc:  # nothing of the session was touched: serve it here
         sock.close()
-        log(state, f"warm server refused the session (stale or failing: {exc}): "
+        log(state, f"warm server refused {what} (stale or failing: {exc}): "
                    "serving in process")
         return None
     try:
@@ -249,8 +325,28 @@ def client(argv: list[str], state: str) -> int | None:
         return 130  # closing the socket tells the session's fork to stop the same way
     finally:
         sock.close()
-    # The child answered the host and then died without a status: an error exit.
-    return reply[1] if len(reply) == 2 and reply[:1] == STATUS else 1
+    if len(reply) == 2 and reply[:1] == STATUS:
+        return reply[1]
+    # The child took the session over and then died without a status: an error exit.
+    log(state, f"warm server's fork for {what} ended without an exit status")
+    return 1
+
+
+def _stream_spec(stream: object) -> list[object]:
+    return [getattr(stream, "encoding", None) or "utf-8",
+            getattr(stream, "errors", None) or "strict",
+            bool(getattr(stream, "line_buffering", False))]
+
+
+def _is_private_dir(path: str) -> bool:
+    """``_private_dir``'s check without creating the folder."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -267,27 +363,62 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def _preload(state: str) -> None:
-    """Load once what every session's warm-up would: the recall stack (pure Python) and
-    the redactor with its ~490 compiled secret rules (a single-threaded native scanner).
-    A fork inherits them; each session still opens its own index and embedder."""
+    """Load once what every session's warm-up would: the recall stack and the ``recall``
+    command, the embedder (numpy, WordLlama's table and vocabulary) and the redactor with
+    its ~490 compiled secret rules (a single-threaded native scanner). A fork inherits
+    them; each session still opens its own index."""
     try:
+        import dualtrace.cmdline  # noqa: F401
+        import dualtrace.memfs.formats  # noqa: F401
         import dualtrace.memfs.index  # noqa: F401
         import dualtrace.memfs.recall  # noqa: F401
         import dualtrace.memfs.sessions  # noqa: F401
         import dualtrace.memfs.store  # noqa: F401
+        import dualtrace.recallcmd  # noqa: F401
         from dualtrace.encoder.redact import redact_text
 
         redact_text("dualtrace warm server")  # builds the rules; finds nothing to remember
+        _preload_embedder()
     except Exception as exc:  # noqa: BLE001 - sessions then load it themselves
         log(state, f"warm server preload failed: {exc}")
 
 
-def _preload_checked(state: str) -> bool:
+def _preload_embedder() -> None:
+    """numpy and the embedder: ~60-100 ms that a new ``recall`` process pays each time.
+    Only when numpy starts no BLAS thread pool (a person's OPENBLAS_NUM_THREADS=4 would):
+    a process with threads must not fork, and the sessions then load it themselves."""
+    from dualtrace.memfs import embed  # sets the thread counts to 1 unless they are set
+
+    if any(os.environ.get(var, "1") != "1" for var in embed.BLAS_THREAD_VARS):
+        return
+    model = embed.get_embedder()
+    if model is not None:
+        model.embed(["dualtrace warm server"])  # maps the table, reads the vocabulary
+
+
+def _preload_checked(state: str, path: str) -> bool:
+    start = time.monotonic()
     _preload(state)
     if _threads() > 1:  # forking a process with other threads is not safe: stop
         log(state, "warm server stopping: a preloaded library started a thread")
         raise SystemExit(0)
+    _mark_ready(path, True)
+    log(state, f"warm server preloaded ({(time.monotonic() - start) * 1000:.0f} ms)")
     return True
+
+
+def _mark_ready(path: str, ready: bool) -> None:
+    """``<socket>.ready`` exists while this server has everything loaded: only then does
+    a ``recall`` hand itself over (a server still preloading, ~0.3-8 s, would make it wait,
+    and it answers faster in process)."""
+    try:
+        if ready:
+            with open(path + READY_SUFFIX, "w"):
+                pass
+        else:
+            os.unlink(path + READY_SUFFIX)
+    except OSError:
+        pass
 
 
 def _threads() -> int:
@@ -306,7 +437,8 @@ def _loaded_files() -> dict[str, int]:
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
         if path and name.split(".")[0] in ("dualtrace", "mcp", "mcp_types", "pydantic",
-                                            "pydantic_core", "anyio", "kingfisher_sdk"):
+                                            "pydantic_core", "anyio", "kingfisher_sdk",
+                                            "numpy"):
             try:
                 out[path] = os.stat(path).st_mtime_ns
             except OSError:
@@ -386,7 +518,7 @@ def serve_forever(path: str, state: str) -> None:
                     why = "its socket file is gone"
                     break
                 if not preloaded:
-                    preloaded = _preload_checked(state)
+                    preloaded = _preload_checked(state, path)
                     loaded = {**_loaded_files(), **loaded}  # keep what the start saw
                 continue
             if not _same_user(conn):
@@ -410,7 +542,7 @@ def serve_forever(path: str, state: str) -> None:
             children.add(pid)
             last = time.monotonic()
             if not preloaded:
-                preloaded = _preload_checked(state)
+                preloaded = _preload_checked(state, path)
                 loaded = {**_loaded_files(), **loaded}  # keep what the start saw
     except SystemExit:
         why = "stopped"  # SIGTERM, or a preloaded library started a thread
@@ -419,10 +551,13 @@ def serve_forever(path: str, state: str) -> None:
         # Unreachable first, then free for a successor, before the (slow) interpreter exit:
         # a client that finds no socket starts a new server, which needs the lock.
         if _still_bound(path, bound):
+            _mark_ready(path, False)
             try:
                 os.unlink(path)
             except OSError:
                 pass
+        elif not os.path.exists(path):  # removed, not replaced: nobody's mark now
+            _mark_ready(path, False)
         listener.close()
         lock.close()
         log(state, f"warm server exited ({why})")
@@ -434,6 +569,8 @@ def _listen(path: str) -> tuple[socket.socket, int]:
         os.unlink(path)
     except FileNotFoundError:
         pass
+    import socket
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
@@ -458,6 +595,8 @@ def _reap(children: set[int]) -> bool:
 
 
 def _same_user(conn: socket.socket) -> bool:
+    import socket
+
     if not hasattr(socket, "SO_PEERCRED"):
         return True  # the 0700 folder alone keeps others out
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -468,12 +607,18 @@ def _same_user(conn: socket.socket) -> bool:
 def _child(conn: socket.socket) -> None:
     """One host session in a fork of the warm server; exits the process."""
     import signal
+    import socket
     import threading
 
     code = 1
     try:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            try:
+                conn.sendall(HELLO)
+            except OSError:
+                os._exit(1)  # the client gave up on us already: nothing was handed over
+            conn.settimeout(START_WAIT)  # a client that connects and sends nothing
             msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
             if len(fds) != 3 or len(msg) < _HEADER.size:
                 os._exit(1)
@@ -484,7 +629,11 @@ def _child(conn: socket.socket) -> None:
                 if not chunk:
                     os._exit(1)
                 body += chunk
+            conn.settimeout(None)
             header = json.loads(body.decode("utf-8", "surrogateescape"))
+            kind = header.get("kind", "mcp")
+            if kind not in SESSION_KINDS:
+                os._exit(1)  # before READY: the client serves it in process
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
                 os.close(fd)
@@ -492,8 +641,13 @@ def _child(conn: socket.socket) -> None:
             os.environ.clear()
             os.environ.update(header["env"])
             os.umask(int(header["umask"]))
-            sys.argv = ["dualtrace", "mcp", *header["argv"]]
-            conn.sendall(READY)
+            sys.argv = ["dualtrace", kind, *header["argv"]]
+            if header.get("stdio"):
+                _reopen_stdio(header["stdio"])
+            try:
+                conn.sendall(READY)
+            except OSError:  # the client stopped waiting (and serves itself): say nothing
+                os._exit(1)
 
             def watch() -> None:
                 """The dualtrace mcp process is gone (the host stopped or killed it, or
@@ -508,9 +662,7 @@ def _child(conn: socket.socket) -> None:
                 os._exit(130)
 
             threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
-            from dualtrace.mcp_server import main
-
-            code = main(list(header["argv"]))
+            code = _run_session(kind, list(header["argv"]))
         finally:
             # The session is over: the watch's SIGINT (sent when the client exits after
             # reading our status) must not interrupt what is left.
@@ -536,6 +688,32 @@ def _child(conn: socket.socket) -> None:
 
     faults.point("warm-exit")  # (the client exits now: its watch's SIGINT comes here)
     os._exit(code)
+
+
+SESSION_KINDS = ("mcp", "recall")
+
+
+def _run_session(kind: str, argv: list[str]) -> int:
+    """What a new ``dualtrace <kind> ARGV`` process would run, in this fork."""
+    if kind == "recall":
+        from dualtrace.recallcmd import main as recall
+
+        code = recall(argv, warm=False)  # (this fork is the warm path)
+        # The client forwards only what its own parse took; None cannot happen there.
+        return 2 if code is None else code
+    from dualtrace.mcp_server import main as serve
+
+    return serve(argv)
+
+
+def _reopen_stdio(specs: list[list[object]]) -> None:
+    """sys.stdout / sys.stderr over the client's descriptors, with the client's encoding,
+    error handler and line buffering (the warm server's own were set up for /dev/null)."""
+    for fd, name, (encoding, errors, line) in zip((1, 2), ("stdout", "stderr"), specs,
+                                                  strict=False):
+        stream = open(fd, "w", buffering=1 if line else -1, encoding=str(encoding),  # noqa: SIM115
+                      errors=str(errors), closefd=False)
+        setattr(sys, name, stream)
 
 
 def parse_argv(argv: list[str]) -> tuple[str | None, bool] | None:

@@ -12,26 +12,46 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
-from dualtrace import config
-from dualtrace.errors import DualtraceError
-
+# Nothing heavier at module level (no dataclasses, typing, pathlib or config): when a warm
+# server answers, this process only parses argv and hands itself over (~20 ms of imports
+# saved there, measured in bench/bench_recall_cli.py --warm).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
+
+    from dualtrace import config
     from dualtrace.memfs.recall import RecalledMemory, RecallResult
 
 LIMIT_RANGE = (1, 100)
 
 
-@dataclass(frozen=True)
 class Args:
-    question: tuple[str, ...]
-    memory_dir: Path | None = None
-    as_json: bool = False
-    limit: int = 5
-    kind: str | None = None
+    """``recall``'s arguments. A plain class with slots, not a dataclass: importing
+    dataclasses (and inspect with it) is ~5 ms this command's warm path does without."""
+
+    __slots__ = ("question", "memory_dir", "as_json", "limit", "kind")
+
+    def __init__(self, question: tuple[str, ...], memory_dir: Path | None = None,
+                 as_json: bool = False, limit: int = 5, kind: str | None = None) -> None:
+        self.question = question
+        self.memory_dir = memory_dir
+        self.as_json = as_json
+        self.limit = limit
+        self.kind = kind
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.question, self.memory_dir, self.as_json, self.limit, self.kind)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Args) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Args{self._fields()!r}"
 
 
 def kinds() -> list[str]:
@@ -43,6 +63,19 @@ def kinds() -> list[str]:
 
 def parse(argv: list[str]) -> Args | None:
     """``recall``'s arguments when they are plainly valid, else None (click decides)."""
+    found = _scan(argv)
+    if found is None:
+        return None
+    words, memdir, as_json, limit, kind = found
+    if memdir is None:
+        return Args(words, None, as_json, limit, kind)
+    from pathlib import Path
+
+    return Args(words, Path(memdir), as_json, limit, kind)
+
+
+def _scan(argv: list[str]) -> tuple[tuple[str, ...], str | None, bool, int, str | None] | None:
+    """``parse`` without building anything: (words, memory dir, json, limit, type)."""
     words: list[str] = []
     values: dict[str, str] = {}
     as_json = False
@@ -73,12 +106,12 @@ def parse(argv: list[str]) -> Args | None:
         return None
     if kind is not None and kind not in kinds():
         return None
-    memdir = values.get("--memory-dir")
-    return Args(tuple(words), Path(memdir) if memdir is not None else None, as_json,
-                int(limit), kind)
+    return tuple(words), values.get("--memory-dir"), as_json, int(limit), kind
 
 
 def require_memory_dir(memdir: Path, hint: str = "") -> None:
+    from dualtrace.errors import DualtraceError
+
     if memdir.exists() and not memdir.is_dir():
         raise DualtraceError(f"memory directory {memdir} is not a directory")
     if not memdir.is_dir():
@@ -121,6 +154,7 @@ def own_preferences(ws: config.Workspace, question: str, limit: int, kind: str |
     """
     if kind not in (None, "preference") or ws.settings.preferences == "project":
         return []
+    from dualtrace import config
     from dualtrace.memfs.recall import recall as do_recall
 
     own_dir = config.user_memory_dir(ws.settings)
@@ -134,11 +168,23 @@ def own_preferences(ws: config.Workspace, question: str, limit: int, kind: str |
     return [m for m in found.memories if not (m.bullet and m.bullet in seen)]
 
 
-def main(argv: list[str]) -> int | None:
-    """The fast path's exit code, or None when click should take ``argv`` instead."""
-    args = parse(argv)
-    if args is None:
+def main(argv: list[str], *, warm: bool = True) -> int | None:
+    """The fast path's exit code, or None when click should take ``argv`` instead.
+
+    ``warm``: a warm server that is already running (dualtrace/mcp_warm.py: the one MCP
+    host sessions are forked from) answers in a fork of itself, where numpy, the
+    embedder and the read path are loaded already; without one (or when it refuses, is
+    stale or does not answer within ``mcp_warm.READY_WAIT``) this process answers.
+    """
+    if _scan(argv) is None:
         return None
+    if warm:
+        code = _in_warm_server(argv)
+        if code is not None:
+            return code
+    args = parse(argv)
+    assert args is not None
+    from dualtrace import config
     from dualtrace.cmdline import report, warn_settings
 
     # One question, one process: numpy's BLAS thread pool (started at import, one thread
@@ -155,3 +201,19 @@ def main(argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _in_warm_server(argv: list[str]) -> int | None:
+    """The exit status of this recall answered by a running warm server, or None."""
+    from dualtrace import mcp_warm
+    from dualtrace.paths import state_dir
+
+    try:
+        state = state_dir()
+    except OSError:
+        return None
+    if not mcp_warm.may_be_listening(state):  # no server around: no further cost
+        return None
+    if not mcp_warm.enabled([], state):  # DUALTRACE_MCP_WARM=0, mcp_warm = false
+        return None
+    return mcp_warm.forward("recall", argv, state)

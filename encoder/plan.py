@@ -87,7 +87,10 @@ _STAKES_INCIDENT = re.compile(
     r"vulnerab\w*|exploit\w*|production (?:down|incident)|sev ?[01]|p0)\b", re.I)
 _IRREVERSIBLE = re.compile(
     r"\b(migrat\w*|database|schema|api contract|public api|breaking change|"
-    r"framework|switch(?:ing|ed)? (?:from|to)|rewrite|replac\w* \w+ with)\b", re.I)
+    r"framework|switch(?:ing|ed)? (?:from|to)|rewrite"
+    # "replace Redux with Zustand"; never "replace them with a single link" (a pronoun names
+    # no framework or contract)
+    r"|replac\w* (?!(?:them|it|this|that|these|those|one|all)\b)\w+ with)\b", re.I)
 SIMILAR_THRESHOLD = 0.5
 MAX_RELATED = 10
 # Per-session bounds on what a backend may do (issue 13): proposals of any kind, memories
@@ -294,21 +297,30 @@ class PlanBuilder:
     # ---- routing
 
     def route(self, op: Store) -> str:
+        return self.routed(op)[0]
+
+    def routed(self, op: Store) -> tuple[str, str]:
+        """The tier for ``op`` and, when a routing rule of the protocol (section 7) moves
+        it off its evidence range, which rule: the encode/explain lines print it, since
+        the legend gives the ranges (a user reads "FULL (5)" against "8-12")."""
         total = op.scores.total
         tier = tier_for(total)
         text = f"{op.description}\n{op.body}"
-        if total >= 5 and (
-            (op.type == "incident" and _STAKES_INCIDENT.search(text))
-            or (op.type == "decision" and _IRREVERSIBLE.search(text))
-        ):
+        why = ""
+        stakes = _STAKES_INCIDENT.search(text) if op.type == "incident" else \
+            _IRREVERSIBLE.search(text) if op.type == "decision" else None
+        if total >= 5 and stakes:
             tier = "FULL"
-        if op.type == "decision" and total >= 5 and op.scores.rationale >= 2:
+            kind = "a high-stakes incident" if op.type == "incident" else "an irreversible decision"
+            why = f'{kind} ("{stakes.group(0)}")'
+        elif op.type in ("decision", "learning") and total >= 5 and op.scores.rationale >= 2:
             tier = "FULL"
-        if op.type == "learning" and total >= 5 and op.scores.rationale >= 2:
-            tier = "FULL"  # a learning progression that passes 5
+            why = f"a {op.type} with its why (rationale {op.scores.rationale})"
         if op.type == "pattern" and tier == "FULL":
-            tier = "RECORD"  # first sighting; the second (an update) upgrades it
-        return tier
+            tier, why = "RECORD", "a pattern's first sighting"  # the second (an update) upgrades it
+        if tier == tier_for(total):
+            return tier, ""
+        return tier, f"{tier} at evidence {total}: {why}"
 
     # ---- store
 
@@ -319,12 +331,12 @@ class PlanBuilder:
             if anchor.startswith(prefix) and len(anchor) > len(prefix):
                 anchor = anchor[len(prefix):]
         op = replace(op, anchor=anchor)
-        tier = self.route(op)
+        tier, why = self.routed(op)
         if op.type in formats.BULLET_TYPES:
             if self.ctx.provenance is not None:
-                why = rule_backing(self.ctx.provenance, op.bullet or op.description)
-                if why:
-                    raise Rejected(why)
+                refused = rule_backing(self.ctx.provenance, op.bullet or op.description)
+                if refused:
+                    raise Rejected(refused)
             return self._bullet(op, tier)
         if tier == "SKIP":
             return self._record(Outcome("skip", None, "SKIP", op.scores, None,
@@ -341,7 +353,7 @@ class PlanBuilder:
             old = self.current(op.supersedes)
             if not isinstance(old, Fact) or old.type != "decision":
                 raise Rejected(f"supersedes {op.supersedes!r} is not a stored decision")
-        return self._store_new(op, rel, tier)
+        return self._store_new(op, rel, tier, why)
 
     def _store_as_update(self, op: Store, existing: Fact) -> Outcome:
         """A Store of a subject already stored: an update in place, never a second file."""
@@ -361,15 +373,17 @@ class PlanBuilder:
         return replace(outcome, note=f"same subject as {existing.path}: updated in place"
                        + (f"; {outcome.note}" if outcome.note else ""))
 
-    def _store_new(self, op: Store, rel: str, tier: str) -> Outcome:
-        """A new fact file (and its moment for FULL), superseding a decision if asked."""
+    def _store_new(self, op: Store, rel: str, tier: str, why: str = "") -> Outcome:
+        """A new fact file (and its moment for FULL), superseding a decision if asked;
+        ``why`` names the routing rule that set the tier, if any (:meth:`routed`)."""
         anchor = op.anchor
         related = self._related(op.related)
         moment = None
-        note = ""
+        note = why
         if tier == "FULL":
             if op.moment is None:
-                tier, note = "RECORD", "no moment proposed: stored as fact only"
+                tier, note = "RECORD", "; ".join(
+                    x for x in (why, "no moment proposed: stored as fact only") if x)
             else:
                 check_moment(op.moment, anchor, self.ctx.grounding)
                 moment = self._new_moment(op.type, anchor, op.description, op.moment,

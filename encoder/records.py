@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dualtrace.encoder.cues import CHECK_COMMAND
+from dualtrace.encoder.cues import check_command
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
 from dualtrace.memfs.sessions import (
@@ -79,7 +79,7 @@ MAX_FILES = 80
 
 
 def is_check(command: str) -> bool:
-    return bool(CHECK_COMMAND.search(command))
+    return check_command(command) is not None
 
 
 def _hhmm(ts: str | None) -> str | None:
@@ -820,4 +820,4 @@ def record_for(session: Session, root: Path, *, project: str | None,
     return record, text
 
 
-__all__ = ["Built", "CHECK_COMMAND", "build", "describe", "fit", "is_check", "merge", "record_for"]
+__all__ = ["Built", "build", "describe", "fit", "is_check", "merge", "record_for"]

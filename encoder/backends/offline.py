@@ -210,6 +210,17 @@ def stack_items(sentence: str) -> list[str]:
     return items if len(items) >= 3 else []
 
 
+# A request about something of this session ("I'd love that test to be saved as a
+# permanent unit test", "I want it in the sidebar") is part of the work, not the person's
+# standing taste: the wish points at a thing in front of them (that/this/these/those/it/
+# them) and says nothing general (always, never, every, in general, whenever, from now on).
+ONE_OFF = re.compile(
+    r"\b(?:like|prefer|love|want|rather|hate|dislike)\b(?:\s+(?:to\s+)?(?:see|have|get|keep|make))?"
+    r"\s+(?:that|this|these|those|it|them)\b(?!\s+(?:(?:way|style|approach|kind|sort|pattern)s?|when)\b)", _I)
+GENERAL = re.compile(r"\b(?:always|never|every\w*|in general|generally|whenever|from now on|going forward"
+                     r"|by default|in (?:all|any|every) (?:\w+ )?(?:projects?|repos?|cases?|code)|all (?:my|our|the) )", _I)
+
+
 def lead_type(sentence: str) -> str | None:
     if GOAL.search(sentence):
         return "decision"
@@ -218,6 +229,8 @@ def lead_type(sentence: str) -> str | None:
             if kind == "preference" and not re.match(
                     r"^(?:(?:also|and|oh|btw|ps)\W+)?(?:i\b|my\b|please\b|personally\b)", sentence, _I):
                 continue
+            if kind == "preference" and ONE_OFF.search(sentence) and not GENERAL.search(sentence):
+                continue  # a one-off request within the work (see ONE_OFF)
             return kind
     return None
 
@@ -391,7 +404,7 @@ def work_candidates(session) -> list[Candidate]:
     arcs = _incident_arcs(session)
     # A request that only brought in a failure (pasted, or run with the shell escape) and
     # got it fixed is remembered as that incident, not a second time as work.
-    brought = {a.asked: set(a.fix_files) for a in arcs if a.asked is not None}
+    brought = {i: set(a.fix_files) for a in arcs for i in (a.asked, *a.asks) if i is not None}
     found = [t for t in work.tasks(session)
              if not (t.start in brought and all(f in brought[t.start] or work.is_test_file(f)
                                                 or work.is_doc(f) for f in t.changed))]
@@ -482,7 +495,7 @@ def _incident_arcs(session) -> list[work.Arc]:
     created = {work.relative(e.path, session.cwd) for e in session.events
                if e.kind == "edit" and e.path and e.edit_kind == "create"}
     out: list[work.Arc] = []
-    for arc in _merge_arcs(work.fix_arcs(session, limit=4))[:2]:
+    for arc in _merge_arcs(work.fix_arcs(session, limit=4), session)[:2]:
         target = re.split(r"[(:]", arc.signature.split()[0])[0].rsplit("/", 1)[-1] if arc.signature else ""
         if arc.origin == "run" and any(c and (c.rsplit("/", 1)[-1] == target or c in arc.command)
                                        for c in created):
@@ -517,6 +530,7 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
         lines.append(f"Cause (as the agent stated): {_quote(arc.cause, 400)}")
     if arc.fix_files:
         lines.append("Fix: edited " + ", ".join(f"`{f}`" for f in arc.fix_files[:8]))
+    lines += [f"Then the fix broke: {_quote(f, 500)}" for f in arc.followups[:2]]
     runs = f" ({arc.failures} failing runs before)" if arc.failures > 1 else ""
     if arc.verified == "re-run":
         lines.append(f"Resolved: `{one_line(arc.passed or arc.command, 100)}` passed afterwards{runs}")
@@ -535,7 +549,8 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
                      body_text="\n\n".join(lines), subject=arc.signature,
                      status="resolved" if arc.verified else "investigating", files=arc.fix_files)
     cand.confidence = "MEDIUM" if arc.verified in ("agent", "") else "HIGH"
-    cand.told = work.told_about(session, arc.asked) if arc.asked is not None else ()
+    asked = [i for i in (arc.asked, *arc.asks) if i is not None]
+    cand.told = tuple(dict.fromkeys(t for i in asked for t in work.told_about(session, i)))
     return cand
 
 
@@ -567,10 +582,31 @@ def _one_episode(a: work.Arc, b: work.Arc) -> bool:
     return early.origin == "pasted" and late.origin == "run" and shared
 
 
-def _merge_arcs(arcs: list[work.Arc]) -> list[work.Arc]:
-    """One incident per debugging episode (:func:`_one_episode`)."""
+def _breaks_fix(early: work.Arc, late: work.Arc, session) -> bool:
+    """``late`` is what ``early``'s fix broke: it fails after that fix, only in test files
+    the fix edited, is fixed in the fix's files again, and no other request came in
+    between (ty's invalid-assignment errors fixed with mocks, then the rewritten tests
+    failing on what the mocks no longer record). One episode, one incident; the second
+    failure is part of the first one's story, not a memory of its own."""
+    if late.first <= early.last or not late.tests or not late.fix_files:
+        return False
+    fixed: set[str | None] = set(early.fix_files)
+    if not (all(work.created_here(t, fixed) for t in late.tests) and set(late.fix_files) <= fixed):
+        return False
+    between = session.events[early.last + 1:late.first]
+    return not any(e.kind == "user" and e.agent is None and not work.is_trivial(work.prose(e.text))
+                   for e in between)
+
+
+def _merge_arcs(arcs: list[work.Arc], session) -> list[work.Arc]:
+    """One incident per debugging episode (:func:`_one_episode`); a failure the episode's
+    own fix caused (:func:`_breaks_fix`) joins it as a follow-up."""
     out: list[work.Arc] = []
     for arc in sorted(arcs, key=lambda a: a.first):
+        broke = next((a for a in out if _breaks_fix(a, arc, session)), None)
+        if broke is not None:
+            _follow(broke, arc)
+            continue
         same = next((a for a in out if _one_episode(a, arc)), None)
         if same is None:
             out.append(arc)
@@ -588,7 +624,24 @@ def _merge_arcs(arcs: list[work.Arc]) -> list[work.Arc]:
         same.last = max(same.last, arc.last)
         if arc.command:
             same.also.append(arc.command)
+        if arc.asked is not None:
+            same.asks.append(arc.asked)
     return out
+
+
+def _follow(arc: work.Arc, later: work.Arc) -> None:
+    """Fold ``later`` (what ``arc``'s fix broke) into ``arc``: the episode is over when the
+    later failure is, so its proof of fix is the episode's."""
+    cause = f" Cause (as the agent stated): {_quote(later.cause, 300)}" if later.cause else ""
+    what = later.signature.split()[0] if later.signature else ""
+    shown = f"{what}: {later.error_line}" if what and what not in later.error_line else later.error_line
+    arc.followups.append(f"{shown.rstrip('.')}.{cause}")
+    arc.verified, arc.evidence = later.verified, later.evidence
+    arc.passed = later.passed or arc.passed
+    arc.last = max(arc.last, later.last)
+    arc.commits += [c for c in later.commits if c not in arc.commits]
+    if later.asked is not None:
+        arc.asks.append(later.asked)
 
 
 _META = re.compile(r"\b(?:have a look|look at|changed my mind|would like|here is|here's|following"

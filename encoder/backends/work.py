@@ -23,8 +23,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from dualtrace.encoder.cues import FAILING_CHECK as CHECK_COMMAND
-from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.cues import TEST_COMMAND, check_command
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
@@ -381,6 +380,11 @@ class Arc:
     verified: str = "re-run"
     evidence: str = ""  # the user's or the agent's words that marked it fixed
     asked: int | None = None  # the user message that brought the failure in
+    tests: frozenset[str] = frozenset()  # the project's test files the failing output names
+    # Later failures folded into this one's episode (their telling lines and stated causes)
+    # and the user messages that brought them in.
+    followups: list[str] = field(default_factory=list)
+    asks: list[int] = field(default_factory=list)
 
 
 def _norm_cmd(command: str) -> str:
@@ -462,7 +466,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                     arcs[arc.signature] = arc
             continue
         failed = e.is_error or e.exit_code not in (None, 0)
-        if e.kind != "command" or not failed or not CHECK_COMMAND.search(e.command or ""):
+        if e.kind != "command" or not failed or not check_command(e.command or ""):
             continue
         sig, line = signature_of(e.result or "")
         if not sig:
@@ -482,7 +486,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                     fix.append(rel)
             elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
                 cause = _cause_of(f.text)
-            elif f.kind == "command" and f.command and CHECK_COMMAND.search(f.command):
+            elif f.kind == "command" and f.command and check_command(f.command):
                 ok = not f.is_error and f.exit_code in (0, None)
                 if _same_check(e.command or "", f.command, sig):
                     if ok and fix:
@@ -504,7 +508,8 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
             continue  # the tests were changed to the intended behaviour: no failure fixed
         arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
                         fix_files=fix, passed=events[passed_at].command, failures=1, first=i,
-                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked)
+                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked,
+                        tests=frozenset(failing_test_files(e.result or "")))
     found = list(arcs.values())
     for arc in found:
         arc.commits = related_commits(session, arc.fix_files, after=arc.first)
@@ -584,13 +589,12 @@ def pasted_failure(text: str) -> tuple[str, str, str] | None:
     if not sig:
         return None
     command = next((c.strip() for c in _PROMPT_CMD.findall(raw) + _TICKED.findall(raw)
-                    if CHECK_COMMAND.search(c)), "")
+                    if check_command(c)), "")
     return sig, line, command
 
 
 def _family(command: str) -> str:
-    m = CHECK_COMMAND.search(command)
-    return " ".join(m.group(0).lower().split()) if m else ""
+    return check_command(command) or ""
 
 
 def _covers(later: str, signature: str, pasted: str, error_line: str) -> bool:
@@ -650,7 +654,7 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
     return Arc(command=command, signature=signature, error_line=line, cause=cause, fix_files=fix,
                passed=evidence if verified == "re-run" else None, failures=failures, first=i,
                last=end if end is not None else i, origin="pasted", verified=verified,
-               evidence=evidence, asked=i)
+               evidence=evidence, asked=i, tests=frozenset(failing_test_files(events[i].text)))
 
 
 def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:

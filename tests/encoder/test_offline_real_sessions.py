@@ -222,19 +222,40 @@ def test_a_stack_statement_is_one_decision_per_subject_and_a_goal_is_a_project_f
     assert redis.body.startswith("The user stated") and "Redis for caching" in redis.description
 
 
-def test_the_agents_own_new_test_failing_is_no_incident_and_a_stated_preference_is_kept(encode):
+def test_the_agents_own_new_test_failing_is_no_incident_and_a_one_off_request_is_the_works(encode):
     # 37f83ec9: the agent writes test_combined_transcript_link.py, runs it red while it
     # is being written, then green; the user asks for that test to be kept.
     report = encode(*CCL, "37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl")
     paths = [op["path"] for op in report.operations if op.get("path")]
     assert not facts(encode.memdir, "incident"), paths
     assert not any("uv-run" in p or "pytest" in p.rsplit("/", 1)[-1] for p in paths), paths
-    human = (encode.memdir / "system" / "human.md").read_text()
-    assert "permanent unit test" in human
     # the request without its politeness ("oh, ... can you please ...?"), same words
     (decision,) = facts(encode.memdir, "decision")
     assert decision.description == ("I didn't find those cross-session navigation links helpful: "
                                     "replace them with a single link to the combined transcript instead.")
+    # "I'd actually love that test to be saved a permanent unit test" asks for one thing of
+    # this work: it is in the work's memory, never a standing preference of the person
+    assert 'The user added: "I\'d actually love that test to be saved a permanent unit test"' in decision.body
+    assert paths == [decision.path]
+    human = encode.memdir / "system" / "human.md"
+    assert not human.exists() or "permanent unit test" not in human.read_text()
+    assert facts(encode.memdir, "preference") == []
+
+
+@pytest.mark.parametrize("said,kind", [
+    ("I'd actually love that test to be saved a permanent unit test", None),  # 37f83ec9
+    ("I want this function renamed to load_rows", None),
+    ("I'd love it if you added a test for that", None),
+    ("I prefer tabs over spaces.", "preference"),
+    ("I'd love it if you always ran the tests first", "preference"),
+    ("I hate it when tests sleep", "preference"),
+    ("I like this style of small commits", "preference"),
+    ("I'd rather you ask before deleting files", "preference"),
+])
+def test_a_wish_about_a_thing_of_this_session_is_no_standing_preference(said, kind):
+    from dualtrace.encoder.backends.offline import lead_type
+
+    assert lead_type(said) == kind
 
 
 @pytest.mark.parametrize("said,plain", [
@@ -302,3 +323,21 @@ def test_a_problem_the_user_reports_without_tool_activity_is_an_open_incident(en
     assert any("does not work" in r for r in report.gates["reasons"]), report.gates
     (inc,) = facts(encode.memdir, "incident")
     assert inc.status == "investigating" and "xterm.js" in inc.description
+
+
+def test_what_a_fix_broke_is_part_of_that_fix_one_incident(encode):
+    # 937c6e6b: the user runs `uv run ty check` (invalid-assignment errors in
+    # test/test_tui_expansion.py) and asks for a fix; the agent rewrites the test's fakes
+    # with unittest.mock, ty passes; the user pastes the rewritten tests failing
+    # (AssertionError in test_row_expansion_functionality), the agent fixes the same file
+    # and the tests pass. One debugging episode: one incident, the breakage in its story.
+    report = encode(*CCL, "937c6e6b-27e7-4edd-86f1-ad28f9731841.jsonl")
+    paths = [op["path"] for op in report.operations if op.get("path")]
+    (inc,) = facts(encode.memdir, "incident")
+    assert paths == [inc.path] == ["incidents/invalid-assignment-test-tui-expansion-py.md"]
+    assert inc.status == "resolved"
+    assert "Fix: edited `test/test_tui_expansion.py`" in inc.body
+    broke = next(ln for ln in inc.body.splitlines() if ln.startswith("Then the fix broke:"))
+    assert "test_row_expansion_functionality" in broke and "AssertionError" in broke
+    assert "mock `expanded_content.renderable` is not being updated" in broke
+    assert "`uv run pytest -m tui test/test_tui_expansion.py -v` passed afterwards" in inc.body

@@ -230,3 +230,45 @@ def test_the_users_report_before_the_paste_is_the_same_incident(tmp_path):
     report, incidents, _decisions = encode(tmp_path, records)
     assert len(incidents) == 1, [op["path"] for op in report.operations if op.get("path")]
     assert incidents[0].status == "resolved"
+
+
+TY_FAILING = ("error[invalid-assignment]: Object of type `FakeClock` is not assignable to attribute "
+              "`clock` of type `Clock`\n  --> tests/test_invoice.py:12:5\n   |\n12 |     billing.clock = "
+              "FakeClock()\n   |     ^^^^^^^^^^^^^\nFound 1 diagnostic")
+DISCOUNT_PASTE = """The tests fail now:
+
+```
+FAILED tests/test_invoice.py::test_discount_applies_once - AssertionError: assert 2 == 1
+```"""
+
+
+def _ty_fixed_then(between: list[dict]) -> list[dict]:
+    return [user("Please make `uv run ty check` pass."),
+            *bash(1, "uv run ty check", TY_FAILING, True),
+            said(2, "The test assigns a hand-written fake to a typed attribute; I'll use "
+                    "unittest.mock.patch.object instead."),
+            *edit(3, "tests/test_invoice.py"),
+            *bash(4, "uv run ty check", "All checks passed!"),
+            *between,
+            user(DISCOUNT_PASTE),
+            said(6, "The patched clock is no longer advanced between the two calls, so the "
+                    "discount is counted twice."),
+            *edit(7, "tests/test_invoice.py"),
+            *bash(8, "uv run pytest tests/test_invoice.py", "5 passed in 0.05s")]
+
+
+def test_what_a_fix_broke_in_its_own_files_joins_that_incident_another_request_does_not(tmp_path):
+    # right after ty's fix, the rewritten test fails and is fixed in the same file: one episode
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _report, incidents, _decisions = encode(tmp_path / "a", _ty_fixed_then([]))
+    (inc,) = incidents
+    assert "invalid-assignment" in inc.path and inc.status == "resolved"
+    assert "Then the fix broke: test_discount_applies_once: AssertionError: assert 2 == 1" in inc.body
+    assert "Resolved: `uv run pytest tests/test_invoice.py` passed afterwards" in inc.body
+    # the user asked for something else in between: the later failure is its own incident
+    asked = [user("Now add a test that a discount code applies only once."),
+             said(5, "Added test_discount_applies_once."), *edit(5, "tests/test_invoice.py")]
+    _report, incidents, _decisions = encode(tmp_path / "b", _ty_fixed_then(asked))
+    assert len(incidents) == 2, [f.path for f in incidents]
+    assert not any("Then the fix broke" in f.body for f in incidents)

@@ -72,6 +72,39 @@ def test_stakes_override_and_decision_rationale(memdir):
                           scores=Scores(2, 1, 0, 2), moment=None)).tier == "RECORD"
 
 
+def test_a_tier_off_its_evidence_range_says_which_routing_rule_moved_it(memdir):
+    """The encode/explain legend gives the ranges (8-12 FULL, 5-7 RECORD); a line whose
+    tier a routing rule moved says which rule in its note, and one in range says nothing."""
+    b = builder(memdir)
+    outage = b.add(store_op(type="incident", anchor="outage", description="production outage of the API",
+                            scores=Scores(2, 1, 1, 1)))
+    assert (outage.tier, outage.note) == ("FULL", 'FULL at evidence 5: a high-stakes incident ("outage")')
+    why = b.add(store_op(anchor="why-choice", description="Use cache_get() for reads", body="Because.",
+                         scores=Scores(2, 1, 2, 1)))
+    assert (why.tier, why.note) == ("FULL", "FULL at evidence 6: a decision with its why (rationale 2)")
+    pattern = b.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",
+                             scores=Scores(3, 3, 2, 3)))
+    assert (pattern.tier, pattern.note) == ("RECORD", "RECORD at evidence 11: a pattern's first sighting")
+    plain = b.add(store_op(anchor="in-range", description="Use cache_get() for writes", scores=Scores(3, 2, 3, 2)))
+    assert (plain.tier, plain.note) == ("FULL", "")
+    # no grounded moment to keep: both reasons
+    bare = b.add(store_op(anchor="bare-why", description="Use cache_get() for deletes", body="Because.",
+                          scores=Scores(2, 1, 2, 1), moment=None))
+    assert bare.tier == "RECORD"
+    assert bare.note == ("FULL at evidence 6: a decision with its why (rationale 2); "
+                         "no moment proposed: stored as fact only")
+
+
+@pytest.mark.parametrize("text,tier", [
+    ("Replace Redux with Zustand for the store.", "FULL"),
+    # claude-code-log 37f83ec9: a UI change, no framework or contract
+    ("Replace them with a single link to the combined transcript instead.", "RECORD"),
+])
+def test_an_irreversible_replacement_names_what_it_replaces(memdir, text, tier):
+    b = builder(memdir)
+    assert b.add(store_op(anchor="replacement", description=text, body="", scores=Scores(2, 1, 0, 2))).tier == tier
+
+
 def test_pattern_is_record_first_then_full_on_second_sighting(memdir):
     b = builder(memdir)
     first = b.add(store_op(type="pattern", anchor="forgets-migrations", description="forgets migrations",

@@ -178,10 +178,18 @@ def test_a_short_embed_in_a_new_process_needs_neither_tokenizers_nor_safetensors
     """
     first = _run(code, home, DUALTRACE_HOME=str(state))
     assert first.returncode == 0 and first.stdout.strip() == "ok", first.stderr
-    cache = list((state / "cache").glob("bpe-*.txt"))
+    cache = list((state / "cache").glob("bpe-*.bin"))
     assert len(cache) == 1  # the verified token list, derived once per state directory
     cache[0].write_text("garbage", encoding="utf-8")  # a broken cache is rebuilt
     again = _run(code, home, DUALTRACE_HOME=str(state))
     assert again.returncode == 0 and again.stdout.strip() == "ok", again.stderr
-    assert cache[0].read_text(encoding="utf-8").startswith(embed.CACHE_FORMAT)
+    full = cache[0].read_bytes()
+    assert full.startswith(embed.CACHE_FORMAT.encode())
+    stamp = cache[0].stat().st_mtime_ns
+    assert _run(code, home, DUALTRACE_HOME=str(state)).returncode == 0
+    assert cache[0].stat().st_mtime_ns == stamp  # read, not rebuilt, when it is whole
+    cache[0].write_bytes(full[: len(full) // 2])  # the right header, a cut body: rebuilt
+    cut = _run(code, home, DUALTRACE_HOME=str(state))
+    assert cut.returncode == 0 and cut.stdout.strip() == "ok", cut.stderr
+    assert cache[0].read_bytes() == full
     assert not any(home.rglob("*"))
