@@ -27,11 +27,12 @@ _CODE_NAME = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b\w+\(\)")
 
 
 # A command that runs a test suite (any ecosystem).
-TEST_COMMAND = re.compile(
-    r"\b(?:pytest|py\.test|tox|nox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
+_TESTS = (
+    r"pytest|py\.test|tox|nox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
     r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
-    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest)\b"
+    r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest"
 )
+TEST_COMMAND = re.compile(rf"\b(?:{_TESTS})\b")
 
 def run_key(command: str) -> str:
     """A command's identity across its re-runs (a test, a check): its first three words."""
@@ -56,21 +57,65 @@ def fixed_by_rerun(events: Sequence[Event], i: int) -> int | None:
     return None
 
 
-# A check whose outcome a person asks about later: tests, linters, type checkers, builds
-# (the checks a session record lists).
-CHECK_COMMAND = re.compile(
-    TEST_COMMAND.pattern
-    + r"|\b(?:ruff|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|tsc|"
-    r"prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check)|"
-    r"(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$|"
-    r"lint-imports|pre-commit\s+run)\b"
+# The checks a person asks about later: tests, linters, type checkers, builds, in any
+# case, as the program a command runs (see check_command). Session records list them;
+# a failing one is an incident to the offline encoder. The one list of checks.
+_CHECKS = (
+    _TESTS
+    + r"|ruff|flake8|pylint|mypy|pyright|ty\s+check|black\s+--check|isort\s+--check|eslint|tsc"
+    r"|prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check|clippy)"
+    r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$"
+    r"|lint-imports|pre-commit\s+run|mix\s+(?:compile|credo|dialyzer)|dialyzer|credo"
+    r"|just\s+(?:check|test|lint)|act"
 )
-# A failing check the offline encoder turns into an incident: the same, in any case,
-# plus the Elixir and task-runner checks. Records do not list those yet: on the question
-# set their check lines crowded a record's notes out of its budget (bench/eval_sessions).
-FAILING_CHECK = re.compile(
-    CHECK_COMMAND.pattern + r"|\b(?:ty\s+check|cargo\s+clippy|mix\s+(?:compile|credo|dialyzer)|"
-    r"dialyzer|credo|just\s+(?:check|test|lint)|act)\b", re.I)
+_ANY_CHECK = re.compile(rf"(?:{_CHECKS})\b", re.I)
+# What may run before the check's program in one simple command: variable
+# assignments, wrappers, and the runners of an environment or a package manager.
+_PREFIX = re.compile(
+    r"(?:\w+=\S*\s+|(?:time|nice|sudo|exec|command|env)\s+|timeout\s+\S+\s+"
+    r"|(?:uv|poetry|pipenv|pdm|hatch|rye)\s+run\s+(?:-\S+\s+)*|(?:npx|bunx)\s+(?:-\S+\s+)*"
+    r"|(?:pnpm|yarn)\s+(?:exec|dlx)\s+|bundle\s+exec\s+|python[\d.]*\s+-m\s+)*")
+_SEPARATORS = frozenset({";", "&", "&&", "|", "||", "|&", "(", ")", "`", "$", "\n"})
+
+
+def _simple_commands(command: str) -> list[str]:
+    """The simple commands of a shell line, split at its unquoted operators (``;``,
+    ``&&``, ``|``, subshells); quoted text stays inside its word, so a check named in a
+    commit message, a grep pattern or an issue title is no command of its own."""
+    import shlex
+
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|()`")
+    lexer.whitespace_split = True
+    words: list[str] = []
+    out: list[str] = []
+    try:
+        for token in lexer:
+            if token in _SEPARATORS:
+                out.append(" ".join(words))
+                words = []
+            else:
+                words.append(token)
+    except ValueError:  # an unclosed quote: what was read before it
+        pass
+    out.append(" ".join(words))
+    return [c for c in out if c]
+
+
+def check_command(command: str) -> str | None:
+    """The check ``command`` runs (``"pytest"``, ``"mix credo"``, ``"npm run build"``:
+    lowercase, single-spaced), or None. A check is the program of one of the command's
+    simple commands, after variable assignments, wrappers (``timeout 60``) and runners
+    (``uv run``, ``npx``, ``python -m``) and without its directory (``.venv/bin/``);
+    a check's name anywhere else (an argument, a quoted message) is not one."""
+    if not _ANY_CHECK.search(command):
+        return None  # the common case, without tokenizing
+    for simple in _simple_commands(command):
+        rest = simple[_PREFIX.match(simple).end():]  # type: ignore[union-attr]
+        program, _, args = rest.partition(" ")
+        m = _ANY_CHECK.match(" ".join((program.rsplit("/", 1)[-1], args)).strip())
+        if m:
+            return " ".join(m.group(0).lower().split())
+    return None
 
 
 def is_agreement(text: str) -> bool:

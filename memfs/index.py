@@ -702,7 +702,7 @@ class Index:
     def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
         table, clause = _table_for(types)
         return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
-                                 (_term(term) + clause,)).fetchone()[0]
+                                 (_expr(term) + clause,)).fetchone()[0]
 
     def seen_prefix(self, word: str) -> bool:
         """Whether any memory or session record holds a word starting with ``word``."""
@@ -716,7 +716,7 @@ class Index:
         if not terms:
             return []
         table, clause = _table_for(types)
-        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + clause
+        query = "(" + " OR ".join(_expr(t) for t in terms) + ")" + clause
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         rows = self.conn.execute(
             f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
@@ -744,7 +744,7 @@ class Index:
         if not id_list:
             return set()
         table = "fts_chunks" if chunks else "fts"
-        query = ("{anchor description} : " if about else "") + _term(term)
+        query = ("{anchor description} : " if about else "") + _expr(term)
         out: set[int] = set()
         for start in range(0, len(id_list), 500):
             chunk = id_list[start:start + 500]
@@ -893,6 +893,45 @@ def _write_snapshot(path: Path, ids: list[int], matrix: Any) -> None:
 def _term(term: str) -> str:
     # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.
     return '"' + term.replace('"', '""') + '"'
+
+
+# British and American spellings of one word ("colour" / "color", "analyse" / "analyze",
+# "initialise" / "initialize", "centre" / "center", "licence" / "license"): a question
+# word matches the other spelling too. Porter stems them apart. A generated form that is
+# no word ("errour", "promize") matches nothing, so the rules stay simple.
+_SUFFIX = r"(?=(?:s|es|ed|ing|er|ers|ation|ations|ite|ites|ful|able)?$)"
+_SPELLINGS = tuple((re.compile(pattern), repl) for pattern, repl in (
+    (r"(?<=[a-z]{3})our" + _SUFFIX, "or"),
+    (r"(?<=[a-z]{2}[^aeiou])or" + _SUFFIX, "our"),
+    (r"(?<=[a-z]{2})is(?=(?:e|es|ed|ing|er|ers|ation|ations)$)", "iz"),
+    (r"(?<=[a-z]{2})iz(?=(?:e|es|ed|ing|er|ers|ation|ations)$)", "is"),
+    (r"(?<=[a-z]{2})ys(?=(?:e|es|ed|ing|er|ers)$)", "yz"),
+    (r"(?<=[a-z]{2})yz(?=(?:e|es|ed|ing|er|ers)$)", "ys"),
+    (r"(?<=[a-z]{3})tre(?=s?$)", "ter"),
+    (r"(?<=[a-z]{2}[^aeiou])ter(?=s?$)", "tre"),
+    (r"(?<=[a-z]{3})ence(?=s?$)", "ense"),
+    (r"(?<=[a-z]{3})ense(?=s?$)", "ence"),
+))
+
+
+def spelling_variants(word: str) -> list[str]:
+    """The other spellings of ``word`` (``_SPELLINGS``), for a plain lowercase word."""
+    if not word.isalpha() or not word.islower():
+        return []
+    out = []
+    for pattern, repl in _SPELLINGS:
+        variant = pattern.sub(repl, word)
+        if variant != word and variant not in out:
+            out.append(variant)
+    return out
+
+
+def _expr(term: str) -> str:
+    """The FTS5 expression of one question word: the word or any of its spellings."""
+    variants = spelling_variants(term)
+    if not variants:
+        return _term(term)
+    return "(" + " OR ".join(_term(t) for t in (term, *variants)) + ")"
 
 
 def _table_for(types: tuple[str, ...] | None) -> tuple[str, str]:

@@ -23,8 +23,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from dualtrace.encoder.cues import FAILING_CHECK as CHECK_COMMAND
-from dualtrace.encoder.cues import TEST_COMMAND
+from dualtrace.encoder.cues import TEST_COMMAND, check_command
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
@@ -467,7 +466,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                     arcs[arc.signature] = arc
             continue
         failed = e.is_error or e.exit_code not in (None, 0)
-        if e.kind != "command" or not failed or not CHECK_COMMAND.search(e.command or ""):
+        if e.kind != "command" or not failed or not check_command(e.command or ""):
             continue
         sig, line = signature_of(e.result or "")
         if not sig:
@@ -487,7 +486,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                     fix.append(rel)
             elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
                 cause = _cause_of(f.text)
-            elif f.kind == "command" and f.command and CHECK_COMMAND.search(f.command):
+            elif f.kind == "command" and f.command and check_command(f.command):
                 ok = not f.is_error and f.exit_code in (0, None)
                 if _same_check(e.command or "", f.command, sig):
                     if ok and fix:
@@ -590,13 +589,12 @@ def pasted_failure(text: str) -> tuple[str, str, str] | None:
     if not sig:
         return None
     command = next((c.strip() for c in _PROMPT_CMD.findall(raw) + _TICKED.findall(raw)
-                    if CHECK_COMMAND.search(c)), "")
+                    if check_command(c)), "")
     return sig, line, command
 
 
 def _family(command: str) -> str:
-    m = CHECK_COMMAND.search(command)
-    return " ".join(m.group(0).lower().split()) if m else ""
+    return check_command(command) or ""
 
 
 def _covers(later: str, signature: str, pasted: str, error_line: str) -> bool:

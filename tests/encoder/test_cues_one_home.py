@@ -21,25 +21,43 @@ def test_every_test_runner_the_digest_knew_is_a_test_command():
     assert not cues.TEST_COMMAND.search("ls tests/")
 
 
-def test_the_check_command_patterns_live_in_cues_and_records_and_offline_use_them():
+def test_one_check_rule_lives_in_cues_and_records_and_offline_ask_it():
     from dualtrace.encoder import records
     from dualtrace.encoder.backends import work
 
-    assert records.CHECK_COMMAND is cues.CHECK_COMMAND
-    assert work.CHECK_COMMAND is cues.FAILING_CHECK
+    assert not hasattr(cues, "FAILING_CHECK")  # before: a second list for the offline encoder
+    assert records.check_command is cues.check_command
+    assert work.check_command is cues.check_command
     spelled = re.compile(r"golangci-lint|dialyzer")
     assert package_files_spelling(spelled) == ["encoder/cues.py"]
+    # records list the checks the offline encoder makes incidents of, and the reverse
+    command = "mix credo --strict 2>&1 | tail -5"
+    assert records.is_check(command) and cues.check_command(command) == "mix credo"
 
 
-def test_a_failing_check_is_any_check_a_record_lists_and_more():
-    listed = ["pytest -q", "uv run mypy dualtrace", "ruff check .", "npx tsc --noEmit", "make",
-              "pre-commit run --all-files", "cargo build", "golangci-lint run"]
-    for command in listed:
-        assert cues.CHECK_COMMAND.search(command) and cues.FAILING_CHECK.search(command), command
-    for command in ("mix credo --strict", "uv run ty check", "just lint", "act -j test", "MYPY src"):
-        assert cues.FAILING_CHECK.search(command) and not cues.CHECK_COMMAND.search(command), command
-    for command in ("ls tests/", "git status", "make install", "rm .dialyzerignore"):
-        assert not cues.FAILING_CHECK.search(command), command
+def test_a_check_is_the_program_of_a_simple_command():
+    checks = {
+        "pytest -q": "pytest", "uv run mypy dualtrace": "mypy", "ruff check .": "ruff",
+        "cd web && npx tsc --noEmit": "tsc", "make": "make", "pre-commit run --all-files":
+        "pre-commit run", "cargo build": "cargo build", "golangci-lint run": "golangci-lint",
+        "mix credo --strict": "mix credo", "uv run ty check": "ty check", "just lint": "just lint",
+        "act -j test": "act", "MYPY src": "mypy", "MIX_ENV=test mix test": "mix test",
+        "timeout 60 python -m pytest -x": "pytest", ".venv/bin/pytest tests": "pytest",
+        "./gradlew test": "gradlew test", "npm run build": "npm run build",
+        "mix format --check-formatted; echo ---; mix credo --strict 2>&1 | tail": "mix credo",
+        "mix compile --warnings-as-errors 2>&1 && mix dialyzer": "mix compile",
+    }
+    for command, check in checks.items():
+        assert cues.check_command(command) == check, command
+    # A check's name as an argument or in quoted text is not a check (before: records or
+    # the offline encoder took each of these for one).
+    for command in ("ls tests/", "git status", "make install", "rm .dialyzerignore",
+                    "npx create-next-app@latest app --typescript --eslint",
+                    'bd create --title="Install quality tools and configure Credo"',
+                    'git commit -m "$(cat <<\'EOF\'\nfix: dialyzer warnings\nEOF\n)"',
+                    'grep -n "ignore_warnings\\|dialyzer" mix.exs', "ls -la | grep dialyzer",
+                    'echo "pytest passed', "pip install pytest"):
+        assert cues.check_command(command) is None, command
 
 
 def _events(*steps):
