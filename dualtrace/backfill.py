@@ -176,11 +176,17 @@ class Summary:
         return round(sum(i.cost_usd for i in self.items), 6)
 
     def table(self) -> str:
+        # A note every row shares (e.g. "the session ran in DIR, which is not on this
+        # machine") is said once under the table; the column keeps what differs.
+        parts = [[p for p in item.note.split("; ") if p] for item in self.items]
+        shared = ([p for p in parts[0] if all(p in other for other in parts[1:])]
+                  if len(parts) > 1 else [])
         rows = [("#", "session", "status", "stored", "updated", "tokens", "cost $", "note")]
-        for n, item in enumerate(self.items, 1):
+        for n, (item, own) in enumerate(zip(self.items, parts, strict=True), 1):
+            note = "; ".join(p for p in own if p not in shared)
             rows.append((str(n), (item.session_id or Path(item.path).stem)[:12], item.status,
                          str(item.stored), str(item.updated), str(item.prompt_tokens),
-                         f"{item.cost_usd:.4f}", item.note[:60]))
+                         f"{item.cost_usd:.4f}", _clip(note, 60)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
                  for r in rows]
@@ -190,7 +196,15 @@ class Summary:
                   f"{sum(i.prompt_tokens for i in self.items)}, cost ${self.cost_usd:.4f}")
         if self.mode == "dry-run":
             totals += " (estimate)"
-        return "\n".join(lines + [totals])
+        return "\n".join(lines + [totals] + [f"every session: {p}" for p in shared])
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at a word with an ellipsis, never mid-word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
 
 
 def _item_from_report(path: Path, report: Any) -> Item:

@@ -65,6 +65,25 @@ def resolve_store(ws: config.Workspace, *, create: bool = True):
     )
 
 
+def warn_unreadable(root: Path) -> None:
+    """One stderr line per memory file the index could not parse: a hand edit that breaks a
+    file's YAML drops that memory from list, recall and injection, so say so."""
+    import sqlite3
+
+    from dualtrace.memfs.index import Index
+
+    try:
+        with Index.open(root) as index:
+            broken = index.unreadable()
+    except (OSError, sqlite3.Error):
+        return
+    for rel, why in sorted(broken.items())[:10]:
+        click.echo(f"warning: {rel} does not parse, so it is left out ({why})", err=True)
+    if len(broken) > 10:
+        click.echo(f"warning: and {len(broken) - 10} more; `dualtrace status --check` lists them",
+                   err=True)
+
+
 def read_store(ws: config.Workspace):
     """The memory store for a command that only reads (status, log, show).
 
@@ -183,6 +202,8 @@ def status(memory_dir: Path | None, check: bool) -> None:
         if info["tiers"]:
             click.echo("tiers:      "
                        + ", ".join(f"{k} {v}" for k, v in sorted(info["tiers"].items())))
+        if not check:  # the index knows which files failed, without parsing them all
+            warn_unreadable(store.root)
         if problems:
             click.echo(f"unreadable: {len(problems)}")
             for problem in problems[:10]:
@@ -378,6 +399,7 @@ def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, si
     store = read_store(workspace_for(memory_dir))
     rows = list_memories(store, kind=kind, contains=contains, since=since,
                          include_superseded=not current)
+    warn_unreadable(store.root)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
@@ -463,9 +485,9 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
     try:
         if _is_record_ref(store, target):
             rel = read_record(store.root, target).path
-            if not yes:
-                click.confirm(f"Retire the session record {rel} (all of that session's own "
-                              "words) to archive/?", abort=True)
+            if not yes and not _confirmed(f"Retire the session record {rel} (all of that "
+                                          "session's own words) to archive/?"):
+                return
             done = retire_record(store, rel, reason=reason)
         else:
             memory, moment = store.lookup(target)
@@ -473,8 +495,8 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
             names = [memory.path] + ([moment.path] if moment is not None else [])
             if with_records:
                 names, held = names + held, []
-            if not yes:
-                click.confirm(f"Retire {', '.join(names)} to archive/?", abort=True)
+            if not yes and not _confirmed(f"Retire {', '.join(names)} to archive/?"):
+                return
             done = retire(store, target, reason=reason, records=with_records)
     finally:
         store.close()
@@ -485,6 +507,20 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
         click.echo(f"note: the session record {rel} still holds that session's own words, and "
                    f"`dualtrace recall` can quote them; `dualtrace forget {rel}` retires it too "
                    "(the whole session's record)")
+
+
+def _confirmed(question: str) -> bool:
+    """Ask; "no" is an answer, not a failure (nothing retired, exit 0). No answer at all
+    (a script, stdin closed) is bad input: say how to run it without asking."""
+    try:
+        answer = click.confirm(question)
+    except click.exceptions.Abort:
+        raise click.ClickException(
+            "forget asks for confirmation and got no answer; pass --yes to retire "
+            "without asking") from None
+    if not answer:
+        click.echo("nothing retired")
+    return answer
 
 
 def _revert_hint(store, sha: str) -> str:
@@ -640,6 +676,7 @@ def reindex(memory_dir: Path | None) -> None:
     count = do_reindex(memdir)
     took = time.perf_counter() - start
     click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
+    warn_unreadable(memdir)
 
 
 @cli.command()

@@ -51,7 +51,7 @@ TYPE_CHECKING = False  # (not typing's: this module runs on every host start, ty
 if TYPE_CHECKING:
     import socket
     import subprocess
-    from typing import IO
+    from typing import IO, Any
 
 # socket (~2 ms with its enums and selectors) and hashlib are imported where they are
 # used: a ``recall`` with no warm server around looks for a socket file and goes on.
@@ -607,61 +607,20 @@ def _same_user(conn: socket.socket) -> bool:
 def _child(conn: socket.socket) -> None:
     """One host session in a fork of the warm server; exits the process."""
     import signal
-    import socket
     import threading
 
     code = 1
     try:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            try:
-                conn.sendall(HELLO)
-            except OSError:
-                os._exit(1)  # the client gave up on us already: nothing was handed over
-            conn.settimeout(START_WAIT)  # a client that connects and sends nothing
-            msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
-            if len(fds) != 3 or len(msg) < _HEADER.size:
-                os._exit(1)
-            (size,) = _HEADER.unpack(msg[:_HEADER.size])
-            body = msg[_HEADER.size:]
-            while len(body) < size:
-                chunk = conn.recv(size - len(body))
-                if not chunk:
-                    os._exit(1)
-                body += chunk
-            conn.settimeout(None)
-            header = json.loads(body.decode("utf-8", "surrogateescape"))
+            header = _take_over(conn)
             kind = header.get("kind", "mcp")
-            if kind not in SESSION_KINDS:
-                os._exit(1)  # before READY: the client serves it in process
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-                os.close(fd)
-            os.chdir(header["cwd"])
-            os.environ.clear()
-            os.environ.update(header["env"])
-            os.umask(int(header["umask"]))
-            sys.argv = ["dualtrace", kind, *header["argv"]]
-            if header.get("stdio"):
-                _reopen_stdio(header["stdio"])
             try:
                 conn.sendall(READY)
             except OSError:  # the client stopped waiting (and serves itself): say nothing
                 os._exit(1)
-
-            def watch() -> None:
-                """The dualtrace mcp process is gone (the host stopped or killed it, or
-                it read our status and exited): stop as a server of its own would on
-                SIGINT, and surely within 5 s."""
-                try:
-                    conn.recv(1)
-                except OSError:
-                    pass
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(5)
-                os._exit(130)
-
-            threading.Thread(target=watch, name="dualtrace-warm-watch", daemon=True).start()
+            threading.Thread(target=_watch, args=(conn,), name="dualtrace-warm-watch",
+                             daemon=True).start()
             code = _run_session(kind, list(header["argv"]))
         finally:
             # The session is over: the watch's SIGINT (sent when the client exits after
@@ -688,6 +647,60 @@ def _child(conn: socket.socket) -> None:
 
     faults.point("warm-exit")  # (the client exits now: its watch's SIGINT comes here)
     os._exit(code)
+
+
+def _take_over(conn: socket.socket) -> dict[str, Any]:
+    """Say hello, receive the client's header and stdio, and become that process (its
+    fds, cwd, environment, umask, argv). Exits the fork before READY on anything wrong,
+    so the client serves the session in its own process."""
+    import socket
+
+    try:
+        conn.sendall(HELLO)
+    except OSError:
+        os._exit(1)  # the client gave up on us already: nothing was handed over
+    conn.settimeout(START_WAIT)  # a client that connects and sends nothing
+    msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+    if len(fds) != 3 or len(msg) < _HEADER.size:
+        os._exit(1)
+    (size,) = _HEADER.unpack(msg[:_HEADER.size])
+    body = msg[_HEADER.size:]
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            os._exit(1)
+        body += chunk
+    conn.settimeout(None)
+    header = json.loads(body.decode("utf-8", "surrogateescape"))
+    kind = header.get("kind", "mcp")
+    if kind not in SESSION_KINDS:
+        os._exit(1)  # before READY: the client serves it in process
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(header["cwd"])
+    os.environ.clear()
+    os.environ.update(header["env"])
+    os.umask(int(header["umask"]))
+    sys.argv = ["dualtrace", kind, *header["argv"]]
+    if header.get("stdio"):
+        _reopen_stdio(header["stdio"])
+    return header
+
+
+def _watch(conn: socket.socket) -> None:
+    """The dualtrace mcp process is gone (the host stopped or killed it, or it read our
+    status and exited): stop as a server of its own would on SIGINT, and surely within
+    5 s."""
+    import signal
+
+    try:
+        conn.recv(1)
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+    os._exit(130)
 
 
 SESSION_KINDS = ("mcp", "recall")

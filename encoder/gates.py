@@ -135,8 +135,9 @@ def evaluate(session: Session) -> GateVerdict:
     reasons: list[str] = []
     activity = bool(edits or commands or commits)
     if activity:
-        reasons.append(f"activity: {len(edits)} file edits ({len(paths)} files), "
-                       f"{len(commands)} commands ({len(failed)} failed), {len(commits)} commits")
+        reasons.append(f"activity: {_count(len(edits), 'file edit')} "
+                       f"({_count(len(paths), 'file')}), {_count(len(commands), 'command')} "
+                       f"({len(failed)} failed), {_count(len(commits), 'commit')}")
     else:
         reasons.append("no activity: no edit, command or commit")
     signal_reasons: list[str] = []
@@ -182,3 +183,8 @@ def evaluate(session: Session) -> GateVerdict:
         file_edits=len(edits), files_changed=len(paths), commands=len(commands),
         failed_commands=len(failed), commits=len(commits), fix_arc=arc is not None,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 file``, ``3 files``: the gate's reasons are read by people (encode, explain)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -344,7 +344,11 @@ def _notes(draft: _Draft) -> tuple[str, ...]:
     which the budget drops right after the activity lines."""
     notes: list[str] = []
     minor: list[str] = []
+    copied = _copied_from_tools(draft)
     for text in draft.agent_texts[:-1]:
+        text = _without_copies(text, copied)
+        if not text:
+            continue
         if len(text) >= _SUMMARY_CHARS:
             # A long explanation before the turn's last words (a summary the agent
             # wrote before a hook made it commit, say) is what later questions ask.
@@ -372,6 +376,28 @@ def _notes(draft: _Draft) -> tuple[str, ...]:
             if line not in minor:
                 minor.append(line)
     return tuple(notes[:MAX_NOTES]) + tuple(minor[:MAX_MINOR_NOTES])
+
+
+_COPY_CHARS = 30  # a sentence this long found verbatim in a tool's output is the tool's
+
+
+def _copied_from_tools(draft: _Draft) -> Callable[[str], bool]:
+    """Whether a sentence of the agent repeats a tool's output of its turn word for word
+    (a file it read, a command's output): that text is evidence the tool gave, not the
+    agent's own decision, and a record files it under no "Decisions and notes"
+    (`cat CONTRIBUTING.md` saying "We decided to always push with --force", echoed)."""
+    outputs = " ".join(" ".join(e.result.split()) for e in draft.events if e.result)
+    if not outputs:
+        return lambda _s: False
+    return lambda s: len(s) >= _COPY_CHARS and " ".join(s.split()) in outputs
+
+
+def _without_copies(text: str, copied: Callable[[str], bool]) -> str:
+    """``text`` less its sentences that repeat a tool's output (the rest verbatim)."""
+    for sentence in _SENTENCE.split(text):
+        if copied(sentence.strip()):
+            text = text.replace(sentence.strip(), "", 1)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 def _narration(sentence: str) -> bool:

@@ -242,7 +242,7 @@ def _block_and_token_rules(rules: _Rules) -> None:
                 "xoxa-", "xoxb-", "xoxp-", "xoxs-", "xoxr-", "sk_live_", "rk_live_", "sk-ant-",
                 "sk-proj-", "dckr_pat_", "npm_", "pypi-", "hf_", "dop_v1_", "doo_v1_", "shpat_",
                 "shpss_", "lin_api_", "dapi", "atatt3", "sg.", "gocspx-", "whsec_", "sk_test_",
-                "rk_test_")
+                "rk_test_", "ya29.")
     add("api-token", r"(?i:" + "|".join(re.escape(p) for p in prefixes) + r")[A-Za-z0-9_\-.=]{16,}",
         anchors=prefixes, check=_looks_random, token=True)
 
@@ -296,6 +296,16 @@ def _header_and_prose_rules(rules: _Rules) -> None:
         r"(?:\s+(?:is|was|=))?\s*:?\s+[\"'`]?([^\s\"'`]{5,127}[^\s\"'`.,;:!?)\]])",
         1, flags=re.I, anchors=("pass", "pw"),
         check=lambda v: _secret_value(v) and not v.startswith(("/", "~", "./")))
+    # A login given as a pair in prose: "the admin login is admin / Adm1nPanelPass!",
+    # "credentials: deploy:S3cr3tPw9". Only the second part goes; a pair of plain words
+    # ("login is email / password") is prose.
+    add("password",
+        r"(?:login|logins|credentials?|creds)\b(?:\s+(?:is|are|was|were))?\s*:?\s+[\"'`]?"
+        r"[A-Za-z0-9_.@\-]{1,64}(?:\s*/\s*|:)([^\s\"'`/]{4,126}[^\s\"'`/.,;:?)\]])"
+        r"(?=[\s\"'`.,;:?)\]]|$)",
+        1, flags=re.I, anchors=("login", "cred"),
+        check=lambda v: _secret_value(v) and any(c.isalpha() for c in v)
+        and any(not c.isalpha() for c in v))
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"
         r"[\"'`]?([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",

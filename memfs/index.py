@@ -493,6 +493,24 @@ class Index:
         if ids:
             self._bump()
         self.conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+        self._note_unreadable(rel, None)
+
+    def _note_unreadable(self, rel: str, reason: str | None) -> None:
+        """Keep the files that do not parse (path -> why) in meta, so list, reindex and
+        status can say a hand edit dropped a memory without parsing every file."""
+        known = self.unreadable()
+        if (known.get(rel) if reason else rel not in known) == reason:
+            return
+        if reason:
+            known[rel] = reason
+        else:
+            known.pop(rel, None)
+        _set_meta(self.conn, "unreadable", json.dumps(known, sort_keys=True))
+
+    def unreadable(self) -> dict[str, str]:
+        """Files the index could not read or parse: relative path -> the error."""
+        raw = _meta(self.conn, "unreadable")
+        return json.loads(raw) if raw else {}
 
     def _index_file(self, rel: str, stat: tuple[int, int]) -> None:
         from dualtrace.errors import DualtraceError
@@ -507,6 +525,7 @@ class Index:
             # contributes nothing; `dualtrace status` reports it.
             log.info("not indexing %s: %s", rel, exc)
             docs = []
+            self._note_unreadable(rel, str(exc))
         if docs:
             self._bump()
         for row, cols in docs:
@@ -683,7 +702,7 @@ class Index:
     def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
         table, clause = _table_for(types)
         return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
-                                 (_term(term) + clause,)).fetchone()[0]
+                                 (_expr(term) + clause,)).fetchone()[0]
 
     def seen_prefix(self, word: str) -> bool:
         """Whether any memory or session record holds a word starting with ``word``."""
@@ -697,7 +716,7 @@ class Index:
         if not terms:
             return []
         table, clause = _table_for(types)
-        query = "(" + " OR ".join(_term(t) for t in terms) + ")" + clause
+        query = "(" + " OR ".join(_expr(t) for t in terms) + ")" + clause
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         rows = self.conn.execute(
             f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH ? "
@@ -725,7 +744,7 @@ class Index:
         if not id_list:
             return set()
         table = "fts_chunks" if chunks else "fts"
-        query = ("{anchor description} : " if about else "") + _term(term)
+        query = ("{anchor description} : " if about else "") + _expr(term)
         out: set[int] = set()
         for start in range(0, len(id_list), 500):
             chunk = id_list[start:start + 500]
@@ -874,6 +893,45 @@ def _write_snapshot(path: Path, ids: list[int], matrix: Any) -> None:
 def _term(term: str) -> str:
     # Quoted: a user's word such as NOT, OR or NEAR must never become FTS5 syntax.
     return '"' + term.replace('"', '""') + '"'
+
+
+# British and American spellings of one word ("colour" / "color", "analyse" / "analyze",
+# "initialise" / "initialize", "centre" / "center", "licence" / "license"): a question
+# word matches the other spelling too. Porter stems them apart. A generated form that is
+# no word ("errour", "promize") matches nothing, so the rules stay simple.
+_SUFFIX = r"(?=(?:s|es|ed|ing|er|ers|ation|ations|ite|ites|ful|able)?$)"
+_SPELLINGS = tuple((re.compile(pattern), repl) for pattern, repl in (
+    (r"(?<=[a-z]{3})our" + _SUFFIX, "or"),
+    (r"(?<=[a-z]{2}[^aeiou])or" + _SUFFIX, "our"),
+    (r"(?<=[a-z]{2})is(?=(?:e|es|ed|ing|er|ers|ation|ations)$)", "iz"),
+    (r"(?<=[a-z]{2})iz(?=(?:e|es|ed|ing|er|ers|ation|ations)$)", "is"),
+    (r"(?<=[a-z]{2})ys(?=(?:e|es|ed|ing|er|ers)$)", "yz"),
+    (r"(?<=[a-z]{2})yz(?=(?:e|es|ed|ing|er|ers)$)", "ys"),
+    (r"(?<=[a-z]{3})tre(?=s?$)", "ter"),
+    (r"(?<=[a-z]{2}[^aeiou])ter(?=s?$)", "tre"),
+    (r"(?<=[a-z]{3})ence(?=s?$)", "ense"),
+    (r"(?<=[a-z]{3})ense(?=s?$)", "ence"),
+))
+
+
+def spelling_variants(word: str) -> list[str]:
+    """The other spellings of ``word`` (``_SPELLINGS``), for a plain lowercase word."""
+    if not word.isalpha() or not word.islower():
+        return []
+    out = []
+    for pattern, repl in _SPELLINGS:
+        variant = pattern.sub(repl, word)
+        if variant != word and variant not in out:
+            out.append(variant)
+    return out
+
+
+def _expr(term: str) -> str:
+    """The FTS5 expression of one question word: the word or any of its spellings."""
+    variants = spelling_variants(term)
+    if not variants:
+        return _term(term)
+    return "(" + " OR ".join(_term(t) for t in (term, *variants)) + ")"
 
 
 def _table_for(types: tuple[str, ...] | None) -> tuple[str, str]:

@@ -114,7 +114,6 @@ RECORD_COVERED = 16  # chunk candidates whose word coverage is computed
 RECORDS_SHOWN = 3
 RECORDS_RESERVED = 2  # places kept for record passages when memories also answer
 CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
-TEMPORAL_KEEP = 0.75  # first/last: sessions at least this close to the best match
 PASSAGE_CHARS = 900
 
 _TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
@@ -628,9 +627,12 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         # "first", "last time", "recently" say when, not what: they are not evidence.
         topic = [t for t in terms if t not in _TEMPORAL_WORDS]
         if (not [t for t in topic if t not in _SESSIONS_AGG_WORDS] and records
-                and only in (None, SESSION_TYPE) and index.chunk_count):
+                and only in (None, SESSION_TYPE) and index.chunk_count
+                and record_gate is RECORD_GATE):
             # "What did we do last time?", "the first session": no topic, only a time.
-            # The session records answer, by date (the latest first for "last").
+            # The session records answer, by date (the latest first for "last"). Not
+            # for the prompt hook (its stricter gate): "continue from last time" names
+            # nothing, and SessionStart already lists the recent sessions.
             return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
         terms = topic or terms
     memories: list[RecalledMemory] = []
@@ -957,10 +959,11 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
             group.append((unit, doc))
     picked = list(groups.values())
     if order is not None and picked:
-        # Date order among the sessions that are about the question, not every session
-        # that shares a word with it.
-        best = max(_strength(g[0][0]) for g in picked)
-        picked = [g for g in picked if _strength(g[0][0]) >= TEMPORAL_KEEP * best]
+        # Date order among the sessions that are about the question: those the record
+        # gate passed (or that came near once something passed). Session 5: no second
+        # cut relative to the best match (it kept sessions >= 0.75 of the best one's
+        # words + meaning): the first session of a topic is often not its best-worded
+        # one (main set: a30, a79 gained; never-discussed unchanged).
 
         def when(group: list[tuple[_Unit, Doc]]) -> str:
             data = group[0][1].data
@@ -981,10 +984,6 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=unit.coverage, record=rec))
     return out
-
-
-def _strength(unit: _Unit) -> float:
-    return unit.coverage + unit.sem
 
 
 def _stem_match(word: str, terms: list[str]) -> set[str]:
@@ -1014,7 +1013,14 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         for word in _WORD.findall(line):
             hit = matched.get(word)
             if hit is None:
-                hit = matched[word] = _stem_match(word, terms)
+                hit = _stem_match(word, terms)
+                if "." in word.strip(".") and "/" not in word:
+                    # A dotted name ("Next.js", "highlight.js") is its parts too, as the
+                    # index splits it; a path is not (its parts match too much).
+                    for part in word.split("."):
+                        if part:
+                            hit = hit | _stem_match(part, terms)
+                matched[word] = hit
             found |= hit
         found_in.append(found)
     # Within the passage a word found on most lines is its topic ("the TODO app"), not

@@ -363,3 +363,25 @@ def test_batch_resume_skips_a_session_encoded_meanwhile_and_reports_a_lost_resul
     assert cursors.load(logging, str(mem.resolve())).offset == offset  # not encoded twice
     assert not (mem / "decisions/structured-logging-json.md").is_file()  # the batch's answer
     assert not state_file(mem).exists()
+
+
+def test_table_says_a_note_every_row_shares_once_and_cuts_at_a_word():
+    """New-user review 5: every row's note column was the same "the session ran in
+    /Users/dain/workspace/claude-code-log, wh", cut mid-word."""
+    from dualtrace.backfill import Item, Summary
+
+    away = ("the session ran in /Users/dain/workspace/claude-code-log, which is not on this "
+            "machine: its preferences stay in this memory, not in your own")
+    summary = Summary([Item("a.jsonl", "aaaa", "encoded", 1, 0, note=away),
+                       Item("b.jsonl", "bbbb", "encoded", 0, 1,
+                            note=away + "; over today's model budget: encoded offline"),
+                       Item("c.jsonl", "cccc", "skipped", note=away + "; " + "x " * 40)])
+    table = summary.table()
+    assert table.count(away) == 1 and table.splitlines()[-1] == f"every session: {away}"
+    rows = table.splitlines()[1:4]
+    assert rows[0].rstrip().endswith("0.0000")  # nothing of its own to say
+    assert rows[1].endswith("over today's model budget: encoded offline")
+    assert rows[2].endswith("x…") and len(rows[2].split("0.0000  ")[1]) <= 60
+    # One transcript: its note is its own, in the column.
+    single = Summary([Item("a.jsonl", "aaaa", "encoded", note="short note")]).table()
+    assert single.splitlines()[1].endswith("short note") and "every session" not in single

@@ -107,3 +107,23 @@ def test_the_printed_undo_works_on_a_machine_with_no_git_identity(tmp_path):
     assert undo.returncode == 0, undo.stderr
     assert (memdir / "decisions" / f"{ANCHOR}.md").is_file()
     assert git(memdir, "status", "--porcelain") == ""
+
+
+def test_answering_no_retires_nothing_and_no_answer_names_yes(tmp_path):
+    """New-user review 5: "no" ended in click's bare "Aborted!" and exit 1, and a script
+    (stdin closed) got the same, with no word about --yes."""
+    from tests.conftest import DUALTRACE
+
+    memdir = tmp_path / "memory"
+    encoded(memdir)
+    head = git(memdir, "rev-parse", "HEAD")
+    args = [str(DUALTRACE), "forget", ANCHOR, "--memory-dir", str(memdir)]
+    no = subprocess.run(args, input="n\n", capture_output=True, text=True, timeout=60)
+    assert no.returncode == 0 and "nothing retired" in no.stdout, no.stdout + no.stderr
+    assert "Aborted" not in no.stdout + no.stderr
+    closed = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=60)
+    assert closed.returncode == 1, closed.stdout + closed.stderr
+    assert closed.stderr.strip().splitlines()[-1].startswith("Error: ") and "--yes" in closed.stderr
+    assert git(memdir, "rev-parse", "HEAD") == head  # nothing retired either way
+    assert (memdir / "decisions" / f"{ANCHOR}.md").exists()

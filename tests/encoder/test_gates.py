@@ -114,3 +114,11 @@ def test_fixture_sessions():
     assert evaluate(read_transcript(DATA / "claude_session.jsonl")).min_tier == "FULL"
     v = evaluate(read_transcript(DATA / "plain_session.jsonl"))
     assert v.signal and not v.activity
+
+
+def test_gate_reasons_count_in_english(run_cli):
+    """New-user review 5: the gate line read "3 file edits (1 files)", "1 commands"."""
+    from tests.conftest import EXAMPLES
+
+    out = run_cli("digest", str(EXAMPLES / "pilot-4-auth-401-session1.jsonl")).output
+    assert "activity: 0 file edits (0 files), 1 command (1 failed), 0 commits" in out, out

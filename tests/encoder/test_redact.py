@@ -289,3 +289,23 @@ def test_more_credential_shapes():
                   "secret 3f786850e387550fdab836ed7e6dc881de23001b", "bypass=cache_only",
                   "the API key is stored in Vault", "see http://:8080/ for docs"]:
         assert r.redact(prose) == prose, prose
+
+
+def test_google_oauth_token_and_login_pairs():
+    """New-user review 5: a `ya29.` access token in a failed command's output and a login
+    pair in the agent's prose reached a committed session record."""
+    r = Redactor()
+    token = "ya29." + "a0AfH6SMBx3kQ7Lm9Np2Rs4Tu6Vw8Xy0Za1Bc3De5Fg7Hi9Jk-LmNoPqRs"
+    for text, secret in [
+        (f"AccessDeniedException: 403. Token used: {token}", token),
+        ("and the admin login is admin / " + "Adm1nPanel" + "Pass!", "Adm1nPanelPass"),
+        ("creds are bob / " + "hunter2" + "Xy9", "hunter2Xy9"),
+        ("the login is test@example.com / " + "Passw0rd!", "Passw0rd"),
+    ]:
+        out = r.redact(text)
+        assert secret not in out and "[REDACTED:" in out, text
+    for prose in ["the login is email / password", "login is required", "the login page: /login/form",
+                  "login handler: auth/login.py", "Login is POST /api/v1/login",
+                  "the login flow is user / session / token", "the login is user / user_id",
+                  "credentials are user:pass"]:
+        assert r.redact(prose) == prose, prose

@@ -137,6 +137,15 @@ def test_what_did_we_do_last_time_answers_with_the_latest_session_records(demo):
     assert first.memories[0].record.session.startswith("1a000000")  # 2026-03-10
 
 
+def test_the_prompt_hook_does_not_list_sessions_for_a_time_alone(demo):
+    """The prompt hook speaks unasked: "continue from last time" names nothing."""
+    from dualtrace.config import Settings
+    from dualtrace.memfs.inject import prompt_context
+
+    for prompt in ("what did we do last time?", "continue from where we left off last time"):
+        assert prompt_context(MemoryStore(demo, project="p"), prompt, Settings()) is None
+
+
 def test_a_session_record_item_carries_the_record_label(demo):
     """A by-date answer puts the records first: the answer's label is theirs, and a
     curated memory shown after them carries its own."""
