@@ -500,7 +500,14 @@ def serve_forever(path: str, state: str) -> None:
     loaded = _loaded_files()
     preloaded = False  # after the first fork: the session that started us waits for it
     listener, bound = _listen(path)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    def stop(*_: object) -> None:
+        # Leave from the handler itself: a SystemExit raised wherever the signal lands
+        # was, under load, sometimes lost, and the server kept listening after SIGTERM
+        # (tests/dualtrace/test_recall_warm.py, the hung server's teardown).
+        _leave(path, bound, state, "stopped")
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     children: set[int] = set()
     last = time.monotonic()
     why = "idle"
@@ -545,22 +552,26 @@ def serve_forever(path: str, state: str) -> None:
                 preloaded = _preload_checked(state, path)
                 loaded = {**_loaded_files(), **loaded}  # keep what the start saw
     except SystemExit:
-        why = "stopped"  # SIGTERM, or a preloaded library started a thread
+        why = "stopped"  # a preloaded library started a thread (SIGTERM leaves in stop)
         raise
     finally:
-        # Unreachable first, then free for a successor, before the (slow) interpreter exit:
-        # a client that finds no socket starts a new server, which needs the lock.
-        if _still_bound(path, bound):
-            _mark_ready(path, False)
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        elif not os.path.exists(path):  # removed, not replaced: nobody's mark now
-            _mark_ready(path, False)
+        _leave(path, bound, state, why)
         listener.close()
         lock.close()
-        log(state, f"warm server exited ({why})")
+
+
+def _leave(path: str, bound: int, state: str, why: str) -> None:
+    """Unreachable first, then free for a successor, before the (slow) interpreter exit:
+    a client that finds no socket starts a new server, which needs the lock."""
+    if _still_bound(path, bound):
+        _mark_ready(path, False)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    elif not os.path.exists(path):  # removed, not replaced: nobody's mark now
+        _mark_ready(path, False)
+    log(state, f"warm server exited ({why})")
 
 
 def _listen(path: str) -> tuple[socket.socket, int]:
