@@ -499,12 +499,14 @@ class Index:
         """Keep the files that do not parse (path -> why) in meta, so list, reindex and
         status can say a hand edit dropped a memory without parsing every file."""
         known = self.unreadable()
-        if (known.get(rel) if reason else rel not in known) == reason:
+        if reason is None:
+            if rel not in known:
+                return  # the usual case: nothing to forget, nothing to write
+            del known[rel]
+        elif known.get(rel) == reason:
             return
-        if reason:
-            known[rel] = reason
         else:
-            known.pop(rel, None)
+            known[rel] = reason
         _set_meta(self.conn, "unreadable", json.dumps(known, sort_keys=True))
 
     def unreadable(self) -> dict[str, str]:
