@@ -25,12 +25,14 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import os
 import random
 import resource
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from operator import add, mul
 from pathlib import Path
@@ -62,6 +64,8 @@ def main() -> None:
                         help="sign codes of (vector - the matrix's mean vector): the shared "
                              "direction of a static model's vectors says nothing")
     args = parser.parse_args()
+    # The vocabulary cache goes to a state dir of this run's own, never the person's.
+    os.environ.setdefault("DUALTRACE_HOME", tempfile.mkdtemp(prefix="dt-bench-cold-"))
     root = args.store / "memory"
     anchors = bench_recall_cli.build_store(root, 10000, 1000)
     qs = bench_recall.questions(root, anchors, random.Random(5), args.queries)
