@@ -51,7 +51,7 @@ def fixed_by_rerun(events: Sequence[Event], i: int) -> int | None:
         e = events[j]
         if e.kind == "edit" and not e.is_error:
             edited = True
-        elif (e.kind == "command" and not e.is_error and e.exit_code in (None, 0)
+        elif (e.kind == "command" and not e.failed
               and run_key(e.command or "") == key):
             return j if edited else None
     return None

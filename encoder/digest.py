@@ -250,7 +250,7 @@ class _Items:
 
     def _command(self, i: int, e: Event, sub: str) -> bool:
         cmd = self.rel(e.command) or e.text
-        failed = e.is_error or (e.exit_code not in (None, 0))
+        failed = e.failed
         is_test = bool(TEST_COMMAND.search(cmd))
         key = run_key(cmd)
         if not failed and not is_test and _NOISE_CMD.match(cmd):

@@ -89,7 +89,7 @@ def _fix_arc(events: tuple[Event, ...]) -> str | None:
     """A failing test -> an edit -> the same test passing (cues.fixed_by_rerun)."""
     for i, e in enumerate(events):
         if (e.kind == "command" and e.command and _TEST.search(e.command)
-                and (e.is_error or e.exit_code not in (None, 0))):
+                and e.failed):
             j = fixed_by_rerun(events, i)
             if j is not None:
                 return (f"test `{run_key(e.command)}` failed at {_hhmm(e.ts)}, fixed, "
@@ -128,7 +128,7 @@ def evaluate(session: Session) -> GateVerdict:
     edits = [e for e in events if e.kind == "edit" and not e.is_error]
     paths = {e.path for e in edits if e.path}
     commands = [e for e in events if e.kind == "command"]
-    failed = [e for e in commands if e.is_error or e.exit_code not in (None, 0)]
+    failed = [e for e in commands if e.failed]
     commits = [e for e in events if e.kind == "commit"]
     merged = [e for e in commits if e.text == "PR merged"] + [
         e for e in commands if e.command and _MERGED.search(e.command) and not e.is_error]

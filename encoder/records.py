@@ -115,7 +115,7 @@ def _cmd(e: Event, rel: _Rel) -> str:
 
 
 def _failed(e: Event) -> bool:
-    return e.is_error or (e.exit_code not in (None, 0))
+    return e.failed
 
 
 def _first_error_line(result: str | None) -> str:

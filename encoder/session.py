@@ -38,6 +38,21 @@ def truncate_middle(text: str, limit: int) -> str:
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
+# The failure summaries of test runners and checkers, as their last lines print them:
+# "1 failed, 3 passed" (pytest), "297 tests, 11 failures" (ExUnit), "Tests: 2 failed"
+# (jest), "test result: FAILED" (cargo), "FAIL" / "FAILED" lines (go, pytest), "Found 3
+# errors" (mypy, ruff). A count of 0 is no failure.
+_FAILURE_SUMMARY = re.compile(
+    r"\b[1-9]\d* (?:failed|failures?|errors?)\b|^(?:FAILED|FAIL)\b|\btest result: FAILED\b",
+    re.M)
+
+
+def _piped_check_failed(command: str, result: str) -> bool:
+    from dualtrace.encoder.cues import check_command  # cues imports this module's types
+
+    return check_command(command) is not None and bool(_FAILURE_SUMMARY.search(result))
+
+
 @dataclass(frozen=True)
 class Event:
     """One thing that happened in a session, in order.
@@ -64,6 +79,16 @@ class Event:
     def __post_init__(self) -> None:
         if self.kind not in EVENT_KINDS:
             raise ValueError(f"unknown event kind: {self.kind!r}")
+
+    @property
+    def failed(self) -> bool:
+        """The run failed: a tool error, a non-zero exit, or a check piped into a filter
+        whose own output reports failures. Agents mostly run ``pytest 2>&1 | tail -20``,
+        where the exit status is tail's: the runner's summary line is the only verdict."""
+        if self.is_error or self.exit_code not in (None, 0):
+            return True
+        return (self.kind == "command" and bool(self.result) and "|" in (self.command or "")
+                and _piped_check_failed(self.command or "", self.result or ""))
 
 
 @dataclass(frozen=True)

@@ -340,7 +340,7 @@ def structural_incidents(session, covered: Iterable[Candidate]) -> list[Candidat
                if e.kind == "edit" and e.path and e.edit_kind == "create"}
     events = session.events
     for i, event in enumerate(events):
-        failed = event.is_error or event.exit_code not in (None, 0)
+        failed = event.failed
         if (event.kind != "command" or event.agent is not None or not failed
                 or not TEST_CMD.search(event.command or "")):
             continue

@@ -465,7 +465,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                 if arc is not None:
                     arcs[arc.signature] = arc
             continue
-        failed = e.is_error or e.exit_code not in (None, 0)
+        failed = e.failed
         if e.kind != "command" or not failed or not check_command(e.command or ""):
             continue
         sig, line = signature_of(e.result or "")
