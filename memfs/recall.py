@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dualtrace import words
-from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
+from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index, spelling_variants
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
 LABEL_B = "(STATE B retrieval: fact only, medium confidence)"
@@ -92,6 +92,11 @@ SEM_FLOOR = 0.35
 SEM_COV_FLOOR = 0.15
 SEM_CANDIDATES = 30
 LEX_SEM_FLOOR = 0.15
+# A curated memory that matches only the words of a question that also has a never-said
+# word needs the meaning the words + meaning path needs, unless it is named for one of
+# them (Gate.never_said_floor; session 6, review 5 finding 1). Main set: 0.30-0.40 give
+# the same results (one never-discussed question more abstains, no answer lost).
+NEVER_SAID_FLOOR = SEM_FLOOR
 RRF_K = 60
 # Session record chunks are long and many: their meaning is judged line by line (the
 # best two-line window of the chunk), they pass a stricter gate, and only the best
@@ -435,6 +440,7 @@ class _Unit:
     sem: float = 0.0
     cos: float = 0.0  # cosine of the best document, also outside the nearest ones
     rare: float = 0.0  # matched words' IDF in units of the IDF of a word in one document
+    named: bool = False  # its anchor (the memory's name) holds a word of the question
     final: float = 0.0
     fused: float = 0.0
     type: str = ""
@@ -467,11 +473,22 @@ class Gate:
     # single document (``_Unit.rare``), not one common word.
     rare_combo: float = 9.0
     rare_words: float = 9.0
+    # When the question has a word that no memory and no session record holds (it was
+    # never said: ``never_said``), the words it shares with a text may be only its frame
+    # ("what was the root cause of the memory leak?" against the one incident that says
+    # "root cause"): words alone then pass only when the memory is named for a word of
+    # the question (``_Unit.named``: "intermittent 401 errors" against the incident
+    # auth-middleware-401-race) or its text means at least this much like the question
+    # (with an embedder). 0 = no such check.
+    never_said_floor: float = 0.0
 
-    def passes(self, unit: _Unit, semantic: bool) -> bool:
+    def passes(self, unit: _Unit, semantic: bool, never_said: bool = False) -> bool:
         if unit.mass < self.min_mass:
             return False
         if unit.coverage >= self.coverage:
+            if never_said and self.never_said_floor and not unit.named and not (
+                    semantic and max(unit.sem, unit.cos) >= self.never_said_floor):
+                return False
             return not semantic or max(unit.sem, unit.cos) >= self.lex_sem_floor
         if not semantic:
             return False
@@ -484,7 +501,7 @@ class Gate:
 
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
-                   lex_sem_floor=LEX_SEM_FLOOR)
+                   lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
                    RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
                    rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
@@ -606,6 +623,26 @@ def unknown_names(index: Index, question: str) -> list[str]:
     return unknown
 
 
+def never_said_words(index: Index, terms: list[str]) -> list[str]:
+    """The question words that no memory and no session record holds, not even as the
+    start of a longer word: what no session ever said."""
+    return [t for t in terms
+            if not any(index.seen_prefix(w) for w in (t, *spelling_variants(t)))]
+
+
+def _named(index: Index, units: list[_Unit], unsaid: list[str], terms: list[str]) -> None:
+    """``_Unit.named`` for the units that pass on words: whether the memory's anchor (its
+    name) holds one of the question's words that the store has (not a weak word)."""
+    said = [t for t in terms if t not in unsaid and t not in WEAK_WORDS]
+    todo = [u for u in units if u.coverage >= MEMORY_GATE.coverage]
+    if not said or not todo:
+        return
+    docs = index.docs(i for u in todo for i in u.ids)
+    for unit in todo:
+        unit.named = any(_stem_match(w, said) for i in unit.ids if i in docs
+                         for w in docs[i].anchor.split("-"))
+
+
 def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
             record_gate: Gate) -> RecallResult:
@@ -635,11 +672,16 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
             # nothing, and SessionStart already lists the recent sessions.
             return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
         terms = topic or terms
+    # A word no session ever said (a pasted text is exempt): see Gate.never_said_floor.
+    unsaid = never_said_words(index, terms) if len(terms) <= LONG_QUERY else []
     memories: list[RecalledMemory] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
-        passing = _with_successors(index, [u for u in units if MEMORY_GATE.passes(u, semantic)])
+        if unsaid:
+            _named(index, units, unsaid, terms)
+        passing = _with_successors(index, [u for u in units
+                                           if MEMORY_GATE.passes(u, semantic, bool(unsaid))])
         _complete(index, passing[:limit])
         memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
