@@ -782,6 +782,19 @@ class Index:
                 out[unit] = succ
         return out
 
+    def first_record_saying(self, text: str) -> Doc | None:
+        """The earliest session-record chunk that holds ``text`` word for word (its
+        first 12 words, as a phrase): where a bullet of a system file was first said."""
+        said = re.findall(r"[a-z0-9]+", text.lower())[:12]
+        if not said:
+            return None
+        phrase = '"' + " ".join(said) + '"'
+        row = self.conn.execute(
+            "SELECT d.id FROM fts_chunks JOIN docs d ON d.id = fts_chunks.rowid "
+            "WHERE fts_chunks MATCH ? ORDER BY d.stored, d.id LIMIT 1",
+            ("{body}: " + phrase,)).fetchone()
+        return next(iter(self.docs([row[0]]).values()), None) if row else None
+
     def docs(self, ids: Iterable[int]) -> dict[int, Doc]:
         return {d.id: d for d in self._select("id", list(ids))}
 

@@ -43,6 +43,10 @@ LABELS = {"A": LABEL_A, "B": LABEL_B, "C": LABEL_C}
 STALE_NOTE = ("I have this stored from {date}, but the referenced files may have "
               "changed since then.")
 OFFER = "If you tell me the answer, dualtrace will store it from this session."
+# The same offer said to a person at a terminal (`dualtrace recall`): nothing typed there
+# is stored; what is said in an agent session with dualtrace's hooks is.
+OFFER_PERSON = ("Nothing typed here is stored: say it in an agent session with dualtrace's "
+                "hooks installed, and it is stored when that session ends.")
 
 # Calibrated on tests/data/recall_questions.json (see docs/BENCHMARKS.md).
 THRESHOLD = 0.5
@@ -288,9 +292,11 @@ class RecallResult:
             "memories": [m.to_dict() for m in self.memories],
         }
 
-    def render(self, *, max_chars: int | None = None) -> str:
+    def render(self, *, max_chars: int | None = None, offer: str = OFFER) -> str:
+        """The answer as text. ``offer``: what an abstention says about storing the
+        answer (the agent's OFFER; ``OFFER_PERSON`` for the CLI)."""
         if self.state == "C":
-            return f"{ABSTAIN}\n{LABEL_C}\n{OFFER}\n"
+            return f"{ABSTAIN}\n{LABEL_C}\n{offer}\n"
         head = [self.label]
         if self.aggregation and all(m.record is not None for m in self.memories):
             count = len(self.memories)
@@ -1331,7 +1337,11 @@ def _materialise(index: Index, unit: _Unit, stale_days: int,
         data = bullet_doc.data
         fact = formats.SystemFile(path=data["path"], description=data["description"])
         bullet = data["bullet"]
-        path, kind, conf, stored, updated = data["path"], bullet_doc.type, "MEDIUM", "", None
+        path, kind, conf, updated = data["path"], bullet_doc.type, "MEDIUM", None
+        # A bullet carries no date of its own: it was stored by the session whose record
+        # first says it (the user's words, kept verbatim by the offline encoder).
+        said = index.first_record_saying(bullet)
+        stored = str(said.data.get("date") or "") if said is not None else ""
     else:
         assert moment is not None and moment_doc is not None
         linked = moment.linked_fact
