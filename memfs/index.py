@@ -706,6 +706,14 @@ class Index:
         return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                                  (_expr(term) + clause,)).fetchone()[0]
 
+    def seen_word(self, word: str) -> bool:
+        """``seen_prefix``, asking for the word itself first (an exact term is one lookup;
+        a prefix query reads every term that starts with it)."""
+        query = _term(word)
+        return any(self.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
+                                     (query,)).fetchone() for table in ("fts", "fts_chunks")) \
+            or self.seen_prefix(word)
+
     def seen_prefix(self, word: str) -> bool:
         """Whether any memory or session record holds a word starting with ``word``."""
         query = _term(word) + " *"
@@ -767,6 +775,17 @@ class Index:
             for r in self.conn.execute("SELECT id, unit, kind, type, superseded_by FROM docs "
                                        f"WHERE id IN ({marks})", chunk):
                 out[r[0]] = (r[1], r[2], r[3], r[4])
+        return out
+
+    def anchors(self, ids: Iterable[int]) -> dict[int, str]:
+        """id -> anchor, without decoding the JSON fields."""
+        id_list = list(ids)
+        out: dict[int, str] = {}
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(f"SELECT id, anchor FROM docs WHERE id IN ({marks})",
+                                         chunk).fetchall())
         return out
 
     def superseded(self, units: Iterable[str]) -> dict[str, str]:

@@ -633,20 +633,27 @@ def never_said_words(index: Index, terms: list[str]) -> list[str]:
     """The question words that no memory and no session record holds, not even as the
     start of a longer word: what no session ever said."""
     return [t for t in terms
-            if not any(index.seen_prefix(w) for w in (t, *spelling_variants(t)))]
+            if not any(index.seen_word(w) for w in (t, *spelling_variants(t)))]
 
 
-def _named(index: Index, units: list[_Unit], unsaid: list[str], terms: list[str]) -> None:
-    """``_Unit.named`` for the units that pass on words: whether the memory's anchor (its
-    name) holds one of the question's words that the store has (not a weak word)."""
+def _never_said(index: Index, terms: list[str], units: list[_Unit],
+                semantic: bool) -> list[str]:
+    """The question's never-said words (a pasted text is exempt), looked up only when a
+    memory would pass on words alone without the meaning Gate.never_said_floor asks for;
+    then ``_Unit.named`` for those: whether the memory's anchor (its name) holds one of
+    the question's other words (not a weak word)."""
+    todo = [u for u in units if u.coverage >= MEMORY_GATE.coverage
+            and not (semantic and max(u.sem, u.cos) >= MEMORY_GATE.never_said_floor)]
+    if not todo or len(terms) > LONG_QUERY:
+        return []
+    unsaid = never_said_words(index, terms)
     said = [t for t in terms if t not in unsaid and t not in WEAK_WORDS]
-    todo = [u for u in units if u.coverage >= MEMORY_GATE.coverage]
-    if not said or not todo:
-        return
-    docs = index.docs(i for u in todo for i in u.ids)
-    for unit in todo:
-        unit.named = any(_stem_match(w, said) for i in unit.ids if i in docs
-                         for w in docs[i].anchor.split("-"))
+    if unsaid and said:
+        anchors = index.anchors(i for u in todo for i in u.ids)
+        for unit in todo:
+            unit.named = any(_stem_match(w, said) for i in unit.ids
+                             for w in anchors.get(i, "").split("-"))
+    return unsaid
 
 
 def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
@@ -678,14 +685,11 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
             # nothing, and SessionStart already lists the recent sessions.
             return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
         terms = topic or terms
-    # A word no session ever said (a pasted text is exempt): see Gate.never_said_floor.
-    unsaid = never_said_words(index, terms) if len(terms) <= LONG_QUERY else []
     memories: list[RecalledMemory] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
-        if unsaid:
-            _named(index, units, unsaid, terms)
+        unsaid = _never_said(index, terms, units, semantic)
         passing = _with_successors(index, [u for u in units
                                            if MEMORY_GATE.passes(u, semantic, bool(unsaid))])
         _complete(index, passing[:limit])
