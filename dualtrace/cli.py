@@ -448,7 +448,14 @@ def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
         return
     report = got.report or {}
     gates = report.get("gates") or {}
-    click.echo("why (the offline encoder, re-run now as a dry run: nothing written or sent):")
+    if got.against is None:
+        on = "today's memory"
+    elif got.against:
+        on = f"the memory as it was before this session's commit (at {got.against[:10]})"
+    else:
+        on = "the memory as it was before this session's commit (empty)"
+    click.echo(f"why (the offline encoder, re-run now as a dry run on {on}: nothing written "
+               "or sent):")
     if gates:
         click.echo(f"  gates: min tier {gates.get('min_tier') or '-'}; "
                    f"{gates.get('file_edits', 0)} edits, {gates.get('commands', 0)} commands "

@@ -5,12 +5,23 @@ history of the memory directory, whatever backend wrote it), and a fresh dry run
 the offline encoder on the session's transcript, which shows the gate verdict and
 every candidate with its scores. The dry run writes nothing and sends nothing
 anywhere; it is the offline encoder's view even when a model encoded the session.
+
+The dry run reads the memory as it was just before the session's first commit
+(``<commit>^``, checked out in a temporary clone), so it decides what the session
+decided then: a memory the session stored comes back as a store, a recurrence as an
+update. Against today's memory, which already holds the session's output, it could
+only say what a second run would add (nothing). A session with no commit is run
+against today's memory.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dualtrace import config
@@ -24,6 +35,9 @@ class Explanation:
     committed: list[dict] = field(default_factory=list)
     report: dict | None = None
     unavailable: str | None = None
+    # The commit the dry run read the memory at (the parent of the session's first
+    # commit), "" for an empty memory (that commit was the first), None: today's memory.
+    against: str | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -70,14 +84,64 @@ def explain(session_or_path: str, workspace: config.Workspace) -> Explanation:
         result.unavailable = ("the transcript is no longer on disk: only what was committed can "
                               "be shown")
         return result
-    report = encode_session(transcript, workspace=workspace, backend="offline", dry_run=True,
-                            force=True)
+    if not result.committed:
+        # A transcript path: its session id is known only once it is read.
+        from dualtrace.hooks.transcripts import read_transcript
+        from dualtrace.sanitize import safe_session_id
+
+        read = read_transcript(Path(transcript)).session_id  # as the encode names it
+        session_id = read or safe_session_id(Path(transcript).stem)
+        if session_id:  # never "": every commit's id starts with it
+            result.committed, _ = _committed(workspace, session_id)
+    with _memory_before(workspace, result.committed) as (before, against):
+        report = encode_session(transcript, workspace=before, backend="offline", dry_run=True,
+                                force=True)
+    result.against = against
     result.report = report.to_dict()
+    result.report["memory_dir"] = str(memdir)
     result.session = report.session_id or result.session
-    if not result.committed and report.session_id:
-        result.committed, _ = _committed(workspace, report.session_id)
     _mark_already_stored(result, workspace)
     return result
+
+
+@contextmanager
+def _memory_before(workspace: config.Workspace,
+                   committed: list[dict]) -> Iterator[tuple[config.Workspace, str | None]]:
+    """The workspace whose memory directory is the memory as it was before the oldest of
+    ``committed`` (a temporary clone, removed on exit), and the commit it is at ("" for
+    none: the memory was empty). No commit: the workspace itself, and None."""
+    if not committed:
+        yield workspace, None
+        return
+    memdir = workspace.memory_dir
+    first = committed[-1]["sha"]  # newest first
+    parent = _git(memdir, "rev-parse", "--verify", "--quiet", f"{first}^")
+    with tempfile.TemporaryDirectory(prefix="dualtrace-explain-") as tmp:
+        snapshot = Path(tmp) / (memdir.name or "memory")
+        if parent:
+            # --shared: the clone borrows the objects; nothing is written in memdir.
+            _git(Path(tmp), "clone", "--quiet", "--shared", "--no-checkout", str(memdir),
+                 str(snapshot), check=True)
+            _git(snapshot, "checkout", "--quiet", "--detach", parent, check=True)
+        yield replace(workspace, memory_dir=snapshot), parent or ""
+
+
+def _git(cwd: Path, *args: str, check: bool = False) -> str:
+    """stdout of a git command, stripped ("" when it fails and ``check`` is false)."""
+    from dualtrace.memfs.gitrepo import clean_git_env
+
+    clean_git_env()
+    try:
+        proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
+                              timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DualtraceError(f"git {args[0]} failed in {cwd}: {exc}") from exc
+    if proc.returncode != 0:
+        if check:
+            raise DualtraceError(f"git {args[0]} failed in {cwd}: "
+                                 f"{(proc.stderr or proc.stdout).strip()[:200]}")
+        return ""
+    return proc.stdout.strip()
 
 
 def _committed(workspace: config.Workspace, prefix: str) -> tuple[list[dict], str | None]:
@@ -103,9 +167,14 @@ def _committed(workspace: config.Workspace, prefix: str) -> tuple[list[dict], st
 
 
 def _mark_already_stored(result: Explanation, workspace: config.Workspace) -> None:
-    """The dry run re-reads the session against the memory as it is now, so what the
-    session stored comes back as "skip: nothing new" (the memory already counts this
-    session). Say what happened instead: the candidate was stored, by which commit."""
+    """Never "skip" for a memory the session's commit wrote.
+
+    Run on the memory before the session's commit, the dry run normally proposes what
+    the commit did. When it does not (today's offline encoder differs from the one, or
+    the model, that encoded the session), the commit's verb is shown with a note. With
+    no commit to compare (run against today's memory), a fact that lists this session
+    is labelled stored by it: the re-run sees the session's own output as nothing new.
+    """
     from dualtrace.errors import FormatError, PathError
     from dualtrace.memfs.formats import Fact
     from dualtrace.memfs.store import MemoryStore
@@ -118,18 +187,24 @@ def _mark_already_stored(result: Explanation, workspace: config.Workspace) -> No
     try:
         for op in skipped:
             # The commit of this session that wrote the file (its subject names the path).
-            named = re.compile(rf"\s{re.escape(op['path'].removesuffix('.md'))}(?:\s|$)")
-            sha = next((c["sha"][:10] for c in result.committed
-                        if any(named.search(line) for line in c["operations"])), None)
-            if sha is None:  # else: a fact that lists this session (the commit is gone)
-                try:
-                    memory = store.read(op["path"])
-                except (FormatError, PathError, OSError):
-                    continue
-                if not isinstance(memory, Fact) or result.session not in memory.sessions:
-                    continue
-            op["action"] = "bullet" if op["path"].startswith("system/") else "stored"
-            op["note"] = (f"stored by this session (commit {sha}); the re-run adds nothing to it"
-                          if sha else "already holds this session; the re-run adds nothing to it")
+            named = re.compile(rf"^mem: (\w+) {re.escape(op['path'].removesuffix('.md'))}(?:\s|$)")
+            done = next(((c["sha"][:10], m.group(1)) for c in result.committed
+                         for line in c["operations"] if (m := named.search(line))), None)
+            if done is not None:
+                sha, verb = done
+                op["action"] = verb
+                op["note"] = (f"commit {sha} did this ({verb}); this re-run of today's offline "
+                              "encoder finds nothing new for it")
+                continue
+            if result.against is not None:
+                continue
+            try:
+                memory = store.read(op["path"])
+            except (FormatError, PathError, OSError):
+                continue
+            if not isinstance(memory, Fact) or result.session not in memory.sessions:
+                continue
+            op["action"] = "stored"
+            op["note"] = "already holds this session; the re-run adds nothing to it"
     finally:
         store.close()

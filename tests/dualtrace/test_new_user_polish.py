@@ -60,11 +60,11 @@ def test_explain_says_a_stored_candidate_was_stored_by_the_session(memdir, run_c
     assert f"  {sha}  offline" in result.output
     assert "committed: nothing" not in result.output
     line = next(ln for ln in result.output.splitlines() if "decisions/json-structured-logging.md" in ln)
-    assert re.search(r"\(12\)\s+stored\s+decisions/json-structured-logging\.md", line), line
-    assert f"stored by this session (commit {sha}); the re-run adds nothing to it" in result.output
+    # Since session 6 the re-run reads the memory before the commit: the store itself.
+    assert re.search(r"\(12\)\s+store\s+decisions/json-structured-logging\.md", line), line
     assert "skip" not in result.output and "nothing new" not in result.output
     as_json = json.loads(run_cli("explain", target, "--memory-dir", str(memdir), "--json").output)
-    assert [op["action"] for op in as_json["report"]["operations"]] == ["stored"]
+    assert [op["action"] for op in as_json["report"]["operations"]] == ["store"]
 
 
 def test_explain_still_says_skip_for_a_memory_the_session_did_not_store(memdir, run_cli):
@@ -189,7 +189,7 @@ def test_explain_says_a_bullet_the_session_stored_was_stored(memdir, run_cli):
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "system/human.md" in ln)
     assert re.match(r"BULLET .*\s+bullet\s+system/human\.md", line), line
-    assert "stored by this session (commit " in result.output
+    assert "before this session's commit" in result.output  # session 6: run on <commit>^
     assert "already stored" not in result.output and " skip " not in result.output
 
 
