@@ -110,7 +110,12 @@ REVERSAL = re.compile(
     r"\b(?:no longer|switch(?:ing|ed)? back|back (?:from|to)|revert\w*|roll(?:ing|ed)? back|abandon\w*"
     r"|mov(?:e|ing) away from|stop using|revers\w*|amend\w*|supersed\w*|revis(?:e|ing|ed) (?:the|our)"
     r"|chang(?:e|ing|ed) (?:our|the|my) (?:decision|mind|rule|policy)|on second thought|not anymore"
-    r"|instead of (?:the|our) (?:old|previous|current|original|existing))\b", _I)
+    r"|instead of (?:the|our) (?:old|previous|current|original|existing)"
+    # a move between two named things revises the decision about the first: "move
+    # billing from PostgreSQL to CockroachDB", "migrating from REST to gRPC", "replace
+    # Celery with RQ"; "change of plan" / "changed my mind" say so outright
+    r"|(?:mov|switch|migrat|port)\w* (?:[\w.-]+ ){0,4}from [\w.-]+(?: [\w.-]+)? to"
+    r"|replac\w* [\w.-]+(?: [\w.-]+)? with|change of plans?|chang(?:e|ed|ing) my mind)\b", _I)
 TRANSIENT = re.compile(r"\b(?:for now|temporar\w*|quick hack|just this once|for today|workaround)\b", _I)
 ARCHITECTURE = re.compile(
     r"\b(?:architecture|storage|database|postgres\w*|redis|mysql|sqlite|mongo\w*|logging|logs?|auth\w*"
