@@ -221,6 +221,12 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     summary = queue.status_summary(config.state_dir(), memory_dir=str(root),
                                    memory_dir_of=Worker(config.state_dir()).memory_dir_for)
+    # A run's "N ops" are its commit's operations, as `dualtrace log` lists them: the
+    # candidates it skipped are not (they made "2 ops" of a one-line commit).
+    summary["runs"] = [{**run, "operations": [op for op in run.get("operations") or []
+                                              if not (isinstance(op, dict)
+                                                      and op.get("action") == "skip")]}
+                       for run in summary["runs"]]
     for line in queue.format_status(summary):
         click.echo(line)
     off = config.disabled_by(ws.root)

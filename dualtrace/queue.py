@@ -480,16 +480,7 @@ def format_status(summary: dict) -> list[str]:
         for run in summary["runs"]:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.get("finished_at") or 0))
             what = run.get("error") or run.get("skipped") or (
-                f"{_changes(run.get('operations') or [])}, {run.get('tokens') or 0} tokens")
+                f"{len(run.get('operations') or [])} ops, {run.get('tokens') or 0} tokens")
             lines.append(f"  {when}  {run.get('session')}  {run.get('backend') or '-'}  "
                          f"{float(run.get('duration') or 0):.1f}s  {what}")
     return lines
-
-
-def _changes(operations: list[dict]) -> str:
-    """What a run changed, counted as its commit and `dualtrace sessions` count it: a
-    candidate the run skipped is no operation, a new bullet is stored."""
-    actions = [op.get("action") for op in operations if isinstance(op, dict)]
-    stored = sum(1 for a in actions if a in ("store", "bullet"))
-    updated = sum(1 for a in actions if a in ("update", "upgrade"))
-    return f"{stored} stored, {updated} updated" if stored or updated else "nothing stored"

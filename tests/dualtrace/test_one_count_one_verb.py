@@ -3,7 +3,8 @@
 A memory is a fact; its moment and the system files' bullets are counted apart and said
 the same way by status, list and reindex ("2 memories, +2 moments, +1 preference
 bullet"). A new preference bullet is "stored" in the commit, the encode counts,
-backfill's table, `sessions` and status' last runs alike (the commit said "update").
+backfill's table and `sessions` alike; status' last runs count
+the commit's operations, not the candidates skipped (the commit said "update").
 `dualtrace log` dates an entry by when the session ran, as `sessions` does, and says
 when it was encoded apart. Real offline encodes of the shipped examples, real git.
 """
@@ -64,20 +65,19 @@ def test_a_new_bullet_is_stored_everywhere(memdir, run_cli, tmp_path):
     assert re.search(r"encoded\s+1\s+0\s", row), row  # stored 1, updated 0 (was 0 and 1)
 
 
-def test_status_last_runs_count_what_the_commit_changed():
-    from dualtrace.queue import format_status
-
+def test_status_last_runs_count_what_the_commit_changed(memdir, run_cli, state_dir):
+    _encode_all(memdir)
     run = {"finished_at": 0, "session": "s1", "backend": "offline", "duration": 1.0,
-           "tokens": 0, "operations": [{"action": "skip", "path": "decisions/a.md"},
-                                       {"action": "store", "path": "decisions/b.md"},
-                                       {"action": "bullet", "path": "system/human.md"},
-                                       {"action": "update", "path": "incidents/c.md"}]}
-    summary = {"counts": {}, "worker": {"running": False}, "jobs": [], "runs": [run]}
-    lines = format_status(summary)
-    # Before: "4 ops" (the skipped candidate counted; the commit had three lines).
-    assert lines[-1].endswith("1.0s  2 stored, 1 updated, 0 tokens"), lines
-    run["operations"] = [{"action": "skip", "path": "decisions/a.md"}]
-    assert format_status(summary)[-1].endswith("nothing stored, 0 tokens")
+           "tokens": 0, "memory_dir": str(memdir),
+           "operations": [{"action": "skip", "path": "decisions/a.md"},
+                          {"action": "store", "path": "decisions/b.md"},
+                          {"action": "bullet", "path": "system/human.md"}]}
+    (state_dir / "runs.jsonl").write_text(json.dumps(run) + "\n")
+    status = run_cli("status", "--memory-dir", str(memdir))
+    assert status.exit_code == 0, status.output
+    line = next(ln for ln in status.output.splitlines() if "  s1  " in ln)
+    # Before: "3 ops" (the skipped candidate counted; its commit had two lines).
+    assert line.endswith("1.0s  2 ops, 0 tokens"), line
 
 
 def test_log_dates_a_session_by_when_it_ran_as_sessions_does(memdir, run_cli):

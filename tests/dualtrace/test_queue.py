@@ -102,7 +102,7 @@ def test_status_summary_and_lines(state_dir):
     summary = queue.status_summary(s)
     assert summary["counts"]["parked"] == 1 and summary["worker"]["running"] is False
     lines = "\n".join(queue.format_status(summary))
-    assert "1 failed" in lines and "model unreachable" in lines and "1 stored, 0 updated" in lines
+    assert "1 failed" in lines and "model unreachable" in lines and "1 ops" in lines
 
 
 def test_a_stop_during_the_encode_it_is_covered_by_does_not_requeue(state_dir, tmp_path):
