@@ -1,6 +1,6 @@
 """Where a hook's time goes, per hook, as the real host runs them (issue 17).
 
-    python bench/bench_hook_processes.py [--rounds 15]
+    python bench/bench_hook_processes.py [--rounds 15] [--wheel [--base TREE]]
 
 One real ``claude -p`` session (the pinned npm Claude Code against the local fake Messages
 API, dualtrace installed by ``dualtrace install --no-mcp``) stores a decision; then each
@@ -12,6 +12,11 @@ the same Python for scale: ``python -c pass`` (with site and the install's .pth 
 ``python -S -c pass`` (no site) and ``sh -c true`` (what a background entry costs the
 host). Reports min / median wall ms per process, and for each hook the modules it imports
 after ``site`` with their self time (``-X importtime``, one extra run).
+
+``--wheel``: also the waited-for hooks of a non-editable install, as a person gets one
+(a wheel of this tree in a fresh virtualenv, bench_e2e.user_install), entries as install
+writes them for it; ``--base TREE``: the same for a wheel of another source tree (main
+before a change), in the same rounds: a before/after of the hooks a turn waits for.
 
 Nothing touches the real home except the npm cache (~/.cache/dualtrace-e2e).
 """
@@ -31,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_e2e import user_install  # noqa: E402
 from tests.e2e.claude_host import Claude, scripted_assistant  # noqa: E402
 from tests.e2e.e2e_hosts import CLAUDE_CODE, DUALTRACE, Sandbox, npm_host  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
@@ -54,6 +60,10 @@ def imports_after_site(argv: list[str], payload: str, box: Sandbox) -> list[tupl
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--wheel", action="store_true",
+                        help="also the hooks of a wheel install of this tree")
+    parser.add_argument("--base", type=Path,
+                        help="also the hooks of a wheel install of this source tree")
     args = parser.parse_args()
     exe = npm_host(*CLAUDE_CODE)
     with tempfile.TemporaryDirectory(prefix="dualtrace-bench-hooks-") as tmp, \
@@ -94,11 +104,39 @@ def main() -> int:
                 # The entry as install wrote it (the -S launcher), through sh as the host.
                 line = installed[host_event][0]["hooks"][0]["command"]
                 runs[f"entry {name}"] = (["/bin/sh", "-c", line], json.dumps(payload))
+        installs = ([("wheel", ROOT)] if args.wheel else []) + (
+            [("base", args.base.resolve())] if args.base else [])
+        for label, source in installs:
+            python = user_install(Path(tmp), source, label)
+            script = python.parent / "dualtrace"
+            site = subprocess.run([str(python), "-c", "import dualtrace, os; print(os.path."
+                                   "dirname(dualtrace.__file__))"], check=True, cwd=box.project,
+                                  capture_output=True, text=True, env=box.env).stdout.strip()
+            launcher = f"{python} -S {site}/fasthook.py {script}"
+            # Its SessionStart builds and stores the entry its prompt hook reads (the
+            # entry is keyed by the command that runs the hook).
+            subprocess.run([str(script), "hook", "session-start"], check=True, env=box.env,
+                           input=json.dumps(hooks["session-start"]), text=True,
+                           cwd=box.project, capture_output=True)
+            box.wait_idle()
+            runs[f"{label} python -S -c pass"] = ([str(python), "-S", "-c", "pass"], "")
+            for name in ("session-start", "prompt (recalls)", "prompt (generic)"):
+                event = name.split(" ")[0]
+                line = f"{launcher} hook {event} --host claude-code"
+                runs[f"{label} entry {name}"] = (["/bin/sh", "-c", line],
+                                                 json.dumps(hooks[name]))
         times: dict[str, list[float]] = {name: [] for name in runs}
         out_bytes: dict[str, int] = {}
         load_before = os.getloadavg()[0]
-        for _ in range(args.rounds):
-            for name, (argv, payload) in runs.items():
+        # Stop and SessionEnd last in a round (SessionEnd starts the worker's encode, whose
+        # CPU would land on whatever runs next); the others in an order rotated every
+        # round, so the machine's noise hits all of them alike.
+        last = [n for n in runs if n in ("hook stop", "hook session-end")]
+        rest = [n for n in runs if n not in last]
+        for r in range(args.rounds):
+            k = r % len(rest)
+            for name in rest[k:] + rest[:k] + last:
+                argv, payload = runs[name]
                 started = time.perf_counter()
                 proc = subprocess.run(argv, input=payload, capture_output=True, text=True,
                                       env=box.env, cwd=box.project)
@@ -109,8 +147,9 @@ def main() -> int:
         print(f"{args.rounds} rounds, {os.cpu_count()} cores, load average {load_before:.1f} "
               f"before, {load_after:.1f} after; {sys.executable}")
         for name, values in times.items():
-            extra = f"  stdout {out_bytes[name]} B" if name.startswith("hook") else ""
-            print(f"  {name:24s} min {min(values):6.1f}  median {statistics.median(values):6.1f}"
+            extra = f"  stdout {out_bytes[name]} B" if " hook " in f" {name} " or \
+                "entry" in name else ""
+            print(f"  {name:30s} min {min(values):6.1f}  median {statistics.median(values):6.1f}"
                   f" ms{extra}")
         for name, payload in hooks.items():
             rows = imports_after_site([str(DUALTRACE), "hook", name.split(" ")[0]],

@@ -2,6 +2,7 @@
 
     python bench/bench_recall_cli.py [--store DIR] [--runs 30] [--memories 10000]
         [--records 1000] [--importtime] [--warm] [--baseline-exe OTHER_VENV/bin/dualtrace]
+        [--phases] [--inproc Q]
 
 The store (10,000 memories + 1,000 session records by default, built with
 bench/bench_recall.py's generators, vectors computed as the worker does) is built once
@@ -21,7 +22,10 @@ never-stored). Reported: median and p90 in ms, and each median as a ratio to the
 ``python -c pass`` median of the same run (the machine is shared and noisy), plus the
 child's CPU time (user + sys), which scheduling noise inflates far less than wall time. With
 ``--importtime`` one semantic recall runs under ``-X importtime`` and the heaviest
-imports are listed.
+imports are listed. ``--phases`` instead splits a new process's recall into its phases
+(``--runs`` new processes per build, builds alternating): the read path's imports, loading
+the embedder (numpy and the memory-mapped token table) and the query itself (vocabulary,
+FTS5, vectors, record lines), each as the median wall and CPU time.
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10000)
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--phases", action="store_true",
+                        help="Instead of whole commands: a new process's recall split into "
+                             "imports, embedder (numpy) and query, --runs times per build.")
     parser.add_argument("--inproc", type=int, default=0, metavar="Q",
                         help="Instead of new processes: in-process recall, Q queries per "
                              "round and build (after a 5-query warm-up), --runs rounds, "
@@ -111,6 +118,9 @@ def main() -> None:
             shutil.copytree(root, copy, symlinks=True)
         base_env = {**env, "DUALTRACE_MEMORY_DIR": str(copy),
                     "PYTHONPYCACHEPREFIX": str(store / "pycache-baseline")}
+    if args.phases:
+        phases(args, env, base_env, qs)
+        return
     if args.inproc:
         inproc(args, env, base_env, qs_all=bench_recall.questions(
             root, anchors, random.Random(5), args.inproc + 5))
@@ -248,6 +258,56 @@ for q in qs[5:]:
                 r.state + hashlib.sha1(r.render().encode()).hexdigest()[:12]])
 print(json.dumps(out))
 """
+
+
+_PHASES = """
+import json, sys, time
+clock = (time.perf_counter, time.process_time)
+marks = [[c() for c in clock]]
+from dualtrace import config  # noqa: F401  (what recallcmd imports before the query)
+from dualtrace.memfs.recall import recall
+marks.append([c() for c in clock])
+from dualtrace.memfs.embed import get_embedder
+embedder = get_embedder()
+marks.append([c() for c in clock])
+state = recall(sys.argv[1], sys.argv[2], embedder=embedder).state
+marks.append([c() for c in clock])
+print(json.dumps([state, "numpy" in sys.modules,
+                  [[(b[k] - a[k]) * 1000 for k in (0, 1)] for a, b in zip(marks, marks[1:])]]))
+"""
+PHASE_NAMES = ("read-path imports", "embedder (numpy + table)", "query")
+
+
+def phases(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, str] | None,
+           qs: list[str]) -> None:
+    """A new process's semantic recall, phase by phase, this build against the baseline."""
+    import json
+
+    builds = {"this build": (sys.executable, env)}
+    if base_env is not None:
+        builds["baseline"] = (str(Path(args.baseline_exe).with_name("python")), base_env)
+    took: dict[str, list[list[list[float]]]] = {b: [] for b in builds}
+    loads = []
+    for i in range(args.runs + 1):  # the first round warms the caches, not counted
+        for name, (py, e) in builds.items():
+            loads.append(os.getloadavg()[0])
+            done = subprocess.run([py, "-c", _PHASES, e["DUALTRACE_MEMORY_DIR"],
+                                   qs[i % len(qs)]], capture_output=True, text=True, env=e,
+                                  check=False, cwd=e["DUALTRACE_HOME"])
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr.strip()[-2000:]}")
+            _state, _numpy, spans = json.loads(done.stdout)
+            if i:
+                took[name].append(spans)
+    print(f"semantic recall in a new process, by phase: {args.runs} runs per build, builds "
+          f"alternating; load average {min(loads):.1f}-{max(loads):.1f}")
+    print()
+    print("| build | phase | wall p50 | CPU p50 |")
+    print("|---|---|---|---|")
+    for name, runs in took.items():
+        for k, phase in enumerate(PHASE_NAMES):
+            print(f"| {name} | {phase} | {statistics.median(r[k][0] for r in runs):.1f} ms | "
+                  f"{statistics.median(r[k][1] for r in runs):.1f} ms |")
 
 
 def inproc(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, str] | None,

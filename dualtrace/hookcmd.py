@@ -178,9 +178,11 @@ def _fast(event: str, host: str | None, extra: list[str], payload: dict,
         return None
     if event == "prompt":
         prompt = payload.get("prompt")
-        if isinstance(prompt, str) and not words.names_a_subject(prompt):
+        if not isinstance(prompt, str):
+            return None
+        if not words.names_a_subject(prompt):
             return ""  # inject.prompt_context's first rule: nothing for a generic prompt
-        return None
+        return _fast_recall(host, {"cwd": cwd, "transcript": transcript}, prompt, state)
     info = {"cwd": cwd, "transcript": transcript}
     key, abs_cwd, _ = _start_key(host, info)
     ready = startctx.ready(state, key, abs_cwd)
@@ -189,6 +191,29 @@ def _fast(event: str, host: str | None, extra: list[str], payload: dict,
     output, sweep = ready
     _start_session(state, host, info, sweep)
     return output
+
+
+def _fast_recall(host: str, info: dict, prompt: str, state: str) -> str | None:
+    """A subject prompt's recall without site, where the memory stack is importable
+    without it (an installed dualtrace: the memfs package sits beside this module; a
+    source checkout maps it through the editable install's finder, a part of site) and
+    the stored SessionStart entry still gives the memory dir and settings; else None.
+    The recall is lexical (no numpy), standard library only, and what the full hook
+    runs (``_inject``): only site, the host registry and ``normalize`` are left out."""
+    if not os.path.isfile(os.path.join(os.path.dirname(__file__), "memfs", "__init__.py")):
+        return None
+    key, abs_cwd, _ = _start_key(host, info)
+    known = startctx.prompt_settings(state, key, abs_cwd)
+    if known is None:
+        return None
+    from types import SimpleNamespace
+
+    from dualtrace.hooks import claude_code
+    from dualtrace.memfs import inject
+
+    memory_dir, values = known
+    text = inject.prompt_context(memory_dir, prompt, SimpleNamespace(**values))
+    return claude_code.context_output("prompt", text) if text else ""
 
 
 def _load_site() -> None:

@@ -13,6 +13,11 @@ from __future__ import annotations
 import os
 import time
 
+TYPE_CHECKING = False  # typing costs ~4 ms in a hook
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
+
 LOGS = "logs"
 CAP = 1024 * 1024
 
@@ -45,3 +50,23 @@ def append(path: str | os.PathLike[str], text: str, *, cap: int = CAP) -> None:
         os.write(fd, text.encode("utf-8", errors="replace"))
     finally:
         os.close(fd)
+
+
+class LazyLogger:
+    """``logging.getLogger(name)``, imported on the first message: a module the prompt
+    hook imports (the recall stack) would pay ``logging``'s import, ~7 ms on an idle
+    machine (threading, traceback, string...), before every prompt, for warnings that
+    are almost never logged."""
+
+    __slots__ = ("_name", "_logger")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: logging.Logger | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self._name)
+        return getattr(self._logger, attr)

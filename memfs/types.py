@@ -8,10 +8,13 @@ encoder's cues are behaviour, and live with that behaviour.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
 
 
-class MemoryType(NamedTuple):
+# A frozen dataclass, not a typing.NamedTuple: typing is ~3 ms of the prompt hook's imports,
+# and dataclasses is imported by every module that reads this table anyway.
+@dataclass(frozen=True)
+class MemoryType:
     name: str  # the frontmatter `type`
     folder: str  # <folder>/<anchor>.md for facts, scenes/<folder>/<anchor>.md for moments
     aliases: tuple[str, ...]  # other folder spellings accepted when reading (pilot data)

@@ -176,3 +176,43 @@ def test_other_payloads_go_to_the_full_hook(hook_env, state_dir, project):
     proc, _ = shell(fast_command("SessionStart"), start_payload(project),
                     dict(hook_env, DUALTRACE_DISABLE="1"))
     assert proc.stdout == b""
+
+
+def installed_layout(root: Path) -> Path:
+    """dualtrace laid out as a wheel installs it (memfs, hooks, encoder, prompts inside
+    the package folder, the way pyproject's package-dir maps them), built of symlinks to
+    this checkout: the fasthook.py an installed dualtrace's entry runs."""
+    package = root / "site-packages" / "dualtrace"
+    package.mkdir(parents=True)
+    repo = Path(inst.__file__).resolve().parent.parent
+    for source in (repo / "dualtrace").glob("*.py"):
+        (package / source.name).symlink_to(source)
+    for sub in ("memfs", "hooks", "encoder", "prompts"):
+        (package / sub).symlink_to(repo / sub, target_is_directory=True)
+    return package / "fasthook.py"
+
+
+def test_an_installed_dualtrace_recalls_for_a_prompt_without_site(hook_env, state_dir, project,
+                                                                  tmp_path):
+    launcher = installed_layout(tmp_path / "wheel")
+    python, flag, _, rest = fast_command("UserPromptSubmit").split(" ", 3)
+    command = " ".join([python, flag, str(launcher), rest])
+    full("session-start", start_payload(project), hook_env)
+    settle(state_dir)
+    # A subject prompt, the memory dir and settings as the stored SessionStart entry has
+    # them: recalled without site (nothing but the standard library and dualtrace).
+    for prompt in (QUESTION, "How do I center a div with CSS grid?"):
+        payload = prompt_payload(project, prompt)
+        proc, modules = shell(command, payload, hook_env)
+        assert proc.stdout == full("prompt", payload, hook_env), prompt
+        assert "site" not in modules and "dualtrace.memfs.recall" in modules, prompt
+        # Nor logging or typing (~11 ms of imports on an idle machine): the recall
+        # stack logs through logfile.LazyLogger and names types for mypy only.
+        assert not {"logging", "typing"} & modules, prompt
+    proc, _ = shell(command, prompt_payload(project, QUESTION), hook_env)
+    assert b"Redis" in proc.stdout and b"UserPromptSubmit" in proc.stdout
+    # Settings that changed since the entry was stored (here: turned off for this
+    # project) are the full hook's to read: site, config, and nothing recalled.
+    (project / "dualtrace.toml").write_text("enabled = false\n")
+    proc, modules = shell(command, prompt_payload(project, QUESTION), hook_env)
+    assert proc.stdout == b"" and "site" in modules

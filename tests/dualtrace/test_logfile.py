@@ -65,3 +65,21 @@ def test_an_internal_error_report_lands_in_errors_log(state_dir):
     report = path.read_text(encoding="utf-8")
     assert report.startswith("--- ") and "\ncontext: encode x\n" in report
     assert report.rstrip().endswith("RuntimeError: boom")
+
+
+def test_a_lazy_logger_imports_logging_at_its_first_message_and_logs_there(caplog):
+    import subprocess
+    import sys
+
+    code = ("import sys; from dualtrace.logfile import LazyLogger; log = LazyLogger('x.y'); "
+            "print('logging' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    from dualtrace.memfs import index
+
+    with caplog.at_level("INFO", logger="dualtrace.memfs.index"):
+        index.log.warning("index %s corrupt (%s); rebuilding", "p", "bad")
+        index.log.info("not indexing %s", "big.md")
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("dualtrace.memfs.index", "WARNING", "index p corrupt (bad); rebuilding"),
+        ("dualtrace.memfs.index", "INFO", "not indexing big.md")]
