@@ -38,6 +38,11 @@ EXPOSED_S3 = "session 3: the spotter-4te / spotter-fum false merge was found her
 # tested on this transcript, so it is a tuning session from session 5 on.
 EXPOSED_S5 = "session 5: the held-out duplicate (a failure the fix itself caused) was found here"
 
+# Held out until session 6: review 5's finding 5 names this session's memory (its opening
+# request "Add a function called multiply_numbers ..." stored as a HIGH decision), and the
+# fix for that finding is tested on it, so from session 6 on it is a tuning session.
+EXPOSED_S6 = "session 6: review 5 finding 5 showed its opening request stored as a decision"
+
 SESSIONS: list[dict] = [
     # ---- claude-code-log: one developer, one project, date order -----------------------
     {"key": "ccl-ci", "project": "ccl", "path": f"{CCL}/fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl",
@@ -122,7 +127,7 @@ SESSIONS: list[dict] = [
      ]},
     # ---- claude-reliability: two automated runs ------------------------------------------
     {"key": "cr-coverage", "project": "cr-coverage", "path": f"{CR}/coverage-test-fix/transcript.jsonl",
-     "held_out": True, "expect": [
+     "held_out": False, "exposed": EXPOSED_S6, "expect": [
          {"what": "the Stop hook refuses to finish with uncommitted changes or untracked files",
           "types": ["convention", "learning"], "words": ["untracked", "stop hook"]},
      ]},

@@ -134,7 +134,7 @@ _CODEISH = re.compile(
     r"`([^`\n]{2,80})`|\b([A-Za-z]+_[A-Za-z0-9_]+|[A-Z][a-z0-9]+[A-Z]\w*|[a-z]+[A-Z]\w*"
     r"|\w+\(\)|[A-Za-z_]\w*\.[A-Za-z_][\w.]*[A-Za-z]|[A-Z][A-Z0-9_]{2,})\b")
 _SUBJECT_AFTER = re.compile(
-    r"\b(?:switching to|switch to|moving to|migrating to|move to|go with|going with|use|using|adopt"
+    r"\b(?:switching to|switch(?:ed)? to|moving to|migrat(?:ing|ed) to|mov(?:e|ed) to|go with|going with|use|using|adopt"
     r"|standardi[sz]e on|settled on|opted for|decided to|replace \S+ with|from now on,?|always|never)\s+(.+)", _I)
 _SUBJECT_STOP = re.compile(r"\b(?:instead of|rather than|because|since|so that|but|and then|for)\b|[,.;:(—–]| -- ", _I)
 _VERBISH = re.compile(r"\b(?:is|are|was|were|keeps?|throws?|throwing|fails?|failing|returns?|crash\w*"
@@ -438,6 +438,35 @@ def _constraint_candidates(notes: work.Compacted, where: str, at: int) -> list[C
     return out
 
 
+# A request says *what* to do; a decision says *how* or *why* (a choice with rationale,
+# docs/PROTOCOL.md): the user's words state one when they carry a decision or rule cue,
+# a reason or an alternative, a restriction ("not", "only", "just", "without", "instead")
+# or a condition ("if", "unless", "but"), in the request or in what the user added while
+# the work ran. A bare request ("Add a function called X", "Work on bead Y", "Create a TODO app")
+# is the session's topic: the work it caused is still remembered (files, commits, the
+# agent's report), but as a task the user asked for, never as a settled HIGH decision.
+HOW = re.compile(r"\b(?:not|no|never|only|just|without|instead|rather|unless|if|but|must|always"
+                 r"|(?:do|does|is|are|was|were|wo|should|could|would|ca)n'?t)\b", _I)
+
+
+def states_choice(request: str, followups: Iterable[str] = ()) -> bool:
+    """Whether a user's request or corrections (their first sentences each) state a choice
+    ("continue" or "thanks, now update the docs" during the work are no choice)."""
+    said = [*sentences(request)[:3], *(x for f in followups for x in sentences(f)[:3])]
+    for sentence in said:
+        if (GOAL.search(sentence) or STACK.search(sentence) or LEAD["decision"].search(sentence)
+                or LEAD["convention"].search(sentence) or RATIONALE.search(sentence)
+                or ALTERNATIVE.search(sentence) or HOW.search(sentence)):
+            return True
+    return False
+
+
+def as_task(lead: str) -> str:
+    """A bare request as the description of the work it caused: "Task: add a function ..."."""
+    head = lead[:1].lower() + lead[1:] if lead[:2].istitle() or lead[1:2].islower() else lead
+    return work.clean_sentence(f"Task: {head}", 200)
+
+
 def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                     compacted: list[int]) -> Candidate | None:
     """A user's request and the work it caused as one decision (None when it says nothing)."""
@@ -458,6 +487,10 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
         lead = work.clean_sentence(outcome[0])
     if not lead or len(work.content_words(lead)) < 2:
         return None
+    subject = " ".join(_polar_content(lead)[:8])
+    description, confidence = lead, None
+    if not answer and not states_choice(lead if vague else said, t.followups):
+        description, confidence = as_task(lead), "MEDIUM"
     lines = [f"The user asked (session {where}): {_quote(said, 600)}"]
     lines += [f"The user added: \"{_quote(f, 300)}\"" for f in t.followups[:5]]
     if answer:
@@ -479,8 +512,8 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
     return Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
                      problem=[" ".join(t.request.text.split())],
                      ts=t.request.ts, role="work", idents=_identifiers(raw)[:8],
-                     description=lead, body_text="\n\n".join(lines),
-                     subject=" ".join(work.content_words(lead)[:8]), files=t.changed)
+                     description=description, body_text="\n\n".join(lines),
+                     subject=subject, files=t.changed, confidence=confidence)
 
 
 def _commit_line(c) -> str:
@@ -737,17 +770,51 @@ def bump_to(scores: Scores, minimum: int) -> Scores:
 # ----------------------------------------------------------------- subjects and anchors
 
 
-def _clean_words(text: str) -> list[str]:
+def _clean_words(text: str, keep: frozenset[str] = frozenset()) -> list[str]:
     words = re.findall(r"[A-Za-z0-9][A-Za-z0-9_.+#-]*", text)
     out = []
     for w in words:
         lw = w.lower().rstrip(".-")
         if re.fullmatch(r"\d{3}s", lw):
             lw = lw[:-1]
-        if lw in GENERIC or len(lw) < 2:
+        if lw not in keep and (lw in GENERIC or len(lw) < 2):
             continue
         out.append(lw)
     return out
+
+
+# A subject keeps its polarity: "turn off WAL mode" is not "turn WAL mode", and "we
+# decided not to use Docker" is not "Docker". The particle inside the subject phrase
+# stays; a negation before it (in the same clause) makes the subject "no <subject>" or,
+# for a rule, "never <subject>".
+_PARTICLES = frozenset({"no", "not", "never", "off", "without", "non", "disable", "disabled", "disabling"})
+_NEGATED = re.compile(r"\b(?:not|no|never|no longer|don'?t|do not|doesn'?t|won'?t|will not|shouldn'?t"
+                      r"|should not|mustn'?t|must not|stop(?:ped)?|avoid|against)\b(?!.*[,;:.!?])", _I)
+
+
+_CONTRACTED_NOT = re.compile(r"\b(?:do|does|did|is|are|was|were|wo|should|must|ca|could|would)n[\'\u2019]?t\b", _I)
+
+
+def _polar_content(text: str) -> list[str]:
+    """``work.content_words`` of a request with its "not"/"no" in place ("Keep non-ASCII
+    letters, do not transliterate them" -> keep non-ASCII letters not transliterate;
+    "never", "off" and "without" are content words already)."""
+    text = _CONTRACTED_NOT.sub(" not", text)
+    words = work.content_words(text)
+    marks = [(len(work.content_words(text[: m.start()])), m.group(0).lower())
+             for m in re.finditer(r"\b(?:not|no)\b", text, _I)]
+    for at, mark in reversed(marks):
+        words.insert(at, mark)
+    return words
+
+
+def _polar(words: list[str], before: str) -> list[str]:
+    """``words`` of a subject phrase with the negation that precedes it in its clause."""
+    clause = re.split(r"[,;:.!?]|\b(?:but|because|since|and then)\b", before)[-1]
+    neg = _NEGATED.search(clause)
+    if not words or neg is None or words[0] in ("no", "never", "not"):
+        return words
+    return ["never" if neg.group(0).lower() == "never" else "no", *words]
 
 
 def _identifiers(text: str) -> list[str]:
@@ -785,7 +852,7 @@ def subject_of(c: Candidate) -> str:
         match = _SUBJECT_AFTER.search(lead)
         if match:
             phrase = _SUBJECT_STOP.split(match.group(1))[0]
-            words = _clean_words(phrase)
+            words = _polar(_clean_words(phrase, keep=_PARTICLES), lead[: match.start(1)])
             if words:
                 return " ".join(_enough(words[:6], idents + lead_words, 3)[:6])
     if c.type == "incident":

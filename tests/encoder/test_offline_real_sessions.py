@@ -102,7 +102,9 @@ def test_compacted_epic_is_remembered_with_its_constraints(encode):
     report = encode(*SP, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
     assert report.gates["min_tier"] in ("RECORD", "FULL")
     (decision,) = facts(encode.memdir, "decision")
-    assert decision.description.startswith("Implement spotter-gqc")
+    # a bare "implement the epic" request: the work is remembered as the task it was (MEDIUM)
+    assert decision.description.startswith("Task: implement spotter-gqc")
+    assert decision.confidence == "MEDIUM"
     assert "annotation_message_ref.ex" in decision.body
     learned = {f.description for f in facts(encode.memdir, "learning")}
     assert "Ecto sandbox `{:shared, self()}` mode required for LiveView tests (separate process)" in learned
