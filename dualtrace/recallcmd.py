@@ -136,7 +136,9 @@ def run(ws: config.Workspace, args: Args, out: TextIO) -> None:
         data["own_preferences"] = [m.to_dict() for m in own]
         out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return
-    out.write(result.render())
+    from dualtrace.memfs.recall import OFFER_PERSON
+
+    out.write(result.render(offer=OFFER_PERSON))
     if own:
         from dualtrace.memfs.recall import render_memory
 

@@ -709,6 +709,14 @@ class Index:
         return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                                  (_expr(term) + clause,)).fetchone()[0]
 
+    def seen_word(self, word: str) -> bool:
+        """``seen_prefix``, asking for the word itself first (an exact term is one lookup;
+        a prefix query reads every term that starts with it)."""
+        query = _term(word)
+        return any(self.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
+                                     (query,)).fetchone() for table in ("fts", "fts_chunks")) \
+            or self.seen_prefix(word)
+
     def seen_prefix(self, word: str) -> bool:
         """Whether any memory or session record holds a word starting with ``word``."""
         query = _term(word) + " *"
@@ -772,6 +780,17 @@ class Index:
                 out[r[0]] = (r[1], r[2], r[3], r[4])
         return out
 
+    def anchors(self, ids: Iterable[int]) -> dict[int, str]:
+        """id -> anchor, without decoding the JSON fields."""
+        id_list = list(ids)
+        out: dict[int, str] = {}
+        for start in range(0, len(id_list), 500):
+            chunk = id_list[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(f"SELECT id, anchor FROM docs WHERE id IN ({marks})",
+                                         chunk).fetchall())
+        return out
+
     def superseded(self, units: Iterable[str]) -> dict[str, str]:
         """unit -> the memory that supersedes it, for the units whose fact says so."""
         keys = list(units)
@@ -784,6 +803,19 @@ class Index:
                     "AND kind = 'fact' AND superseded_by IS NOT NULL", chunk):
                 out[unit] = succ
         return out
+
+    def first_record_saying(self, text: str) -> Doc | None:
+        """The earliest session-record chunk that holds ``text`` word for word (its
+        first 12 words, as a phrase): where a bullet of a system file was first said."""
+        said = re.findall(r"[a-z0-9]+", text.lower())[:12]
+        if not said:
+            return None
+        phrase = '"' + " ".join(said) + '"'
+        row = self.conn.execute(
+            "SELECT d.id FROM fts_chunks JOIN docs d ON d.id = fts_chunks.rowid "
+            "WHERE fts_chunks MATCH ? ORDER BY d.stored, d.id LIMIT 1",
+            ("{body}: " + phrase,)).fetchone()
+        return next(iter(self.docs([row[0]]).values()), None) if row else None
 
     def docs(self, ids: Iterable[int]) -> dict[int, Doc]:
         return {d.id: d for d in self._select("id", list(ids))}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dualtrace import words
-from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index
+from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index, spelling_variants
 
 TYPE_CHECKING = False  # typing: ~4 ms of every prompt hook's imports
 if TYPE_CHECKING:
@@ -46,6 +46,10 @@ LABELS = {"A": LABEL_A, "B": LABEL_B, "C": LABEL_C}
 STALE_NOTE = ("I have this stored from {date}, but the referenced files may have "
               "changed since then.")
 OFFER = "If you tell me the answer, dualtrace will store it from this session."
+# The same offer said to a person at a terminal (`dualtrace recall`): nothing typed there
+# is stored; what is said in an agent session with dualtrace's hooks is.
+OFFER_PERSON = ("Nothing typed here is stored: say it in an agent session with dualtrace's "
+                "hooks installed, and it is stored when that session ends.")
 
 # Calibrated on tests/data/recall_questions.json (see docs/BENCHMARKS.md).
 THRESHOLD = 0.5
@@ -95,6 +99,11 @@ SEM_FLOOR = 0.35
 SEM_COV_FLOOR = 0.15
 SEM_CANDIDATES = 30
 LEX_SEM_FLOOR = 0.15
+# A curated memory that matches only the words of a question that also has a never-said
+# word needs the meaning the words + meaning path needs, unless it is named for one of
+# them (Gate.never_said_floor; session 6, review 5 finding 1). Main set: 0.30-0.40 give
+# the same results (one never-discussed question more abstains, no answer lost).
+NEVER_SAID_FLOOR = SEM_FLOOR
 RRF_K = 60
 # Session record chunks are long and many: their meaning is judged line by line (the
 # best two-line window of the chunk), they pass a stricter gate, and only the best
@@ -286,9 +295,11 @@ class RecallResult:
             "memories": [m.to_dict() for m in self.memories],
         }
 
-    def render(self, *, max_chars: int | None = None) -> str:
+    def render(self, *, max_chars: int | None = None, offer: str = OFFER) -> str:
+        """The answer as text. ``offer``: what an abstention says about storing the
+        answer (the agent's OFFER; ``OFFER_PERSON`` for the CLI)."""
         if self.state == "C":
-            return f"{ABSTAIN}\n{LABEL_C}\n{OFFER}\n"
+            return f"{ABSTAIN}\n{LABEL_C}\n{offer}\n"
         head = [self.label]
         if self.aggregation and all(m.record is not None for m in self.memories):
             count = len(self.memories)
@@ -438,6 +449,7 @@ class _Unit:
     sem: float = 0.0
     cos: float = 0.0  # cosine of the best document, also outside the nearest ones
     rare: float = 0.0  # matched words' IDF in units of the IDF of a word in one document
+    named: bool = False  # its anchor (the memory's name) holds a word of the question
     final: float = 0.0
     fused: float = 0.0
     type: str = ""
@@ -470,11 +482,22 @@ class Gate:
     # single document (``_Unit.rare``), not one common word.
     rare_combo: float = 9.0
     rare_words: float = 9.0
+    # When the question has a word that no memory and no session record holds (it was
+    # never said: ``never_said``), the words it shares with a text may be only its frame
+    # ("what was the root cause of the memory leak?" against the one incident that says
+    # "root cause"): words alone then pass only when the memory is named for a word of
+    # the question (``_Unit.named``: "intermittent 401 errors" against the incident
+    # auth-middleware-401-race) or its text means at least this much like the question
+    # (with an embedder). 0 = no such check.
+    never_said_floor: float = 0.0
 
-    def passes(self, unit: _Unit, semantic: bool) -> bool:
+    def passes(self, unit: _Unit, semantic: bool, never_said: bool = False) -> bool:
         if unit.mass < self.min_mass:
             return False
         if unit.coverage >= self.coverage:
+            if never_said and self.never_said_floor and not unit.named and not (
+                    semantic and max(unit.sem, unit.cos) >= self.never_said_floor):
+                return False
             return not semantic or max(unit.sem, unit.cos) >= self.lex_sem_floor
         if not semantic:
             return False
@@ -487,7 +510,7 @@ class Gate:
 
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
-                   lex_sem_floor=LEX_SEM_FLOOR)
+                   lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
                    RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
                    rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
@@ -609,6 +632,33 @@ def unknown_names(index: Index, question: str) -> list[str]:
     return unknown
 
 
+def never_said_words(index: Index, terms: list[str]) -> list[str]:
+    """The question words that no memory and no session record holds, not even as the
+    start of a longer word: what no session ever said."""
+    return [t for t in terms
+            if not any(index.seen_word(w) for w in (t, *spelling_variants(t)))]
+
+
+def _never_said(index: Index, terms: list[str], units: list[_Unit],
+                semantic: bool) -> list[str]:
+    """The question's never-said words (a pasted text is exempt), looked up only when a
+    memory would pass on words alone without the meaning Gate.never_said_floor asks for;
+    then ``_Unit.named`` for those: whether the memory's anchor (its name) holds one of
+    the question's other words (not a weak word)."""
+    todo = [u for u in units if u.coverage >= MEMORY_GATE.coverage
+            and not (semantic and max(u.sem, u.cos) >= MEMORY_GATE.never_said_floor)]
+    if not todo or len(terms) > LONG_QUERY:
+        return []
+    unsaid = never_said_words(index, terms)
+    said = [t for t in terms if t not in unsaid and t not in WEAK_WORDS]
+    if unsaid and said:
+        anchors = index.anchors(i for u in todo for i in u.ids)
+        for unit in todo:
+            unit.named = any(_stem_match(w, said) for i in unit.ids
+                             for w in anchors.get(i, "").split("-"))
+    return unsaid
+
+
 def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
             record_gate: Gate) -> RecallResult:
@@ -642,7 +692,9 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
-        passing = _with_successors(index, [u for u in units if MEMORY_GATE.passes(u, semantic)])
+        unsaid = _never_said(index, terms, units, semantic)
+        passing = _with_successors(index, [u for u in units
+                                           if MEMORY_GATE.passes(u, semantic, bool(unsaid))])
         _complete(index, passing[:limit])
         memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
     passages: list[RecalledMemory] = []
@@ -1292,7 +1344,11 @@ def _materialise(index: Index, unit: _Unit, stale_days: int,
         data = bullet_doc.data
         fact = formats.SystemFile(path=data["path"], description=data["description"])
         bullet = data["bullet"]
-        path, kind, conf, stored, updated = data["path"], bullet_doc.type, "MEDIUM", "", None
+        path, kind, conf, updated = data["path"], bullet_doc.type, "MEDIUM", None
+        # A bullet carries no date of its own: it was stored by the session whose record
+        # first says it (the user's words, kept verbatim by the offline encoder).
+        said = index.first_record_saying(bullet)
+        stored = str(said.data.get("date") or "") if said is not None else ""
     else:
         assert moment is not None and moment_doc is not None
         linked = moment.linked_fact
