@@ -221,6 +221,12 @@ def status(memory_dir: Path | None, check: bool) -> None:
 
     summary = queue.status_summary(config.state_dir(), memory_dir=str(root),
                                    memory_dir_of=Worker(config.state_dir()).memory_dir_for)
+    # A run's "N ops" are its commit's operations, as `dualtrace log` lists them: the
+    # candidates it skipped are not (they made "2 ops" of a one-line commit).
+    summary["runs"] = [{**run, "operations": [op for op in run.get("operations") or []
+                                              if not (isinstance(op, dict)
+                                                      and op.get("action") == "skip")]}
+                       for run in summary["runs"]]
     for line in queue.format_status(summary):
         click.echo(line)
     off = config.disabled_by(ws.root)
@@ -413,9 +419,13 @@ def list_cmd(memory_dir: Path | None, kind: str | None, contains: str | None, si
                          f" [{r.status}]" if r.status else ""))
         click.echo(f"{r.type:<9} {r.anchor:<40} {r.stored or '-':<10} {r.confidence:<6} "
                    f"{r.description[:90]}{flags}")
-    counted = "" if (kind or contains or since or current) else ", as `dualtrace status` counts them"
-    click.echo(f"({len(rows)} {'memory' if len(rows) == 1 else 'memories'}{counted}; "
-               "`dualtrace show ANCHOR` prints one)")
+    if kind or contains or since or current:
+        counted = f"{len(rows)} {'memory' if len(rows) == 1 else 'memories'}"
+    else:
+        from dualtrace.memfs.summary import memories_phrase, store_summary
+
+        counted = f"{memories_phrase(store_summary(store))}, as `dualtrace status` counts them"
+    click.echo(f"({counted}; `dualtrace show ANCHOR` prints one)")
 
 
 @cli.command()
@@ -551,14 +561,26 @@ def _revert_hint(store, sha: str) -> str:
 @memory_dir_option
 @click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
-    """One entry per encoded session: date, session id, each operation."""
+    """One entry per encoded session, newest commit first: when the session ran, its id,
+    the commit and when it was encoded, each operation."""
+    from dualtrace.memfs.sessions import list_records
+
     store = read_store(workspace_for(memory_dir))
     entries = store.git.session_log(limit)
     if not entries:
         click.echo("No encoded sessions yet.")
         return
+    # The date a session ran, as `dualtrace sessions` and recall give it (from its
+    # record); the commit's date is when it was encoded, said apart.
+    ran: dict[str, str] = {}
+    for info in list_records(store.root):
+        if info.date and info.started and len(info.started) >= 16:
+            when = f"{info.date} {info.started[11:16]}"
+            ran[info.session] = min(ran.get(info.session, when), when)
     for entry in entries:
-        click.echo(f"{entry.date}  {entry.session or '-'}  {entry.backend or ''}  {entry.sha[:10]}")
+        when = ran.get(entry.session or "", "undated")
+        click.echo(f"{when:<16}  {entry.session or '-'}  {entry.backend or ''}  "
+                   f"{entry.sha[:10]}  encoded {entry.date}")
         for line in entry.operations:
             click.echo(f"    {line}")
 
@@ -676,13 +698,18 @@ def reindex(memory_dir: Path | None) -> None:
 
     from dualtrace.memfs.index import index_path
     from dualtrace.memfs.index import reindex as do_reindex
+    from dualtrace.memfs.summary import memories_phrase, store_summary
 
-    memdir = workspace_for(memory_dir).memory_dir
+    ws = workspace_for(memory_dir)
+    memdir = ws.memory_dir
     _require_memory_dir(memdir)
     start = time.perf_counter()
-    count = do_reindex(memdir)
+    do_reindex(memdir)
     took = time.perf_counter() - start
-    click.echo(f"indexed {count} memories in {took:.2f}s -> {index_path(memdir)}")
+    # Counted as status and list count them (the index's own unit count takes a
+    # preferences file for one memory).
+    counted = memories_phrase(store_summary(read_store(ws)))
+    click.echo(f"indexed {counted} in {took:.2f}s -> {index_path(memdir)}")
     warn_unreadable(memdir)
 
 

@@ -29,6 +29,14 @@ PROJECT_FILE = "dualtrace.toml"
 USER_CONFIG = "config.toml"
 SESSION_RECORD_MODES = ("commit", "local", "off")
 SYNC_MODES = ("off", "after-encode")
+# The encoder backends by name -> "module:Class" (encoder/backends imports a class only
+# when it is chosen). Kept here so a misspelt ``backend = "ofline"`` is an error when
+# the config loads, for every command, not first at an encode.
+BACKENDS: dict[str, str] = {
+    "offline": "dualtrace.encoder.backends.offline:OfflineBackend",
+    "anthropic": "dualtrace.encoder.backends.anthropic:AnthropicBackend",
+    "claude": "dualtrace.encoder.backends.claude_cli:ClaudeCliBackend",
+}
 
 
 def state_dir() -> Path:
@@ -202,6 +210,16 @@ def _unknown(key: str, source: Path, known: set[str]) -> str:
     return f"{source}: unknown setting {key!r}{hint}; it is ignored"
 
 
+def _bad_backend(value: object, source: Path | None) -> str:
+    import difflib  # only for a misspelt name
+
+    names = ["auto", *sorted(BACKENDS)]
+    near = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    where = f" in {source}" if source is not None else ""
+    return f"unknown backend {value!r}{where}{hint}; choose one of {', '.join(names)}"
+
+
 def _merge(settings: Settings, data: dict[str, Any], base: Path | None,
            source: Path | None = None) -> Settings:
     known = {f.name for f in fields(Settings)} - set(_NOT_KEYS)
@@ -219,6 +237,9 @@ def _merge(settings: Settings, data: dict[str, Any], base: Path | None,
             if source is not None and not (key in _TABLES and isinstance(value, dict)):
                 warnings.append(_unknown(key, source, known))
             continue
+        if key == "backend" and (not isinstance(value, str) or (
+                value != "auto" and value not in BACKENDS)):
+            raise DualtraceError(_bad_backend(value, source))
         if key == "sync" and value not in SYNC_MODES:
             raise DualtraceError(f"setting sync must be one of {', '.join(SYNC_MODES)}, not {value!r}")
         if key == "session_records" and value not in SESSION_RECORD_MODES:

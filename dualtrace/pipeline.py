@@ -53,11 +53,12 @@ class EncodeReport:
 
     @property
     def stored(self) -> int:
-        return sum(1 for op in self.operations if op["action"] in ("store",))
+        # A new preference/convention bullet is stored, as its commit line says.
+        return sum(1 for op in self.operations if op["action"] in ("store", "bullet"))
 
     @property
     def updated(self) -> int:
-        return sum(1 for op in self.operations if op["action"] in ("update", "upgrade", "bullet"))
+        return sum(1 for op in self.operations if op["action"] in ("update", "upgrade"))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -567,11 +567,12 @@ class PlanBuilder:
                                         "already stored"), None)
         detail = f"{op.type} bullet" if moment is None else f"{op.type} bullet + scene"
         action = "bullet" if moment is None else "store"
+        # A new bullet is a new memory: "store" in the commit as in the session record,
+        # `sessions`, the encode counts and backfill's table (the file is only its home).
         return self._record(
             Outcome(action, moment.path if moment else system.path, tier, op.scores,
-                    op.confidence, f"bullet in {system.path}"),
-            OpLine("update" if moment is None else "store",
-                   target if moment is None else moment.path.removesuffix(".md"),
+                    op.confidence, f"stored as a {op.type} bullet in {system.path}"),
+            OpLine("store", target if moment is None else moment.path.removesuffix(".md"),
                    detail, op.scores.total),
         )
 

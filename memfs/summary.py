@@ -98,3 +98,17 @@ def store_summary(store: MemoryStore, *, full: bool = False) -> dict[str, Any]:
         "stray": layout.stray_files(store.root),
         "last_commit": store.git.last_commit_line(),
     }
+
+
+def memories_phrase(info: dict[str, Any]) -> str:
+    """The one way a count of memories is said (status, list, reindex): facts are the
+    memories; their moments and the system files' bullets are added apart, as
+    ``3 memories, +2 moments, +1 preference bullet``."""
+    facts, moments = info["facts"], info["moments"]
+    parts = [f"{facts} {'memory' if facts == 1 else 'memories'}"]
+    if moments:
+        parts.append(f"+{moments} {'moment' if moments == 1 else 'moments'}")
+    for kind, count in sorted(info["bullets"].items()):
+        if count:
+            parts.append(f"+{count} {kind} {'bullet' if count == 1 else 'bullets'}")
+    return ", ".join(parts)

@@ -12,6 +12,7 @@ import importlib
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
+from dualtrace.config import BACKENDS as config_backends
 from dualtrace.config import Settings
 from dualtrace.errors import DualtraceError
 
@@ -91,12 +92,9 @@ class Backend(Protocol):
     def encode(self, request: EncodeRequest, builder: PlanBuilder) -> Usage: ...
 
 
-# name -> "module:Class"; imported only when chosen.
-BACKENDS: dict[str, str] = {
-    "offline": "dualtrace.encoder.backends.offline:OfflineBackend",
-    "anthropic": "dualtrace.encoder.backends.anthropic:AnthropicBackend",
-    "claude": "dualtrace.encoder.backends.claude_cli:ClaudeCliBackend",
-}
+# name -> "module:Class"; imported only when chosen. The table lives in config, which
+# checks a configured backend's name against it when the config loads.
+BACKENDS = config_backends
 
 
 # What each backend sends off this machine, in one line (``install --backend`` prints it,

@@ -39,7 +39,7 @@ def test_a_remembered_preference_goes_to_your_own_memory_and_the_project(memdir,
     assert said.startswith("bullet system/human.md")
     assert "in your own memory (commit " in said
     assert PREFERENCE in (own / "system" / "human.md").read_text(encoding="utf-8")
-    assert "mem: update system/human" in _log(own)
+    assert "mem: store system/human" in _log(own)
     assert PREFERENCE in (memdir / "system" / "human.md").read_text(encoding="utf-8")  # "both"
     # Another project with no memory of its own: SessionStart injects the preference.
     other = tmp_path / "other-project"

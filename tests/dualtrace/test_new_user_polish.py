@@ -35,7 +35,8 @@ def test_status_counts_the_memories_list_shows_and_says_what_it_counts(memdir, r
     assert listed.exit_code == 0, listed.output
     rows = [ln for ln in listed.output.splitlines() if ln.startswith("decision ")]
     assert len(rows) == 1
-    assert "(1 memory, as `dualtrace status` counts them;" in listed.output
+    assert "(1 memory, +1 moment, +2 preference bullets, as `dualtrace status` counts them;" \
+        in listed.output
     status = run_cli("status", "--memory-dir", str(memdir))
     assert status.exit_code == 0, status.output
     # Before: "memories:   2" (the scene counted as a memory) beside list's 1.

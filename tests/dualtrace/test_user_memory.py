@@ -54,7 +54,7 @@ def test_a_preference_reaches_your_own_memory_and_every_project(tmp_path, state_
     assert BULLET in (own / "system" / "human.md").read_text()
     log = subprocess.run(["git", "-C", str(own), "log", "--format=%s%n%b"], capture_output=True,
                          text=True, check=True).stdout
-    assert "mem: update system/human" in log and "Dualtrace-Session: 1a000000" in log
+    assert "mem: store system/human" in log and "Dualtrace-Session: 1a000000" in log
     # Default "both": the project keeps its copy too (nothing changes for a team file).
     assert BULLET in (project_a / "system" / "human.md").read_text()
 

@@ -234,8 +234,10 @@ def test_cli_reindex(labelled_store, tmp_path):
     out = subprocess.run([sys.executable, "-m", "dualtrace.cli", "reindex"],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
-    # 9 facts (their moments join them) + 2 preference + 3 convention bullets
-    assert out.stdout.startswith("indexed 14 memories")
+    # 9 facts (their moments join them) + 2 preference + 3 convention bullets, said the
+    # way status and list say them (before: "indexed 14 memories", each bullet one)
+    assert out.stdout.startswith(
+        "indexed 9 memories, +5 moments, +3 convention bullets, +2 preference bullets in ")
 
 
 def _wordllama():
