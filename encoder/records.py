@@ -114,10 +114,6 @@ def _cmd(e: Event, rel: _Rel) -> str:
     return one_line(rel(e.command or e.text or ""))[:160]
 
 
-def _failed(e: Event) -> bool:
-    return e.failed
-
-
 def _first_error_line(result: str | None) -> str:
     if not result:
         return ""
@@ -237,7 +233,7 @@ def _on_command(e: Event, log: _Log, turn: _TurnLog, when: str) -> None:
         stat = log.checks.setdefault(key, [0, 0, 1])
         stat[0] += 1
         log.check_last_ts[key] = e.ts
-    if _failed(e):
+    if e.failed:
         if check:
             stat[1] += 1
             stat[2] = 0

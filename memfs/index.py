@@ -343,6 +343,11 @@ def embed_text(doc: Doc) -> str:
 # ------------------------------------------------------------------ the index
 
 
+
+def _doc(r: tuple[Any, ...]) -> Doc:
+    """A docs row (``SELECT *``) as a Doc."""
+    return Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
+
 class Index:
     """An open index connection for one memory directory."""
 
@@ -758,51 +763,25 @@ class Index:
             return set()
         table = "fts_chunks" if chunks else "fts"
         query = ("{anchor description} : " if about else "") + _expr(term)
-        out: set[int] = set()
-        for start in range(0, len(id_list), 500):
-            chunk = id_list[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
-                (query, *chunk))
-            out.update(r[0] for r in rows)
-        return out
+        return {r[0] for r in self._rows_in(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({{marks}})",
+            id_list, query)}
 
     def hit_info(self, ids: Iterable[int]) -> dict[int, tuple[str, str, str, str | None]]:
         """id -> (unit, kind, type, superseded_by), without decoding the JSON fields."""
-        id_list = list(ids)
-        out: dict[int, tuple[str, str, str, str | None]] = {}
-        for start in range(0, len(id_list), 500):
-            chunk = id_list[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute("SELECT id, unit, kind, type, superseded_by FROM docs "
-                                       f"WHERE id IN ({marks})", chunk):
-                out[r[0]] = (r[1], r[2], r[3], r[4])
-        return out
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in self._rows_in(
+            "SELECT id, unit, kind, type, superseded_by FROM docs WHERE id IN ({marks})",
+            list(ids))}
 
     def anchors(self, ids: Iterable[int]) -> dict[int, str]:
         """id -> anchor, without decoding the JSON fields."""
-        id_list = list(ids)
-        out: dict[int, str] = {}
-        for start in range(0, len(id_list), 500):
-            chunk = id_list[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            out.update(self.conn.execute(f"SELECT id, anchor FROM docs WHERE id IN ({marks})",
-                                         chunk).fetchall())
-        return out
+        return dict(self._rows_in("SELECT id, anchor FROM docs WHERE id IN ({marks})", list(ids)))
 
     def superseded(self, units: Iterable[str]) -> dict[str, str]:
         """unit -> the memory that supersedes it, for the units whose fact says so."""
-        keys = list(units)
-        out: dict[str, str] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for unit, succ in self.conn.execute(
-                    f"SELECT unit, superseded_by FROM docs WHERE unit IN ({marks}) "
-                    "AND kind = 'fact' AND superseded_by IS NOT NULL", chunk):
-                out[unit] = succ
-        return out
+        return dict(self._rows_in(
+            "SELECT unit, superseded_by FROM docs WHERE unit IN ({marks}) "
+            "AND kind = 'fact' AND superseded_by IS NOT NULL", list(units)))
 
     def first_record_saying(self, text: str) -> Doc | None:
         """The earliest session-record chunk that holds ``text`` word for word (its
@@ -859,15 +838,19 @@ class Index:
         return out
 
     def _select(self, column: str, values: list[Any]) -> Iterator[Doc]:
-        # Chunked: SQLite caps the number of bound parameters.
-        for start in range(0, len(values), 500):
-            chunk = values[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            yield from self._rows(f"SELECT * FROM docs WHERE {column} IN ({marks})", chunk)
+        yield from map(_doc, self._rows_in(f"SELECT * FROM docs WHERE {column} IN ({{marks}})",
+                                           values))
+
+    def _rows_in(self, sql: str, keys: list[Any], *before: Any) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql``, whose ``{marks}`` is an IN list of ``keys``, 500 keys at a
+        time (SQLite caps the number of bound parameters); ``before`` binds first."""
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            yield from self.conn.execute(sql.format(marks=",".join("?" * len(chunk))),
+                                         (*before, *chunk))
 
     def _rows(self, sql: str, params: Iterable[Any]) -> Iterator[Doc]:
-        for r in self.conn.execute(sql, tuple(params)):
-            yield Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
+        yield from map(_doc, self.conn.execute(sql, tuple(params)))
 
 
 _VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {}
