@@ -41,6 +41,28 @@ def git_out(repo: Path, *args: str) -> str:
                           check=True).stdout
 
 
+def encode_offline(base: Path, transcripts: list[Path]) -> Path:
+    """``dualtrace encode --backend offline`` of each transcript, in order, into
+    ``base/memory``, with HOME and the state dir inside ``base`` and no embedder: the
+    memory a module-scoped recall fixture asks."""
+    from click.testing import CliRunner
+
+    from dualtrace.cli import cli
+
+    root = base / "memory"
+    with pytest.MonkeyPatch.context() as mp:
+        for name, sub in (("HOME", "home"), ("DUALTRACE_HOME", "state")):
+            (base / sub).mkdir()
+            mp.setenv(name, str(base / sub))
+        mp.setenv("DUALTRACE_EMBEDDER", "off")
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        for path in transcripts:
+            res = CliRunner().invoke(cli, ["encode", str(path), "--memory-dir", str(root),
+                                           "--backend", "offline"], catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+    return root
+
+
 def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:
     """The package's source files (repo-relative, sorted) whose text has ``pattern``
     (a plain string, or a regex): the "one home" tests' check."""

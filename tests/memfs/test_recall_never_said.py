@@ -9,12 +9,11 @@ the embedder off (the Quick start's install) and on (the [semantic] extra) where
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
 from dualtrace.memfs import formats
 from dualtrace.memfs.recall import never_said_words, recall
 from dualtrace.memfs.store import MemoryStore
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, encode_offline
 
 try:
     from dualtrace.memfs.embed import get_embedder
@@ -34,21 +33,8 @@ INCIDENT = "incidents/auth-middleware-401-race.md"
 @pytest.fixture(scope="module")
 def reviewed(tmp_path_factory):
     """The four examples of the review's repro, encoded as `dualtrace encode` does it."""
-    from dualtrace.cli import cli
-
-    base = tmp_path_factory.mktemp("never-said")
-    root = base / "memory"
-    with pytest.MonkeyPatch.context() as mp:
-        for name, sub in (("HOME", "home"), ("DUALTRACE_HOME", "state")):
-            (base / sub).mkdir()
-            mp.setenv(name, str(base / sub))
-        mp.setenv("DUALTRACE_EMBEDDER", "off")
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        for name in REVIEWED:
-            res = CliRunner().invoke(cli, ["encode", str(EXAMPLES / f"{name}.jsonl"),
-                                           "--memory-dir", str(root), "--backend", "offline"],
-                                     catch_exceptions=False)
-            assert res.exit_code == 0, res.output
+    root = encode_offline(tmp_path_factory.mktemp("never-said"),
+                          [EXAMPLES / f"{name}.jsonl" for name in REVIEWED])
     assert (root / INCIDENT).is_file()
     assert "root cause" in (root / INCIDENT).read_text().lower()
     return root

@@ -8,12 +8,11 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from click.testing import CliRunner
 
 from dualtrace.memfs import formats
 from dualtrace.memfs.recall import LABEL_A, LABEL_B_RECORD, recall
 from dualtrace.memfs.store import MemoryStore
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, encode_offline
 
 PILOTS = sorted(EXAMPLES.glob("pilot-*.jsonl"))
 
@@ -21,20 +20,7 @@ PILOTS = sorted(EXAMPLES.glob("pilot-*.jsonl"))
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """The five pilot sessions encoded offline, as `dualtrace encode` does it."""
-    from dualtrace.cli import cli
-
-    base = tmp_path_factory.mktemp("review")
-    root = base / "memory"
-    with pytest.MonkeyPatch.context() as mp:
-        for name, sub in (("HOME", "home"), ("DUALTRACE_HOME", "state")):
-            (base / sub).mkdir()
-            mp.setenv(name, str(base / sub))
-        mp.setenv("DUALTRACE_EMBEDDER", "off")
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        for pilot in PILOTS:
-            res = CliRunner().invoke(cli, ["encode", str(pilot), "--memory-dir", str(root),
-                                           "--backend", "offline"], catch_exceptions=False)
-            assert res.exit_code == 0, res.output
+    root = encode_offline(tmp_path_factory.mktemp("review"), PILOTS)
     assert len(PILOTS) == 5
     assert (root / "decisions" / "json-structured-logging.md").is_file()
     assert len(list((root / "sessions").rglob("*.md"))) == 5
