@@ -26,7 +26,7 @@ from dualtrace.hooks import registry
 AGENTS = registry.names()
 SCOPES = ("user", "project", "local")
 # Our handler, however it was installed: ".../dualtrace hook x", "dualtrace.exe" hook,
-# "python -m dualtrace.cli hook x".
+# "python -m dualtrace.cli hook x" (older installs), "python -P -m dualtrace hook x".
 _OURS = re.compile(r"""(?:^|[\s/\\"'])dualtrace(?:\.exe)?["']?\s+hook\s|-m\s+dualtrace\.cli\s+hook\s""")
 BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
 UNINSTALL_BACKUP_SUFFIX = ".dualtrace-uninstall.bak"  # as it was before uninstall
@@ -52,7 +52,16 @@ def dualtrace_command() -> str:
     found = str(script) if script.is_file() else shutil.which("dualtrace")
     if found:
         return _quote(Path(found).as_posix())
-    return f"{_quote(Path(sys.executable).as_posix())} -m dualtrace.cli"
+    return " ".join(_quote(arg) for arg in module_argv())
+
+
+def module_argv() -> list[str]:
+    """This interpreter running the package's ``__main__`` (``python -m dualtrace``): the
+    command when no ``dualtrace`` script can be found. With ``-P`` where Python has it
+    (3.11+): ``-m`` puts the host's working directory first on sys.path, and a project
+    holding a folder named ``dualtrace`` (a checkout of it) would shadow this install."""
+    flags = ["-P"] if sys.version_info >= (3, 11) else []
+    return [Path(sys.executable).as_posix(), *flags, "-m", "dualtrace"]
 
 
 def _quote(path: str) -> str:

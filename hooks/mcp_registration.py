@@ -32,7 +32,7 @@ from typing import Any
 from dualtrace import config
 from dualtrace.atomic import write_json, write_text
 from dualtrace.errors import DualtraceError
-from dualtrace.hooks.install import read_json_object
+from dualtrace.hooks.install import module_argv, read_json_object
 
 NAME = "dualtrace"
 BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
@@ -49,7 +49,7 @@ def server_argv(scope: str) -> list[str]:
     found = str(script) if script.is_file() else shutil.which("dualtrace")
     if found:
         return [Path(found).as_posix(), "mcp"]
-    return [Path(sys.executable).as_posix(), "-m", "dualtrace.cli", "mcp"]
+    return [*module_argv(), "mcp"]
 
 
 # ------------------------------------------------------------------ Claude Code (JSON)

@@ -17,6 +17,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import mcp_registration as reg
+from dualtrace.hooks.install import module_argv
 from tests import hook_helpers
 
 hook_env = hook_helpers.hook_env  # the fixture, shared with the other hook tests
@@ -241,3 +242,70 @@ def test_the_plugin_brings_the_mcp_server():
     manifest = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
     assert manifest["mcpServers"] == {"dualtrace": {"command": "dualtrace", "args": ["mcp"]}}
 
+
+def _python_without_the_script(tmp_path: Path) -> Path:
+    """An interpreter that imports this dualtrace but has no ``dualtrace`` script beside it
+    (a venv whose site-packages adds ours): install must fall back to the interpreter."""
+    import sysconfig
+
+    env = tmp_path / "bare-env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True,
+                   capture_output=True, timeout=120)
+    python = env / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], capture_output=True, text=True, check=True).stdout
+    ours = sysconfig.get_paths()["purelib"]
+    (Path(site.strip()) / "dualtrace-test.pth").write_text(
+        f"import site; site.addsitedir({ours!r})\n")
+    assert not (env / "bin" / "dualtrace").exists()
+    return python
+
+
+def test_the_fallback_registration_starts_a_working_server(tmp_path, root):
+    """No ``dualtrace`` script to point at: the entry is ``python -m dualtrace mcp`` (the
+    package's __main__, not click's module), and that exact command, run by a host from
+    a project holding a folder named ``dualtrace`` (a checkout of it, say), serves the
+    installed code: list the tools, recall a stored memory."""
+    import shutil
+
+    from tests.conftest import EXAMPLES
+    from tests.dualtrace.mcp_helpers import text_of, with_session
+
+    python = _python_without_the_script(tmp_path)
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not (Path(d) / "dualtrace").exists())
+    memdir = tmp_path / "memory"
+    env = dict(os.environ, PATH=path, DUALTRACE_MEMORY_DIR=str(memdir),
+               DUALTRACE_EMBEDDER="off")
+    assert shutil.which("dualtrace", path=path) is None
+    proc = subprocess.run([str(python), "-m", "dualtrace", "install", "--agent", "claude-code",
+                           "--scope", "user"], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    entry = json.loads((_home() / ".claude.json").read_text())["mcpServers"]["dualtrace"]
+    assert entry["command"] == python.as_posix()
+    assert entry["args"] == [*module_argv()[1:], "mcp"]  # (module_argv: of this interpreter)
+    hooks = (_home() / ".claude" / "settings.json").read_text()
+    assert " ".join([python.as_posix(), *module_argv()[1:], "hook", "stop"]) in hooks
+    proc = subprocess.run([str(python), "-m", "dualtrace", "encode", "--backend", "offline",
+                           str(EXAMPLES / "pilot-5-session-storage.jsonl")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if "-P" in module_argv():  # (Python 3.10 has no -P: a checkout there would shadow us)
+        (root / "dualtrace").mkdir()
+        (root / "dualtrace" / "__init__.py").write_text("raise SystemExit('the checkout')\n")
+
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   env={**env, **entry["env"]}, cwd=str(root))
+
+    async def body(client):
+        tools = [t.name for t in (await client.list_tools()).tools]
+        answer = await client.call_tool("recall", {"question": "why postgres for sessions"})
+        return tools, answer
+
+    tools, answer = with_session(params, body)
+    assert {"recall", "search", "show", "remember"} <= set(tools)
+    assert not answer.is_error
+    assert text_of(answer).startswith("(STATE A retrieval"), text_of(answer)
