@@ -175,15 +175,24 @@ def _connect(path: str) -> socket.socket | None:
     return sock
 
 
+# ``-c`` puts "" (the working directory, the host's project) first on sys.path: a project
+# holding a ``dualtrace`` folder (a checkout of it) or one named like any library the
+# sessions import later would shadow the installed code, in the server and in every fork
+# (which works in the session's cwd). Dropped before anything is imported; "-P" would do
+# it too, from Python 3.11 on only.
+_BOOT = ("import sys\n"
+         "if sys.path[:1] == ['']: del sys.path[0]\n"
+         "from dualtrace.mcp_warm import serve_forever\n"
+         "serve_forever(sys.argv[1], sys.argv[2])\n")
+
+
 def _start_server(path: str, state: str) -> subprocess.Popen[bytes]:
     import subprocess
 
     logs = os.path.join(state, "logs")
     os.makedirs(logs, exist_ok=True)
     with open(os.path.join(logs, "mcp.log"), "ab") as err:
-        return subprocess.Popen([sys.executable, "-c", "import sys; from dualtrace.mcp_warm "
-                                 "import serve_forever; serve_forever(sys.argv[1], sys.argv[2])",
-                                 path, state],
+        return subprocess.Popen([sys.executable, "-c", _BOOT, path, state],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True, close_fds=True)
 

@@ -252,3 +252,21 @@ def test_a_warm_server_that_dies_before_listening_is_not_waited_for(warm_env, st
 
     assert waited < START_WAIT / 2, line  # two server starts under load: seconds, not 20
     assert line.endswith("serving in process")
+
+
+def test_a_warm_server_started_from_a_checkout_runs_the_installed_code(warm_env, stocked,
+                                                                        tmp_path):
+    """The host runs ``dualtrace mcp`` in its project; a project holding a ``dualtrace``
+    folder (a checkout of it) must not be what the warm server imports (``python -c``
+    puts the working directory first on sys.path): the session is the warm server's fork,
+    with the installed code."""
+    checkout = tmp_path / "checkout"
+    (checkout / "dualtrace").mkdir(parents=True)
+    marker = tmp_path / "the-checkout-was-imported"
+    (checkout / "dualtrace" / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise ImportError('the checkout')\n")
+    _one_session(stocked, checkout)
+    assert not marker.exists()
+    assert len(_warm_servers(warm_env)) == 1
+    text = _log(warm_env)
+    assert "warm server listening" in text and "serving in process" not in text, text
