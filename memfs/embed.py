@@ -22,21 +22,25 @@ import importlib.util
 import json
 import logging
 import marshal
+import mmap
 import os
 import re
+import struct
 import sys
 import threading
+from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dualtrace import atomic
 
 if TYPE_CHECKING:
-    import numpy as np
+    from dualtrace.memfs.vectors import Vector
 
 log = logging.getLogger(__name__)
 
-# Our matrices are small (a query against <= ~20k rows): BLAS worker threads only
+# dualtrace's own vector work needs no numpy (memfs/vectors.py), but a library in the
+# same process may import it (wordllama's package does): BLAS worker threads would only
 # contend with the hook, the worker and the agent for the cores (measured: a 10k x 256
 # product went from ~0.1 ms to ~18 ms per query on a loaded 2-core machine). Set before
 # numpy is first imported; a host process that imported numpy already keeps its own.
@@ -55,8 +59,8 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """A (len(texts), dim) float32 array of L2-normalised rows (zero rows for empty text)."""
+    def embed(self, texts: list[str]) -> list[Vector]:
+        """One float32 vector of ``dim`` per text, L2-normalised (zeros for an empty text)."""
         ...
 
 
@@ -65,9 +69,11 @@ class WordLlamaEmbedder:
 
     Built for a new process that embeds one question and a few hundred lines (the
     ``dualtrace recall`` CLI): the token table is memory-mapped (only the rows a text
-    uses are read), and the Rust tokenizer (~40-100 ms to build from its JSON) is loaded
-    only for big batches. Small batches go through ``_PieceBPE``, the same BPE in
-    Python, exact to the token (tests/memfs/test_embed.py compares the two).
+    uses are read and converted, ``_TokenTable``), the sums and norms are simsimd's
+    (memfs/vectors.py: no numpy import), and the Rust tokenizer (~40-100 ms to build
+    from its JSON) is loaded only for big batches. Small batches go through
+    ``_PieceBPE``, the same BPE in Python, exact to the token (tests/memfs/test_embed.py
+    compares the two).
     """
 
     # Below this many characters per call (and until the Rust tokenizer is loaded
@@ -75,15 +81,15 @@ class WordLlamaEmbedder:
     PYTHON_BPE_CHARS = 50_000
 
     def __init__(self, weights: Path, tokenizer: Path, *, name: str) -> None:
-        import numpy as np
+        from dualtrace.memfs import vectors  # simsimd: ImportError without the extra
 
-        self._table = _map_table(weights)
-        self._np = np
+        self._vectors = vectors
+        self._table = _TokenTable(weights)
         self._tokenizer_path = tokenizer
         self._tok: Any = None
         self._bpe: _PieceBPE | None = None
         self.name = name
-        self.dim = int(self._table.shape[1])
+        self.dim = self._table.dim
 
     def _rust(self) -> Any:
         if self._tok is None:
@@ -108,48 +114,50 @@ class WordLlamaEmbedder:
         encodings = self._rust().encode_batch(texts, add_special_tokens=False)
         return [e.ids for e in encodings]
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        np = self._np
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        encoded = self.token_ids(texts)
-        lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
-        if not lengths.sum():
-            return out
-        ids = np.fromiter((i for e in encoded for i in e), dtype=np.int64,
-                          count=int(lengths.sum()))
-        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)
-        # One gather and one segmented sum for the whole batch (a loop of per-text
-        # means costs more than the tokenizer on a few hundred lines).
-        vecs = self._table[ids].astype(np.float32)
-        rows = np.flatnonzero(lengths)
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
-        sums = np.add.reduceat(vecs, starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        out[rows] = sums / norms
-        return out
+    def embed(self, texts: list[str]) -> list[Vector]:
+        vectors, row, dim = self._vectors, self._table.row, self.dim
+        # The mean of the text's token rows, normalised: the sum (in order, in float32,
+        # as numpy's add.reduceat summed it) divided by its norm (a mean's direction).
+        return [vectors.unit(vectors.sum_rows(map(row, ids), dim))
+                for ids in self.token_ids(texts)]
 
 
-def _map_table(weights: Path) -> Any:
-    """The safetensors file's one tensor as a read-only memory map (no copy, no import of
-    safetensors): 8 bytes of header length, a JSON header, then the raw little-endian data."""
-    import numpy as np
+class _TokenTable:
+    """The safetensors file's one tensor, memory-mapped (no copy, no import of safetensors
+    or numpy): 8 bytes of header length, a JSON header, then the raw little-endian data.
 
-    with weights.open("rb") as fh:
-        size = int.from_bytes(fh.read(8), "little")
-        header = json.loads(fh.read(size))
-    info = header.get("embedding.weight")
-    dtypes = {"F16": np.float16, "F32": np.float32}
-    if not isinstance(info, dict) or info.get("dtype") not in dtypes:
-        raise ImportError(f"unexpected tensor layout in {weights}")
-    begin, end = info["data_offsets"]
-    shape = tuple(info["shape"])
-    dtype = np.dtype(dtypes[info["dtype"]]).newbyteorder("<")
-    if end - begin != dtype.itemsize * shape[0] * shape[1]:
-        raise ImportError(f"tensor size does not match its shape in {weights}")
-    return np.memmap(weights, dtype=dtype, mode="r", offset=8 + size + begin, shape=shape)
+    A row is converted to float32 (exactly: every float16 is a float32) the first time a
+    text uses it and kept: a recall uses a few hundred distinct tokens (~20 us each), a
+    long-lived process converts each token once. Ids out of range are clipped, as
+    before (a tokenizer and a table of the same model never produce one).
+    """
+
+    def __init__(self, weights: Path) -> None:
+        with weights.open("rb") as fh:
+            size = int.from_bytes(fh.read(8), "little")
+            header = json.loads(fh.read(size))
+            info = header.get("embedding.weight")
+            codes = {"F16": "e", "F32": "f"}
+            if not isinstance(info, dict) or info.get("dtype") not in codes:
+                raise ImportError(f"unexpected tensor layout in {weights}")
+            begin, end = info["data_offsets"]
+            self.rows, self.dim = (int(n) for n in info["shape"])
+            self._row = struct.Struct(f"<{self.dim}{codes[info['dtype']]}")
+            if end - begin != self._row.size * self.rows or self.rows < 1:
+                raise ImportError(f"tensor size does not match its shape in {weights}")
+            self._offset = 8 + size + begin
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if len(self._map) < self._offset + self._row.size * self.rows:
+            raise ImportError(f"{weights} is truncated")
+        self._memo: dict[int, Vector] = {}
+
+    def row(self, token: int) -> Vector:
+        vec = self._memo.get(token)
+        if vec is None:
+            i = min(max(token, 0), self.rows - 1)
+            vec = self._memo[token] = array(
+                "f", self._row.unpack_from(self._map, self._offset + i * self._row.size))
+        return vec
 
 
 class _PieceBPE:
@@ -380,7 +388,7 @@ def load_wordllama() -> WordLlamaEmbedder | None:
     try:
         return WordLlamaEmbedder(weights, tokenizer,
                                  name=f"wordllama-{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}")
-    except (ImportError, OSError, ValueError) as exc:  # numpy absent, weights unreadable
+    except (ImportError, OSError, ValueError) as exc:  # simsimd absent, weights unreadable
         log.info("semantic recall unavailable: %s", exc)
         return None
 

@@ -28,7 +28,9 @@ import json
 import os
 import re
 import sqlite3
+import sys
 import time
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +44,10 @@ TYPE_CHECKING = False  # typing and logging: ~11 ms of every prompt hook's impor
 if TYPE_CHECKING:
     from typing import Any
 
+    from dualtrace.memfs.vectors import Matrix  # simsimd: only on the semantic paths
+
 log = LazyLogger(__name__)
+LITTLE_ENDIAN = sys.byteorder == "little"
 
 # 5: the searchable body of facts and moments leaves out the encoders' template words
 # (``evidence_text``).
@@ -79,7 +84,7 @@ CREATE VIRTUAL TABLE fts_chunks USING fts5(anchor, type, description, body,
                                            tokenize='porter unicode61');
 -- One fp32 vector per document (semantic recall, the dualtrace[semantic] extra). Rows
 -- are deleted with their document in the same transaction and filled lazily by
--- ensure_vectors(), so the lexical paths (the prompt hook) never need numpy.
+-- ensure_vectors(), so the lexical paths (the prompt hook) never load the embedder.
 CREATE TABLE vectors(doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 """
 # Session records are indexed by turn window: one "chunk" document per section.
@@ -578,8 +583,6 @@ class Index:
         if _meta(self.conn, "vectors_model") == embedder.name and \
                 _meta(self.conn, "vectors_gen") == gen:
             return 0
-        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
-
         done = 0
         with self.write():
             if _meta(self.conn, "vectors_model") != embedder.name:
@@ -598,19 +601,18 @@ class Index:
                 vecs = embedder.embed([embed_text(d) for d in docs])
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO vectors(doc_id, vec) VALUES (?, ?)",
-                    [(d.id, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                     for d, v in zip(docs, vecs, strict=True)])
+                    [(d.id, _f32_bytes(v)) for d, v in zip(docs, vecs, strict=True)])
                 done += len(docs)
             _set_meta(self.conn, "vectors_gen", _meta(self.conn, "docs_gen") or "0")
         return done
 
-    def vector_matrix(self, chunks: bool) -> tuple[list[int], Any]:
-        """(doc ids, (n, dim) float32 matrix) of the chunk documents or of all others.
+    def vector_matrix(self, chunks: bool) -> tuple[list[int], Matrix]:
+        """(doc ids, their float32 vectors as a Matrix) of the chunk documents or of all others.
 
         Cached per process by the index file and its document generation, so a
         long-lived process (the worker, the MCP server) reads the vectors once.
         """
-        import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+        from dualtrace.memfs.vectors import Matrix
 
         key = (str(self.path), id(self.conn) if self._memory else 0,
                _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
@@ -636,11 +638,8 @@ class Index:
             f"SELECT v.doc_id, v.vec FROM vectors v JOIN docs d ON d.id = v.doc_id "
             f"WHERE d.kind {op} 'chunk' ORDER BY v.doc_id").fetchall()
         ids = [r[0] for r in rows]
-        if rows:
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-            matrix = matrix.reshape(len(rows), -1)
-        else:
-            matrix = np.zeros((0, 1), dtype=np.float32)
+        dim = len(rows[0][1]) // 4 if rows else 1
+        matrix = Matrix(b"".join(r[1] for r in rows), len(rows), dim)
         _VECTOR_CACHE[key[:2] + (chunks,)] = (key, ids, matrix)
         if snapshot is not None:
             _write_snapshot(snapshot, ids, matrix)
@@ -853,51 +852,56 @@ class Index:
         yield from map(_doc, self.conn.execute(sql, tuple(params)))
 
 
-_VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Any]] = {}
+_VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Matrix]] = {}
 
 
 # Vector snapshot file: magic, row count, dimension (little-endian uint64 each), the
-# rows' doc ids (int64), then the float32 matrix. Memory-mapped on read, so a new
-# process pays for the pages its one matrix product touches, not for a copy (the
-# numpy .npz it replaces cost ~10-15 ms to read at 20k x 256).
+# rows' doc ids (int64), then the float32 matrix, all little-endian. The matrix is
+# memory-mapped on read, so a new process pays for the pages its one matrix product
+# touches, not for a copy (the numpy .npz it replaced cost ~10-15 ms to read at 20k x 256).
 SNAPSHOT_MAGIC = b"DTVEC01\n"
 SNAPSHOT_SUFFIX = ".vec"
 _SNAPSHOT_HEAD = len(SNAPSHOT_MAGIC) + 16
 
 
-def _read_snapshot(path: Path) -> tuple[list[int], Any]:
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+def _read_snapshot(path: Path) -> tuple[list[int], Matrix]:
+    from dualtrace.memfs.vectors import Matrix
 
     with path.open("rb") as fh:
         head = fh.read(_SNAPSHOT_HEAD)
-        size = os.fstat(fh.fileno()).st_size
-    if len(head) != _SNAPSHOT_HEAD or not head.startswith(SNAPSHOT_MAGIC):
-        raise ValueError(f"{path} is not a vector snapshot")
-    rows = int.from_bytes(head[-16:-8], "little")
-    dim = int.from_bytes(head[-8:], "little")
-    if dim < 1 or size != _SNAPSHOT_HEAD + rows * (8 + 4 * dim):
-        raise ValueError(f"{path} is truncated or has the wrong size")
-    if not rows:
-        return [], np.zeros((0, dim), dtype=np.float32)
-    ids = np.memmap(path, dtype="<i8", mode="r", offset=_SNAPSHOT_HEAD, shape=(rows,))
-    matrix = np.memmap(path, dtype="<f4", mode="r", offset=_SNAPSHOT_HEAD + 8 * rows,
-                       shape=(rows, dim))
-    return ids.tolist(), matrix
+        if len(head) != _SNAPSHOT_HEAD or not head.startswith(SNAPSHOT_MAGIC):
+            raise ValueError(f"{path} is not a vector snapshot")
+        rows = int.from_bytes(head[-16:-8], "little")
+        dim = int.from_bytes(head[-8:], "little")
+        if dim < 1 or os.fstat(fh.fileno()).st_size != _SNAPSHOT_HEAD + rows * (8 + 4 * dim):
+            raise ValueError(f"{path} is truncated or has the wrong size")
+        ids = array("q")
+        ids.frombytes(fh.read(8 * rows))
+    if not LITTLE_ENDIAN:
+        ids.byteswap()
+    return ids.tolist(), Matrix.mapped(path, _SNAPSHOT_HEAD + 8 * rows, rows, dim)
 
 
-def _write_snapshot(path: Path, ids: list[int], matrix: Any) -> None:
+def _f32_bytes(vec: Any) -> bytes:
+    """A vector (any float32 buffer) as the bytes of a ``vectors`` row (native order)."""
+    return memoryview(vec).cast("B").tobytes()
+
+
+def _write_snapshot(path: Path, ids: list[int], matrix: Matrix) -> None:
     """Write the vector snapshot atomically and drop older ones of the same kind."""
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
-
     kind = path.name.split(".")[1]
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    rows, dim = (len(ids), int(matrix.shape[1])) if len(ids) else (0, 1)
+    rows, dim = (len(ids), matrix.dim) if len(ids) else (0, 1)
     try:
         with tmp.open("wb") as fh:
             fh.write(SNAPSHOT_MAGIC + rows.to_bytes(8, "little") + dim.to_bytes(8, "little"))
             if rows:
-                fh.write(np.asarray(ids, dtype="<i8").tobytes())
-                fh.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
+                keys, values = array("q", ids), array("f", matrix.tobytes())
+                if not LITTLE_ENDIAN:
+                    keys.byteswap()
+                    values.byteswap()
+                fh.write(keys.tobytes())
+                fh.write(values.tobytes())
         os.replace(tmp, path)
         # Older generations, and the .npz snapshots of earlier versions.
         for old in path.parent.glob(f"vectors.{kind}.*"):

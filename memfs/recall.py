@@ -893,19 +893,15 @@ _LINE_CACHE: dict[str, Any] = {}
 LINE_CACHE_SIZE = 20000
 
 
-def _embed_cached(embedder: Any, texts: list[str]) -> Any:
+def _embed_cached(embedder: Any, texts: list[str]) -> list[Any]:
     """Embed lines, reusing vectors of lines seen before (records repeat across queries)."""
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
-
     missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
     if missing:
         if len(_LINE_CACHE) + len(missing) > LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
         for text, vec in zip(missing, embedder.embed(missing), strict=True):
             _LINE_CACHE[text] = vec
-    if not texts:
-        return np.zeros((0, 1), dtype=np.float32)
-    return np.stack([_LINE_CACHE[t] for t in texts])  # lines of a chunk judged for meaning (records put conclusions first)
+    return [_LINE_CACHE[t] for t in texts]
 
 
 def _lines(text: str) -> list[str]:
@@ -942,41 +938,31 @@ def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
 WINDOWS: tuple[int, ...] = (1, 2, 5)
 
 
-def _best_window(block: Any, qvec: Any) -> float:
+def _best_window(block: list[Any], qvec: Any) -> float:
     """The highest cosine of the question with the mean of any ``WINDOWS``-line run."""
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+    from dualtrace.memfs.vectors import best_window
 
-    best = -1.0
-    sums = np.cumsum(np.vstack([np.zeros((1, block.shape[1]), dtype=block.dtype), block]),
-                     axis=0)
-    for k in WINDOWS:
-        k = min(k, len(block))
-        runs = sums[k:] - sums[:-k]
-        norms = np.linalg.norm(runs, axis=1)
-        norms[norms == 0] = 1.0
-        best = max(best, float(((runs @ qvec) / norms).max()))
-    return best
+    return best_window(block, qvec, WINDOWS)
 
 
 def _semantic_hits(index: Index, qvec: Any,
                    chunks: bool) -> tuple[list[tuple[int, float]], _CosineLookup | None]:
     """(doc id, cosine) of the nearest documents to the question's vector, and a lookup
     of every document's cosine (for the lexical candidates the nearest ones miss)."""
-    import numpy as np  # after dualtrace.memfs.embed (BLAS threads)
+    from dualtrace.memfs.vectors import top
 
     ids, matrix = index.vector_matrix(chunks)
-    if not ids or matrix.shape[1] != qvec.shape[0]:
+    if not ids or matrix.dim != len(qvec):
         return [], None
-    sims = matrix @ qvec.astype(np.float32)
+    sims = matrix.dots(qvec)
     n = min(RECORD_SEM_CANDIDATES if chunks else SEM_CANDIDATES, len(ids))
-    top = np.argpartition(-sims, n - 1)[:n]
-    return [(ids[i], float(sims[i])) for i in top], _CosineLookup(ids, sims)
+    return [(ids[i], sims[i]) for i in top(sims, n)], _CosineLookup(ids, sims)
 
 
 class _CosineLookup:
     """doc id -> cosine for every document with a vector (ids sorted, as the index keeps them)."""
 
-    def __init__(self, ids: list[int], sims: Any) -> None:
+    def __init__(self, ids: list[int], sims: list[float]) -> None:
         self._ids = ids
         self._sims = sims
 
@@ -986,7 +972,7 @@ class _CosineLookup:
     def get(self, doc_id: int, default: float = 0.0) -> float:
         i = bisect.bisect_left(self._ids, doc_id)
         if i < len(self._ids) and self._ids[i] == doc_id:
-            return float(self._sims[i])
+            return self._sims[i]
         return default
 
 
@@ -1087,7 +1073,9 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
     worded = [sc > 0 for sc in scores]
     if qvec is not None and embedder is not None and len(lines) > 1:
         try:
-            sims = _embed_cached(embedder, [ln[:600] for ln in lines]) @ qvec
+            from dualtrace.memfs.vectors import dot
+
+            sims = [dot(v, qvec) for v in _embed_cached(embedder, [ln[:600] for ln in lines])]
             top = max(max(scores), 1.0)
             scores = [s + 1.5 * top * float(max(v, 0.0))
                       for s, v in zip(scores, sims, strict=True)]

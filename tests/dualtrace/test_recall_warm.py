@@ -23,17 +23,19 @@ from dualtrace.pipeline import encode_session
 from tests.conftest import EXAMPLES
 from tests.hook_helpers import wait_until
 
-# The client reports whether it loaded numpy (a fork of the warm server answered if not).
+# The client reports whether it loaded the vector stack (a fork of the warm server answered
+# if not); numpy it never loads (tests/memfs/test_vectors.py).
 PROBE = """
 import atexit, sys
-atexit.register(lambda: sys.stderr.write("NUMPY %s\\n" % ("numpy" in sys.modules)))
+atexit.register(lambda: sys.stderr.write("VECTORS %s\\n" % (
+    "dualtrace.memfs.vectors" in sys.modules and "numpy" not in sys.modules)))
 sys.argv = ["dualtrace", *sys.argv[1:]]
 from dualtrace.hookcmd import entry
 entry()
 """
 
 try:
-    import numpy  # noqa: F401
+    import simsimd  # noqa: F401
     import wordllama  # noqa: F401  (located, not executed, by the embedder)
     SEMANTIC = True
 except ImportError:
@@ -93,14 +95,14 @@ def warm(state_dir, monkeypatch):
 
 
 def recall(*args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], bool]:
-    """A `dualtrace recall` process; (its result without the probe line, numpy loaded)."""
+    """A `dualtrace recall` process; (its result without the probe line, vectors loaded)."""
     proc = subprocess.run([sys.executable, "-c", PROBE, "recall", *args], capture_output=True,
                           text=True, env={**os.environ, **env}, timeout=120)
     lines = proc.stderr.splitlines(keepends=True)
-    probe = [ln for ln in lines if ln.startswith("NUMPY ")]
+    probe = [ln for ln in lines if ln.startswith("VECTORS ")]
     assert probe, proc.stderr
-    proc.stderr = "".join(ln for ln in lines if not ln.startswith("NUMPY "))
-    return proc, probe[-1].strip() == "NUMPY True"
+    proc.stderr = "".join(ln for ln in lines if not ln.startswith("VECTORS "))
+    return proc, probe[-1].strip() == "VECTORS True"
 
 
 def same(a: subprocess.CompletedProcess[str], b: subprocess.CompletedProcess[str]) -> None:
@@ -119,12 +121,12 @@ def test_a_running_warm_server_answers_in_a_fork_with_the_same_output(warm, stoc
     server = warm()
     for args in QUESTIONS:
         argv = ("--memory-dir", str(stocked), *args)
-        warm_run, warm_numpy = recall(*argv)
-        cold_run, cold_numpy = recall(*argv, DUALTRACE_MCP_WARM="0")
+        warm_run, warm_vectors = recall(*argv)
+        cold_run, cold_vectors = recall(*argv, DUALTRACE_MCP_WARM="0")
         assert warm_run.returncode == 0, warm_run.stderr
         same(warm_run, cold_run)
-        assert not warm_numpy  # answered by the server's fork, which has it loaded
-        assert cold_numpy == SEMANTIC
+        assert not warm_vectors  # answered by the server's fork, which has it loaded
+        assert cold_vectors == SEMANTIC
     assert "STATE A" in recall("--memory-dir", str(stocked), "why postgres for sessions")[0].stdout
     # The question's own environment is the fork's: lexical when the person says so.
     lexical, _ = recall("--memory-dir", str(stocked), "postgres sessions",
@@ -133,16 +135,16 @@ def test_a_running_warm_server_answers_in_a_fork_with_the_same_output(warm, stoc
                          DUALTRACE_EMBEDDER="off", DUALTRACE_MCP_WARM="0")[0])
     # Written with the question's own stdout encoding and error handler, not the server's.
     argv = ("--memory-dir", str(stocked), "--json", "café postgres sessions")
-    encoded, warm_numpy = recall(*argv, PYTHONIOENCODING="ascii:backslashreplace")
-    assert "caf\\xe9" in encoded.stdout and not warm_numpy
+    encoded, warm_vectors = recall(*argv, PYTHONIOENCODING="ascii:backslashreplace")
+    assert "caf\\xe9" in encoded.stdout and not warm_vectors
     same(encoded, recall(*argv, PYTHONIOENCODING="ascii:backslashreplace",
                          DUALTRACE_MCP_WARM="0")[0])
     # An error is the same one line and exit 1.
-    missing, warm_numpy = recall("--memory-dir", str(stocked.parent / "nothing"), "why")
+    missing, warm_vectors = recall("--memory-dir", str(stocked.parent / "nothing"), "why")
     assert missing.returncode == 1 and missing.stderr.startswith("Error: no memory directory")
     same(missing, recall("--memory-dir", str(stocked.parent / "nothing"), "why",
                          DUALTRACE_MCP_WARM="0")[0])
-    assert not warm_numpy
+    assert not warm_vectors
     assert server.proc.poll() is None and "serving in process" not in server.log()
 
 

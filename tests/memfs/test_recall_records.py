@@ -379,15 +379,16 @@ def test_a_listing_of_sessions_counts_past_the_first_400_matching_turns(tmp_path
 def test_a_chunks_meaning_is_its_best_run_of_lines_not_only_one_line():
     """An answer told over a five-line list: no line or pair alone means what the
     question means, the run of five does (recall.WINDOWS)."""
-    import numpy as np
+    from array import array
 
     from dualtrace.memfs import recall as recall_mod
 
-    lines = np.eye(5, dtype=np.float32)  # five lines, each about one part of the answer
-    question = np.ones(5, dtype=np.float32) / np.sqrt(5)
+    # Five lines, each about one part of the answer.
+    lines = [array("f", [float(i == j) for j in range(5)]) for i in range(5)]
+    question = array("f", [5 ** -0.5] * 5)
     assert recall_mod._best_window(lines, question) == pytest.approx(1.0)
-    assert recall_mod._best_window(lines[:1], question) == pytest.approx(1 / np.sqrt(5))
-    assert max(float(lines[:2].sum(0) @ question) / np.sqrt(2), 1 / np.sqrt(5)) < 0.7
+    assert recall_mod._best_window(lines[:1], question) == pytest.approx(5 ** -0.5)
+    assert max(2 / (5 ** 0.5 * 2 ** 0.5), 5 ** -0.5) < 0.7  # a pair: 2/sqrt(5)/sqrt(2)
 
 
 def test_a_question_naming_what_no_session_ever_named_abstains(store):
