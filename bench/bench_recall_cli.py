@@ -10,7 +10,7 @@ in DIR and reused on later runs (``--store``; a temp dir otherwise). Then, round
 so that every command sees the same machine noise, each of these runs ``--runs`` times:
 
 - ``python -c pass``                                 the interpreter alone (the floor)
-- ``python -c "import numpy"``                       the semantic path's unavoidable import
+- ``python -c "import numpy"``                       what the semantic path imported up to session 6
 - ``dualtrace --version``                            console script + click + the CLI module
 - ``dualtrace recall Q`` with DUALTRACE_EMBEDDER=off the lexical read path
 - ``dualtrace recall Q``                             the hybrid read path (WordLlama + FTS5)
@@ -24,8 +24,10 @@ child's CPU time (user + sys), which scheduling noise inflates far less than wal
 ``--importtime`` one semantic recall runs under ``-X importtime`` and the heaviest
 imports are listed. ``--phases`` instead splits a new process's recall into its phases
 (``--runs`` new processes per build, builds alternating): the read path's imports, loading
-the embedder (numpy and the memory-mapped token table) and the query itself (vocabulary,
-FTS5, vectors, record lines), each as the median wall and CPU time.
+the embedder (the vector module and the memory-mapped token table; numpy before session
+7) and the query itself (vocabulary, FTS5, vectors, record lines), each as the median wall
+and CPU time. ``--inproc Q`` times recall inside one process per build and round, with the
+index opened per query and with one index kept open (refreshed before each query).
 """
 
 from __future__ import annotations
@@ -77,11 +79,12 @@ def main() -> None:
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--phases", action="store_true",
                         help="Instead of whole commands: a new process's recall split into "
-                             "imports, embedder (numpy) and query, --runs times per build.")
+                             "imports, embedder and query, --runs times per build.")
     parser.add_argument("--inproc", type=int, default=0, metavar="Q",
                         help="Instead of new processes: in-process recall, Q queries per "
                              "round and build (after a 5-query warm-up), --runs rounds, "
-                             "builds alternating round by round (interleaved A/B).")
+                             "builds alternating round by round (interleaved A/B); each "
+                             "build with the index opened per query and kept open.")
     parser.add_argument("--warm", action="store_true",
                         help="Also time `dualtrace recall` answered by a running warm server "
                              "(dualtrace/mcp_warm.py: what MCP host sessions are forked "
@@ -244,16 +247,27 @@ def stop_warm_server(server: subprocess.Popen[bytes]) -> float:
 
 
 # Run by each build's interpreter: times in-process recalls (wall and thread CPU, per query).
+# "new": recall(root, q) opens (and refreshes) the index per query, as the MCP tools and
+# the worker call it; "open": one Index kept open, refreshed before each query (what a
+# long-lived process must do to see new commits), passed as recall(..., index=).
 _INPROC = """
 import hashlib, json, sys, time
+from dualtrace.memfs.index import Index
 from dualtrace.memfs.recall import recall
-root, qs = sys.argv[1], json.loads(sys.argv[2])
+root, qs, mode = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+index = Index.open(root) if mode == "open" else None
+
+def ask(q):
+    if index is not None:
+        index.refresh()
+    return recall(root, q, index=index)
+
 for q in qs[:5]:
-    recall(root, q)
+    ask(q)
 out = []
 for q in qs[5:]:
     w, c = time.perf_counter(), time.thread_time()
-    r = recall(root, q)
+    r = ask(q)
     out.append([(time.perf_counter() - w) * 1000, (time.thread_time() - c) * 1000,
                 r.state + hashlib.sha1(r.render().encode()).hexdigest()[:12]])
 print(json.dumps(out))
@@ -275,7 +289,7 @@ marks.append([c() for c in clock])
 print(json.dumps([state, "numpy" in sys.modules,
                   [[(b[k] - a[k]) * 1000 for k in (0, 1)] for a, b in zip(marks, marks[1:])]]))
 """
-PHASE_NAMES = ("read-path imports", "embedder (numpy + table)", "query")
+PHASE_NAMES = ("read-path imports", "embedder (vectors + table)", "query")
 
 
 def phases(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, str] | None,
@@ -315,20 +329,23 @@ def inproc(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, st
     """In-process recall of this build against --baseline-exe's, round by round."""
     import json
 
-    builds = {"this build": (sys.executable, env)}
-    if base_env is not None:
-        builds["baseline"] = (str(Path(args.baseline_exe).with_name("python")), base_env)
+    builds = {}
+    for mode in ("new", "open"):
+        builds[f"this build, index {mode}"] = (sys.executable, env, mode)
+        if base_env is not None:
+            builds[f"baseline, index {mode}"] = (
+                str(Path(args.baseline_exe).with_name("python")), base_env, mode)
     wall: dict[str, list[float]] = {b: [] for b in builds}
     cpu: dict[str, list[float]] = {b: [] for b in builds}
     states: dict[str, list[str]] = {b: [] for b in builds}
     loads = []
     for _ in range(args.runs):
-        for name, (py, e) in builds.items():
+        for name, (py, e, mode) in builds.items():
             loads.append(os.getloadavg()[0])
             # cwd outside any checkout: "-c" puts the cwd first on sys.path, and a
             # checkout there would shadow the build's own package.
             done = subprocess.run([py, "-c", _INPROC, e["DUALTRACE_MEMORY_DIR"],
-                                   json.dumps(qs_all)], capture_output=True, text=True,
+                                   json.dumps(qs_all), mode], capture_output=True, text=True,
                                   env=e, check=False, cwd=e["DUALTRACE_HOME"])
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed: {done.stderr.strip()[-2000:]}")
@@ -345,11 +362,12 @@ def inproc(args: argparse.Namespace, env: dict[str, str], base_env: dict[str, st
         print(f"| {name} | {statistics.median(wall[name]):.1f} ms | "
               f"{bench_recall.pct(wall[name], 90):.1f} ms | {statistics.median(cpu[name]):.1f} ms"
               f" | {bench_recall.pct(cpu[name], 90):.1f} ms |")
-    if base_env is not None:
-        ours, theirs = states["this build"], states["baseline"]
+    ours = states["this build, index new"]
+    for name in builds:
+        theirs = states[name]
         same = sum(a == b for a, b in zip(ours, theirs, strict=True))
-        print(f"\nrendered answers identical for {same}/{len(ours)} queries; states this "
-              f"build: { {s: [o[0] for o in ours].count(s) for s in 'ABC'} }, baseline: "
+        print(f"rendered answers of {name} identical to this build's (index new) for "
+              f"{same}/{len(ours)} queries; states "
               f"{ {s: [o[0] for o in theirs].count(s) for s in 'ABC'} }")
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import logging
 import marshal
 import mmap
 import os
@@ -33,11 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dualtrace import atomic
+from dualtrace.logfile import LazyLogger
 
 if TYPE_CHECKING:
     from dualtrace.memfs.vectors import Vector
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)  # logging's import: ~3 ms of a new recall process
 
 # dualtrace's own vector work needs no numpy (memfs/vectors.py), but a library in the
 # same process may import it (wordllama's package does): BLAS worker threads would only
