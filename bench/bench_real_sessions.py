@@ -9,7 +9,9 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
   every expected word (case-insensitive, word boundaries) in its description or body;
   in part: a memory has at least half of the words (or all words, wrong type);
 - useful: a written memory that captures (in full or in part) an expectation of its
-  session and has a clean description (one line, <= 200 chars, no markup tags);
+  session and has a clean description (one line, <= 200 chars, no markup or dump);
+- dumps: a description or an update sentence shaped like raw tool output (markup, a
+  struct or map dump, a stack frame, long hex, mostly punctuation, over 200 chars);
 - wrong type: an expectation whose words are all in a memory of the session, but no such
   memory has an allowed type;
 - duplicate: a memory that captures an expectation another live memory of the same type
@@ -51,10 +53,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = Path(os.environ.get("DUALTRACE_CORPUS") or ROOT.parent / "shared" / "corpus")
 
 FACT_DIRS = ("decisions/", "incidents/", "patterns/", "learning/")
-_TAG = re.compile(r"</?[a-zA-Z][\w-]*(?:\s[^<>]*)?>")
 _PATH = re.compile(r"(?<![\w/.@-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.@-])[\w-]+\.(?:py|js|ts|tsx|jsx|ex|exs|"
                    r"heex|go|rs|rb|java|c|h|sql|yml|yaml|json|toml|md|sh|html|css|lock|txt)\b")
 _TICK = re.compile(r"`([^`\n]{2,120})`")
@@ -162,7 +163,38 @@ def match_level(memory: dict, exp: dict) -> str | None:
 
 
 def clean_description(desc: str) -> bool:
-    return bool(desc) and len(desc) <= 200 and "\n" not in desc and not _TAG.search(desc)
+    return bool(desc) and len(desc) <= 200 and "\n" not in desc and not dump_marks(desc)
+
+
+# Raw tool output where a person's sentence belongs: what a description or an update
+# sentence must never be. Each mark names one shape of dump.
+_DUMP_MARKS = (
+    ("markup", re.compile(r"</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>|&(?:lt|gt|amp|quot|nbsp);|<!--")),
+    ("struct", re.compile(r"%[A-Z][\w.]*\{|%\{|#[A-Z][\w.]*<|#\{|\b[A-Z]\w*\(\w+=[^)]*,\s*\w+=")),
+    ("map", re.compile(r"(?:\"[^\"\n]{1,60}\"|:\w+)\s*=>|\{\s*\"[\w-]+\"\s*:|\b\w+: \[\{")),
+    ("frame", re.compile(r"\bat [\w.$<>]+ \(|File \"[^\"]+\", line \d+|\(\w[\w-]* \d+\.\d+[\w.-]*\) [\w/.-]+:\d+"
+                         r"|[\w/.-]+\.\w{1,5}:\d+:\d*:? (?:in )?[\w.]+[./]\w+|^\s*\d+:\s+0x[0-9a-f]+")),
+    ("hex", re.compile(r"\b0x[0-9a-f]{8,}\b|\b[0-9a-f]{32,}\b")),
+)
+
+
+def dump_marks(text: str) -> list[str]:
+    """The dump shapes in ``text`` (a description or an update sentence): markup, struct or
+    map dumps, stack frames, long hex; plus a line that is mostly punctuation."""
+    marks = [name for name, rx in _DUMP_MARKS if rx.search(text)]
+    for line in text.splitlines():
+        body = line.strip()
+        if len(body) >= 40 and sum(ch in "{}[]<>=%#|\\\"" for ch in body) > 0.08 * len(body):
+            marks.append("punctuation")
+            break
+    return marks
+
+
+def update_sentences(m: dict) -> list[str]:
+    """The sentences an update added to an existing memory (its description included)."""
+    if m["new"] or m["path"].startswith("system/"):
+        return []
+    return [ln.strip() for ln in m["added"].splitlines() if ln.strip()]
 
 
 def artifacts(text: str) -> set[str]:
@@ -261,6 +293,10 @@ class Scorer:
         matched = [(i, lv) for i, lv in matched if lv]
         clean = clean_description(m["description"])
         useful = bool(matched) and clean
+        dumps = [(m["description"], dump_marks(m["description"]))] + [
+            (line, dump_marks(line)) for line in update_sentences(m)]
+        dumps += [(m["description"], ["long"])] if len(m["description"]) > 200 else []
+        row["dumps"] += [f"{m['path']}: {','.join(marks)}: {text[:160]}" for text, marks in dumps if marks]
         row["useful"] += useful
         row["duplicates"] += self._duplicate(s, m, live, matched)
         bad = sorted(f"{k}:{t}" for k, t in artifacts(m["added"]) if not grounded(k, t, hay))
@@ -333,7 +369,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                                    "exposed": bool(s.get("exposed")),
                                    "expected": len(s["expect"]), "full": 0, "part": 0,
                                    "written": len(memories), "useful": 0, "duplicates": 0,
-                                   "wrong_types": 0, "grounding": [], "resolved": [0, 0],
+                                   "wrong_types": 0, "grounding": [], "dumps": [], "resolved": [0, 0],
                                    "superseded": [0, 0], "memories": []}
             live = {p for p, t in after.items() if "superseded_by:" not in t}
             scorer.expectations(row, s, memories, after)
@@ -375,6 +411,7 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
             "duplicates": sum(r["duplicates"] for r in rows),
             "wrong_types": sum(r["wrong_types"] for r in rows),
             "grounding_violations": sum(len(r["grounding"]) for r in rows),
+            "dumps": sum(len(r["dumps"]) for r in rows),
             "resolved": f"{res[0]}/{res[1]}", "superseded": f"{sup[0]}/{sup[1]}"}
 
 
@@ -412,6 +449,10 @@ def main() -> None:
     for name in ("dev", "exposed", "held_out"):
         if result[name]:
             print(f"{name}: {json.dumps(result[name])}")
+    for r in result["sessions"]:
+        if not r["held_out"] or args.held_out_rows:
+            for line in r["dumps"]:
+                print(f"dump {r['key']}: {line}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus" / "sde-bench"
+CORPUS = Path(os.environ.get("DUALTRACE_CORPUS") or ROOT.parent / "shared" / "corpus") / "sde-bench"
 
 
 def load_tasks() -> tuple[list[dict], list[dict]]:

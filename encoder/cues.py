@@ -128,3 +128,24 @@ def is_agreement(text: str) -> bool:
     # a named piece of code does (snake_case or a call) at some length.
     return bool(RULE_WORDS.search(text[:600])
                 or (len(text) > 100 and _CODE_NAME.search(text[:600])))
+
+
+# Raw tool output where a sentence belongs (a description, an update, a failure's telling
+# line): a struct or map dump (Elixir ``%Plug.Conn{``, ``#Function<``, Ruby ``#<Obj``,
+# ``"key" => v``, ``{"key":``, Python ``Obj(a=1, b=2)``), a stack frame, markup or
+# entities, long hex, or a line that is mostly brackets and operators.
+_DUMP = re.compile(
+    r"%[A-Z][\w.]*\{|%\{|#[A-Z][\w.]*<|#<[A-Z]|#\{"
+    r"|(?:\"[^\"\n]{1,60}\"|:\w+)\s*=>|\{\s*\"[\w-]+\"\s*:|\b[A-Z]\w*\(\w+=[^)]*,\s*\w+="
+    r"|\bat [\w.$<>]+ \(|File \"[^\"]+\", line \d+|\(\w[\w-]* \d+\.\d+[\w.-]*\) [\w/.-]+:\d+"
+    r"|</?[a-zA-Z][\w:-]*(?:\s[^<>]*)?/?>|&(?:lt|gt|amp|quot|nbsp);|<!--"
+    r"|\b0x[0-9a-f]{8,}\b|\b[0-9a-f]{32,}\b")
+_DUMP_PUNCT = frozenset("{}[]<>=%#|\\\"")
+
+
+def is_dump(text: str) -> bool:
+    """True for text shaped like raw tool output rather than a person's sentence."""
+    if _DUMP.search(text):
+        return True
+    body = " ".join(text.split())
+    return len(body) >= 40 and sum(ch in _DUMP_PUNCT for ch in body) > 0.08 * len(body)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dualtrace.encoder.cues import is_dump
 from dualtrace.encoder.grounding import (
     Grounding,
     LazyArtifacts,
@@ -126,8 +127,9 @@ MAX_UPDATE_CHARS = 1500
 
 
 def clean_description(text: str) -> bool:
-    """One line of at most 200 characters without markup."""
-    return bool(text) and len(text) <= 200 and "\n" not in text and not _MARKUP.search(text)
+    """One line of at most 200 characters without markup or dumped output."""
+    return bool(text) and len(text) <= 200 and "\n" not in text and not _MARKUP.search(text) \
+        and not is_dump(text)
 
 
 def readable_description(text: str, limit: int = 200) -> str:
@@ -139,7 +141,7 @@ def readable_description(text: str, limit: int = 200) -> str:
     for line in _MARKUP.sub(" ", text).splitlines():
         line = " ".join(line.split())
         prose = sum(ch.isalpha() or ch.isspace() for ch in line)
-        if len(line) < 3 or _RAW_LINE.match(line) or prose < 0.7 * len(line):
+        if len(line) < 3 or _RAW_LINE.match(line) or prose < 0.7 * len(line) or is_dump(line):
             continue
         return clean_sentence(line, limit)
     return ""
@@ -164,7 +166,7 @@ def new_sentences(existing: str, addition: str) -> str:
         for part in _SENTENCE_END.split(_MARKUP.sub("", line)):
             part = " ".join(part.split())
             key = _norm(part)
-            if len(key) < 3 or key in have or key in seen:
+            if len(key) < 3 or key in have or key in seen or is_dump(part):
                 continue
             seen.add(key)
             out.append(part)

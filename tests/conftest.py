@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+# A git worktree sits one level deeper than the main checkout: DUALTRACE_CORPUS
+# points the tests at the shared corpus from there.
+CORPUS = Path(os.environ.get("DUALTRACE_CORPUS") or REPO_ROOT.parent / "shared" / "corpus")
 EXAMPLES = REPO_ROOT / "examples"
 DATA = REPO_ROOT / "tests" / "data"
 PACKAGES = ("dualtrace", "hooks", "encoder", "memfs")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
-from dualtrace.encoder.cues import AGREEMENT_STRONG, fixed_by_rerun, is_agreement
+from dualtrace.encoder.cues import AGREEMENT_STRONG, fixed_by_rerun, is_agreement, is_dump
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import (
     STOPWORDS,
@@ -555,10 +555,8 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
     """An incident from a fix arc: what failed, the stated cause, the fix's files, and what
     marked it resolved (a passing re-run; for a pasted failure also the user's or the
     agent's word, said so in the body)."""
-    shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
     pasted = arc.origin == "pasted" and not arc.command
-    head = f"`{_short_command(arc.command)}` failed" if arc.command else "The user reported"
-    desc = work.clean_sentence(f"{head}: {shown}", 200)
+    desc = incident_description(arc)
     if pasted:
         lines = [f"The user pasted this failure (session {where}): {arc.error_line}"]
     else:
@@ -590,6 +588,45 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
     asked = [i for i in (arc.asked, *arc.asks) if i is not None]
     cand.told = tuple(dict.fromkeys(t for i in asked for t in work.told_about(session, i)))
     return cand
+
+
+# The agent's lead-in to a cause ("I see the issue. The issue is that ..."): the cause is
+# what follows it.
+_CAUSE_LEAD = re.compile(
+    r"^(?:(?:i see|i found|found|here'?s|that'?s) the (?:issue|problem|bug)[.:!]?\s*)?"
+    r"(?:the (?:root )?(?:issue|problem|bug|cause|reason)(?: here)? (?:is|was)(?: that)?:?\s+"
+    r"|root cause:?\s+|this is because\s+|it fails because\s+)", _I)
+# A cause the agent states, not a step it plans ("I need to ...", "needs to ...").
+_STATED_CAUSE = re.compile(
+    r"\b(?:because|the (?:root )?(?:issue|problem|bug|cause|reason) (?:is|was)|root cause|caused by"
+    r"|doesn'?t (?:include|have|exist)|(?:is|are) not (?:being )?\w+ed|instead of)\b", _I)
+
+
+def incident_description(arc: work.Arc) -> str:
+    """One sentence from the failure signature (check, error type and message, the failing
+    test's file) and the agent's stated cause; never the raw output (a dumped value that
+    happens to hold the word "error" is not the failure)."""
+    shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
+    if not shown or is_dump(shown):
+        shown = arc.signature
+    head = f"`{_short_command(arc.command)}` failed" if arc.command else "The user reported"
+    where = sorted(t.rsplit("/", 1)[-1] for t in arc.tests)
+    if len(where) == 1 and where[0] not in shown + head and not shown.startswith("test "):
+        shown = f"{shown.rstrip('.')} in {where[0]}"
+    whole = work.clean_sentence(f"{head}: {shown}", 200)
+    failure = whole.rstrip(".")
+    cause = ""
+    if arc.cause and _STATED_CAUSE.search(arc.cause) and not is_dump(arc.cause):
+        cause = _CAUSE_LEAD.sub("", work.clean_sentence(arc.cause, 400)).strip()
+    if cause:
+        cause = cause[0].lower() + cause[1:] if cause[1:2].islower() else cause
+        # the cause whole or not at all (a cut one ends "... is failing because"); the
+        # failure gives up its tail first
+        short = work.clean_sentence(f"{head}: {shown}", 110).rstrip(".")
+        for part in (failure, short):
+            if len(part) + len("; cause: ") + len(cause) <= 200:
+                return f"{part}; cause: {cause}"
+    return whole
 
 
 def _short_command(command: str) -> str:

@@ -23,7 +23,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from dualtrace.encoder.cues import TEST_COMMAND, check_command
+from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
@@ -401,6 +401,13 @@ _ASSERTION = re.compile(r"^\s*(Assertion with [^\n]{1,40} failed|assert(?:ion)?\
                         r"|expected[^\n]{3,100}|\*\* \(\w+(?:Error|Exception)\)[^\n]{0,100})", re.M | _I)
 
 
+# Elixir's FunctionClauseError: its head ("** (FunctionClauseError) no function clause
+# matching in M.f/2"), or, when a ``| tail`` cut the head off, the line that opens the
+# argument dump.
+_NO_CLAUSE = re.compile(r"no function clause matching in ([\w.!?]+/\d+)"
+                        r"|The following arguments were given to ([\w.!?]+/\d+)")
+
+
 def signature_of(output: str) -> tuple[str, str]:
     """(signature, the telling line) of a failing check's output."""
     named = _NAMED_TEST.search(output)
@@ -427,13 +434,24 @@ def signature_of(output: str) -> tuple[str, str]:
     if loc:
         located = content_words(re.sub(r'"[^"]*"', "", loc.group(2)))[:4]
         return f"{loc.group(1).rsplit('/', 1)[-1]} {' '.join(located)}", " ".join(loc.group(0).split())[:200]
+    clause = _NO_CLAUSE.search(output)
+    if clause and not (err and err.group(2) and not is_dump(err.group(0))):
+        if clause.group(1):
+            fun = clause.group(1)
+            return f"FunctionClauseError {fun.rsplit('.', 1)[-1]}", \
+                f"FunctionClauseError: no function clause matching in {fun}"
+        # only the dump's opening line is left: say what it means, never name the error
+        fun = clause.group(2)
+        return f"{fun.rsplit('.', 1)[-1]} no matching clause", \
+            f"no clause of {fun} matched the arguments it was given"
     if err:
         msg = content_words(err.group(2) or "")[:4]
         return f"{err.group(1)} {' '.join(msg)}".strip(), " ".join(err.group(0).split())[:200]
     for line in output.splitlines():
         line = " ".join(line.split())
+        # a dumped value that happens to hold the word "error" says nothing about the failure
         if re.search(r"\b(?:error|failed|failure|fatal)\b", line, _I) and not re.fullmatch(
-                r"(?:Error: )?Exit code \d+", line):
+                r"(?:Error: )?Exit code \d+", line) and not is_dump(line):
             return " ".join(content_words(line)[:5]), line[:200]
     return "", ""
 
