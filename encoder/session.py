@@ -8,6 +8,7 @@ new session with :func:`dataclasses.replace` instead of mutating a shared one.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -167,6 +168,164 @@ def commit_events(command: str, output: str, ts: str | None, ok: bool,
         events.append(Event("commit", ts, text=verb, detail=f"PR #{number}" if number else "PR",
                             command=command, agent=agent))
     return events
+
+
+# --- files a shell command writes ---------------------------------------------------
+#
+# Agents edit with the shell too (Codex above all): ``sed -i``, ``perl -pi``, ``cat > f
+# <<EOF``, ``tee``, ``apply_patch`` run through the shell, ``python - <<EOF`` that opens a
+# file for writing. Only these clear write forms count, on literal paths: a command that
+# writes somewhere a script decides (``python gen.py``, ``make``) is no edit of a file.
+
+_PATCH_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+_PATCH_KINDS = {"Add": "create", "Update": "modify", "Delete": "delete"}
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n(.*?)\n\s*\2\s*$", re.S | re.M)
+# open("path", "w"), open('path', mode="a"), Path("path").write_text(...)
+_PY_WRITE = re.compile(
+    r"""\bopen\(\s*(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[wax]\+?b?\3"""
+    r"""|\bPath\(\s*(['"])([^'"\n]+)\4\s*\)\.write_(?:text|bytes)\(""")
+_WRITERS = frozenset({"cat", "echo", "printf"})
+_NOT_A_FILE = re.compile(r"^/dev/|[*?\[\]{}$`~]|^-|^&")
+
+
+_PY_PATH_VAR = re.compile(r"""^\s*(\w+)\s*=\s*(?:pathlib\.)?Path\(\s*(['"])([^'"\n]+)\2\s*\)\s*$""", re.M)
+
+
+def _python_writes(body: str) -> list[str]:
+    """Literal paths a Python script opens for writing: ``open("f", "w")``,
+    ``Path("f").write_text(...)``, or ``p = Path("f")`` then ``p.write_text(...)``."""
+    found = [m.group(2) or m.group(5) for m in _PY_WRITE.finditer(body)]
+    for m in _PY_PATH_VAR.finditer(body):
+        var = re.escape(m.group(1))
+        if re.search(rf"\b{var}\.write_(?:text|bytes)\(|\bopen\(\s*{var}\s*,\s*(['\"])[wax]", body):
+            found.append(m.group(3))
+    return [p for p in dict.fromkeys(found) if _literal(p)]
+
+
+def _literal(path: str) -> str | None:
+    path = path.strip()
+    return path if path and not _NOT_A_FILE.search(path) else None
+
+
+def _sed_perl_files(words: list[str]) -> list[str] | None:
+    """The files of an in-place ``sed`` / ``perl`` call, None when it is not in place.
+
+    Options are read letter by letter: ``i`` is in place (what follows it in the word is
+    a backup suffix; perl's ``-pie`` is read as meant, ``-p -i -e``), ``e``/``f`` (perl
+    ``e``/``E``) take the script from the next word; the first other word is the script
+    when no option gave one, the rest are the files."""
+    prog, args = words[0], words[1:]
+    script_opts = "ef" if prog == "sed" else "eE"
+    inplace = script_given = False
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        w = args[i]
+        i += 1
+        if w == "--":
+            files += args[i:]
+            break
+        if w.startswith("--"):
+            inplace |= w.startswith("--in-place")
+            if w in ("--expression", "--file"):
+                script_given, i = True, i + 1
+            continue
+        if not (w.startswith("-") and len(w) > 1):
+            if script_given:
+                files.append(w)
+            script_given = True  # the first operand is the script
+            continue
+        flags = w[1:]
+        for n, ch in enumerate(flags):
+            if ch == "i":
+                inplace = True
+                rest = flags[n + 1:]
+                if prog == "perl" and rest in script_opts and rest:
+                    script_given, i = True, i + 1
+                elif not rest and prog == "sed" and i < len(args) and args[i] == "":
+                    i += 1  # BSD sed's -i '' (no backup)
+                break
+            if ch in script_opts:
+                script_given = True
+                if not flags[n + 1:]:
+                    i += 1
+                break
+    return files if inplace else None
+
+
+def _command_words(line: str) -> list[list[str]]:
+    """The simple commands of a shell line as word lists: split at unquoted ``;``, ``&``,
+    ``&&``, ``|``, ``||`` and parentheses; quotes removed inside a word, never across
+    words; redirect operators (``>``, ``>>``, ``2>``, ``>&``) are words of their own."""
+    import shlex
+
+    lexer = shlex.shlex(line.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    out: list[list[str]] = [[]]
+    try:
+        for token in lexer:
+            if token and set(token) <= set(";&|()"):
+                out.append([])
+            else:
+                out[-1].append(token)
+    except ValueError:  # an unclosed quote: what was read before it
+        pass
+    return [words for words in out if words]
+
+
+def written_files(command: str) -> list[tuple[str, str]]:
+    """(path, create | modify | delete) for each file ``command`` clearly writes."""
+    out: list[tuple[str, str]] = []
+    if "*** Begin Patch" in command and re.search(r"\bapply_patch\b", command):
+        return [(path.strip(), _PATCH_KINDS[kind]) for kind, path in _PATCH_HEAD.findall(command)]
+    bodies = [m.group(4) for m in _HEREDOC.finditer(command)]
+    # the command words without the heredocs' text (what follows ``<<EOF`` on its line,
+    # a redirect, stays)
+    line = _HEREDOC.sub(lambda m: " " + m.group(3), command)
+    where = ""  # a ``cd DIR`` earlier in the line: later relative paths are under it
+    for words in _command_words(line):
+        while words and re.fullmatch(r"\w+=\S*|sudo|command|env|time", words[0]):
+            words = words[1:]
+        if not words:
+            continue
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "cd":
+            target = _literal(words[1]) if len(words) == 2 else None
+            if target is None:
+                return out  # somewhere we cannot follow: nothing after it is a known path
+            where = target if target.startswith("/") else f"{where}{target}".rstrip("/")
+            where += "/"
+            continue
+        before = len(out)
+        if prog in ("sed", "gsed", "perl"):
+            plain = [w for w in words if w not in (">", ">>")]
+            for f in _sed_perl_files(["perl" if prog == "perl" else "sed", *plain[1:]]) or []:
+                if _literal(f):
+                    out.append((f, "modify"))
+        elif prog == "tee":
+            out += [(f, "modify") for f in words[1:] if not f.startswith("-") and _literal(f)]
+        elif prog in _WRITERS:
+            # the redirect of a cat/echo/printf: ``cat > f``, ``cat <<EOF > f``, ``>> f``
+            for n, op in enumerate(words[:-1]):
+                if op in (">", ">>") and _literal(words[n + 1]) and not (n and words[n - 1].isdigit()):
+                    out.append((words[n + 1], "modify" if op == ">>" else "create"))
+        elif re.fullmatch(r"python[\d.]*", prog) and words[1:2] == ["-"]:
+            for body in bodies:
+                out += [(path, "modify") for path in _python_writes(body)]
+        if where:
+            out[before:] = [(p if p.startswith("/") else posixpath.normpath(where + p), k)
+                            for p, k in out[before:]]
+    return list(dict.fromkeys(out))
+
+
+def shell_edit_events(command: str, ts: str | None, ok: bool, tool: str | None,
+                      agent: str | None = None, uuid: str | None = None) -> list[Event]:
+    """Edit events for the files a shell command writes (:func:`written_files`); a failed
+    command's edits are marked ``is_error`` (nothing may have been written)."""
+    return [Event("edit", ts, text=f"shell: {path}", tool=tool, path=path, edit_kind=kind,
+                  command=command, is_error=not ok, agent=agent,
+                  uuid=f"{uuid}:{n}" if uuid else None)
+            for n, (path, kind) in enumerate(written_files(command))]
 
 
 class SessionBuilder:

@@ -504,6 +504,7 @@ class _Parser:
             MAX_TEXT_CHARS,
             Event,
             commit_events,
+            shell_edit_events,
             truncate_middle,
         )
         tid = block.get("tool_use_id")
@@ -543,7 +544,8 @@ class _Parser:
             b.add(Event("command", when, text=str(data.get("description") or ""), tool=name,
                         command=command, exit_code=code, is_error=is_error, result=result,
                         agent=agent, uuid=tid))
-            for ev in commit_events(command, output, when, code == 0, agent):
+            for ev in (*shell_edit_events(command, when, not is_error, name, agent, tid),
+                       *commit_events(command, output, when, code == 0, agent)):
                 b.add(ev)
         elif name in _EDIT_TOOLS:
             path = data.get("file_path") or data.get("notebook_path") or tur.get("filePath")

@@ -426,6 +426,7 @@ def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | 
         MAX_RESULT_CHARS,
         Event,
         commit_events,
+        shell_edit_events,
         truncate_middle,
     )
     name, args, call_ts, _custom = call
@@ -447,7 +448,8 @@ def _joined(call: tuple[str, Any, str | None, bool], raw_output: Any, ts: str | 
         is_error = code not in (None, 0)
         b.add(Event("command", when, tool=name, command=command, exit_code=code,
                     is_error=is_error, result=result, uuid=call_id))
-        for ev in commit_events(command, output, when, code == 0):
+        for ev in (*shell_edit_events(command, when, not is_error, name, uuid=call_id),
+                   *commit_events(command, output, when, code == 0)):
             b.add(ev)
         return
     summary = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)

@@ -549,6 +549,7 @@ def _tool_call(b: Any, rec: dict, ts: str | None, uid: str | None) -> None:
         MAX_RESULT_CHARS,
         Event,
         commit_events,
+        shell_edit_events,
         truncate_middle,
     )
     from dualtrace.hooks.codex import _PATCH_FILE, _PATCH_KIND, _command_of
@@ -576,7 +577,8 @@ def _tool_call(b: Any, rec: dict, ts: str | None, uid: str | None) -> None:
         code = None if ok is None else (0 if ok else 1)
         b.add(Event("command", ts, tool=name, command=command, exit_code=code,
                     is_error=failed, result=result, uuid=uid))
-        for ev in commit_events(command, output, ts, ok is True):
+        for ev in (*shell_edit_events(command, ts, not failed, name, uuid=uid),
+                   *commit_events(command, output, ts, ok is True)):
             b.add(ev)
         return
     file_path = next((v for v in (args.get("file_path"), args.get("path"),

@@ -610,6 +610,9 @@ def incident_description(arc: work.Arc) -> str:
     if not shown or is_dump(shown):
         shown = arc.signature
     head = f"`{_short_command(arc.command)}` failed" if arc.command else "The user reported"
+    test = arc.signature.split()[0] if arc.signature else ""
+    if "test" in test.lower() and test not in shown:
+        shown = f"{test}: {shown}"  # the failing test's name, when the line lacks it
     where = sorted(t.rsplit("/", 1)[-1] for t in arc.tests)
     if len(where) == 1 and where[0] not in shown + head and not shown.startswith("test "):
         shown = f"{shown.rstrip('.')} in {where[0]}"
