@@ -149,3 +149,24 @@ def is_dump(text: str) -> bool:
         return True
     body = " ".join(text.split())
     return len(body) >= 40 and sum(ch in _DUMP_PUNCT for ch in body) > 0.08 * len(body)
+
+
+# An explicit request to remember, at the head of a sentence: "remember that X", "please
+# remember: X", "note for the future: X", "for future reference, X", "keep in mind that
+# X", "don't forget that X", "make a note that X", "I want you to remember that X";
+# "remember to X" is a standing instruction. A question ("do you remember ...?") or the
+# user's own memory ("I remember ...") is no request.
+REMEMBER = re.compile(
+    r"^(?:(?:please|also|and|oh|btw|ok(?:ay)?|so|one more thing|important)\W+)*"
+    r"(?:(?:i want you to|i need you to|can you|could you|you should|you need to|make sure (?:to|you))\s+)?"
+    r"(?:(?:please\s+)?(?:remember|memori[sz]e)(?P<to>\s+to\b)?(?:\s+(?:that|this))?"
+    r"|(?:a )?note (?:for|to) (?:the )?future|for (?:future|later) reference|keep in mind(?:\s+that)?"
+    r"|(?:don'?t|do not|never) forget(?P<to2>\s+to\b)?(?:\s+that)?|make a note(?:\s+that)?|note to self"
+    r"|(?:save|store|add) (?:this |that )?(?:to|in) (?:your |the )?memory(?:\s+that)?)"
+    r"(?![\w-])\s*[:,\-\u2014]?\s*", re.I)
+
+
+def asks_to_remember(text: str) -> bool:
+    """A sentence of ``text`` opens with an explicit request to remember (:data:`REMEMBER`)."""
+    return any(REMEMBER.match(s) and not s.rstrip().endswith("?")
+               for s in re.split(r"(?<=[.!?])\s+|\n+", text.strip()))

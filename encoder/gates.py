@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from dualtrace.encoder.cues import TEST_COMMAND as _TEST
-from dualtrace.encoder.cues import fixed_by_rerun, is_agreement, run_key
+from dualtrace.encoder.cues import asks_to_remember, fixed_by_rerun, is_agreement, run_key
 from dualtrace.encoder.session import Event, Session
 
 _DECISION = re.compile(
@@ -42,7 +42,8 @@ _USER_SIGNAL = re.compile(
     r"|(?:does not|doesn'?t|do not|don'?t) work|(?:is|are) not working|stopped working"
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
-    r"|we(?:'re| are) (?:moving|migrating|dropping|adopting)|came back|\w+(?:Error|Exception)"
+    r"|we(?:'re| are) (?:moving|migrating|dropping|adopting|replacing|switching|swapping|standardi[sz]ing)"
+    r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
     r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
 )
 _MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
@@ -150,6 +151,9 @@ def evaluate(session: Session) -> GateVerdict:
                               f"{_hhmm(hit[1].ts)})")
     for e in events:
         if e.kind == "user" and e.agent is None:
+            if asks_to_remember(e.text):
+                signal_reasons.append(f"the user asked to remember something (at {_hhmm(e.ts)})")
+                break
             m = _USER_SIGNAL.search(e.text)
             if m:
                 signal_reasons.append(f"user phrase '{m.group(0).strip(' .!?')}' (at {_hhmm(e.ts)})")

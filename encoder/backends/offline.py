@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
-from dualtrace.encoder.cues import AGREEMENT_STRONG, fixed_by_rerun, is_agreement, is_dump
+from dualtrace.encoder.cues import AGREEMENT_STRONG, REMEMBER, fixed_by_rerun, is_agreement, is_dump
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import (
     STOPWORDS,
@@ -140,7 +140,7 @@ _CODEISH = re.compile(
     r"|\w+\(\)|[A-Za-z_]\w*\.[A-Za-z_][\w.]*[A-Za-z]|[A-Z][A-Z0-9_]{2,})\b")
 _SUBJECT_AFTER = re.compile(
     r"\b(?:switching to|switch(?:ed)? to|moving to|migrat(?:ing|ed) to|mov(?:e|ed) to|go with|going with|use|using|adopt"
-    r"|standardi[sz]e on|settled on|opted for|decided to|replace \S+ with|from now on,?|always|never)\s+(.+)", _I)
+    r"|standardi[sz]e on|settled on|opted for|decided to|replac(?:e|ing) \S+ with|from now on,?|always|never)\s+(.+)", _I)
 _SUBJECT_STOP = re.compile(r"\b(?:instead of|rather than|because|since|so that|but|and then|for)\b|[,.;:(—–]| -- ", _I)
 _VERBISH = re.compile(r"\b(?:is|are|was|were|keeps?|throws?|throwing|fails?|failing|returns?|crash\w*"
                       r"|breaks?|hangs?|times out|started|stopped)\b", _I)
@@ -179,6 +179,9 @@ class Candidate:
     extra: list[str] = field(default_factory=list)  # what the work it asked for added
     confidence: str | None = None  # set by a structural reader that knows how sure it is
     told: tuple[int, ...] = ()  # the user messages a structural candidate stands for
+    # The user asked for it to be remembered ("remember that ...", "note for the future:
+    # ..."): the strongest signal a user gives, stored whatever its scores say.
+    explicit: bool = False
 
     @property
     def text(self) -> str:
@@ -240,6 +243,40 @@ def lead_type(sentence: str) -> str | None:
     return None
 
 
+# What a remembered statement is when it names no type of its own: a rule (an imperative
+# or "we use/always/never ..."), the user themself (a preference), else a fact about the
+# project (learning: what is known).
+_RULE_HEAD = re.compile(
+    r"^(?:always|never|don'?t|do not|use|run|keep|put|write|call|avoid|prefer|make sure|add|check"
+    r"|ask|test|commit|push|deploy|name|format|document|mention|include|skip|start|stop"
+    r"|we (?:always|never|use|run|keep|write|put|deploy|name|don'?t|do not|only)|all |every |each |no )\b", _I)
+# says what must be done, not what is ("the staging database is reset every Sunday" is a fact)
+_PRESCRIBES = re.compile(r"\b(?:must|should|shall|has to|have to|needs? to|is required to|are required to"
+                         r"|(?:is|are) (?:not )?(?:allowed|forbidden)|may (?:not|never))\b", _I)
+_ABOUT_ME = re.compile(r"^(?:i|i'?m|i am|i'?ve|my|me)\b", _I)
+
+
+def remembered(sentence: str) -> tuple[str, str] | None:
+    """(type, statement) of a sentence that asks to remember something, else None."""
+    m = REMEMBER.match(sentence)
+    if not m or sentence.rstrip().endswith("?"):
+        return None
+    rest = sentence[m.end():].strip(" :,-\u2014\"'")
+    if len(work.content_words(rest)) < 2:
+        return None
+    rest = rest[0].upper() + rest[1:]
+    if m.group("to") or m.group("to2"):
+        return "convention", rest  # "remember to run the linters": a standing instruction
+    kind = lead_type(rest)
+    if kind in ("preference", "convention", "decision"):
+        return kind, rest
+    if _RULE_HEAD.search(rest) or _PRESCRIBES.search(rest) and not _ABOUT_ME.search(rest):
+        return "convention", rest
+    if _ABOUT_ME.search(rest):
+        return "preference", rest
+    return "learning", rest
+
+
 def segment(session) -> list[Candidate]:
     """Candidate events from the user's messages, with support from the assistant."""
     candidates: list[Candidate] = []
@@ -250,6 +287,12 @@ def segment(session) -> list[Candidate]:
             current: Candidate | None = None
             said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
             for sentence in sentences(said):
+                asked = remembered(sentence)
+                if asked is not None:
+                    current = Candidate(asked[0], [asked[1]], event_index=index, ts=event.ts,
+                                        explicit=True)
+                    candidates.append(current)
+                    continue
                 items = stack_items(sentence)
                 if items:
                     # one decision per subject, each carrying the whole statement
@@ -748,6 +791,14 @@ def _request_sentence(text: str) -> str:
 def score_candidate(c: Candidate) -> Scores:
     if c.role == "work" or c.body_text is not None:
         return _score_structural(c)
+    if c.explicit:
+        # asked to be remembered: durable by the user's word, and at least RECORD
+        scores = _score_spoken(c)
+        return bump_to(Scores(3, scores.scope, scores.rationale, max(scores.retrieval, 2)), 6)
+    return _score_spoken(c)
+
+
+def _score_spoken(c: Candidate) -> Scores:
     text = c.text
     lead = " ".join(c.lead)
     has_why = bool(RATIONALE.search(text))
@@ -1198,7 +1249,8 @@ class OfflineBackend:
             who = "Settled in the conversation"
             lines = [lead if update else f"{who} ({where}): {lead}"]
         else:
-            lines = [lead if update else f"{who} stated ({where}): {lead}"]
+            said = "asked to remember" if cand.explicit else "stated"
+            lines = [lead if update else f"{who} {said} ({where}): {lead}"]
         if cand.problem:
             lines.append("Problem: " + " ".join(cand.problem))
         why = [s for s in cand.support if RATIONALE.search(s) or CONFIRM.search(s)]
