@@ -23,10 +23,11 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 - superseded: a revision whose earlier decision got ``superseded_by``.
 
 Usage:
-  python bench/bench_real_sessions.py [--part dev|held-out|all] [--backend offline]
+  python bench/bench_real_sessions.py [--part dev|held-out|all|new] [--backend offline]
          [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
-``--part dev`` (default) encodes and reports only the development sessions (``exposed``:
+``--part new`` encodes only the session-7 held-out part (``NEW_HELD_OUT``; sessions of a
+host with no reader are listed as unread). ``--part dev`` (default) encodes and reports only the development sessions (``exposed``:
 the former held-out ones among them, also summed on their own line); held-out
 sessions are encoded and reported only with ``--part held-out`` or ``--part all``.
 ``--backend anthropic --fake-server`` runs the model backend against the local fake
@@ -343,25 +344,40 @@ def _fake_server():
 
 
 def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, Any]:
-    from real_sessions import SESSIONS
+    from real_sessions import NEW_HELD_OUT, SESSIONS
 
+    from dualtrace.errors import DualtraceError
     from dualtrace.pipeline import encode_session
 
     fake = _fake_server() if fake_server else None
-    chosen = [s for s in SESSIONS if part == "all" or (s["held_out"] == (part == "held-out"))]
+    if part == "new":
+        chosen = NEW_HELD_OUT
+    else:
+        chosen = [s for s in SESSIONS if part == "all" or (s["held_out"] == (part == "held-out"))]
     missing = [s["key"] for s in chosen if not (CORPUS / s["path"]).is_file()]
     if missing:
         raise SystemExit(f"Error: corpus files missing under {CORPUS}: {', '.join(missing)}")
     per_session: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DUALTRACE_HOME"] = str(Path(tmp) / "state")
-        scorer = Scorer(SESSIONS)
+        scorer = Scorer(SESSIONS + NEW_HELD_OUT)
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
             transcript = CORPUS / s["path"]
             before = snapshot(memdir)
-            report = encode_session(transcript, memory_dir=memdir, backend=backend,
-                                    settings=_settings(backend, fake.url if fake else None))
+            try:
+                report = encode_session(transcript, memory_dir=memdir, backend=backend,
+                                        settings=_settings(backend, fake.url if fake else None))
+            except DualtraceError as exc:
+                if part != "new":
+                    raise
+                # a host dualtrace has no reader for: reported, scored as nothing captured
+                per_session.append({"key": s["key"], "held_out": True, "exposed": False,
+                                    "expected": len(s["expect"]), "full": 0, "part": 0, "written": 0,
+                                    "useful": 0, "duplicates": 0, "wrong_types": 0, "grounding": [],
+                                    "dumps": [], "resolved": [0, 0], "superseded": [0, 0],
+                                    "memories": [], "unread": f"{s.get('format')}: {exc}"})
+                continue
             after = snapshot(memdir)
             memories, scenes = written_memories(before, after)
             hay = transcript_haystack(transcript)
@@ -412,6 +428,7 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
             "wrong_types": sum(r["wrong_types"] for r in rows),
             "grounding_violations": sum(len(r["grounding"]) for r in rows),
             "dumps": sum(len(r["dumps"]) for r in rows),
+            "unread": sum(1 for r in rows if r.get("unread")),
             "resolved": f"{res[0]}/{res[1]}", "superseded": f"{sup[0]}/{sup[1]}"}
 
 
@@ -431,7 +448,8 @@ def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "held-out", "all"), default="dev")
+    ap.add_argument("--part", choices=("dev", "held-out", "all", "new"), default="dev",
+                    help="new: the session-7 held-out part (real_sessions.NEW_HELD_OUT), on its own")
     ap.add_argument("--backend", default="offline", help="offline | anthropic | claude-cli | auto")
     ap.add_argument("--fake-server", action="store_true",
                     help="point the anthropic backend at the local fake Messages API (plumbing only)")
@@ -441,18 +459,22 @@ def main() -> None:
                     help="also print the held-out sessions' rows (default: their totals only)")
     args = ap.parse_args()
     result = run(args.part, args.backend, args.fake_server, args.verbose)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
     print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
-    for name in ("dev", "exposed", "held_out"):
-        if result[name]:
+    if args.part == "new":
+        result["new_held_out"] = result.pop("held_out")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    for name in ("dev", "exposed", "held_out", "new_held_out"):
+        if result.get(name):
             print(f"{name}: {json.dumps(result[name])}")
     for r in result["sessions"]:
         if not r["held_out"] or args.held_out_rows:
             for line in r["dumps"]:
                 print(f"dump {r['key']}: {line}")
+        if r.get("unread"):
+            print(f"unread {r['key']}: {r['unread']}")
 
 
 if __name__ == "__main__":

@@ -211,3 +211,36 @@ SESSIONS: list[dict] = [
           "types": ["incident", "learning", "decision"], "words": ["yaxis", "width"]},
      ]},
 ]
+
+
+# ---- new held-out part (session 7) -------------------------------------------------------
+# The real sessions of ../shared/corpus that SESSIONS does not hold, labelled in session 7
+# by reading them before any encoder ran on them. They are kept apart from SESSIONS (the
+# tuning and the first held-out part keep their figures) and are never tuned on. Each names
+# its host format: dualtrace reads Claude Code, Codex, Letta and plain chats; Pi, OpenCode and
+# Cline have no reader yet, so those sessions are reported as unread until one exists.
+# (The spotter subagents/agent-*.jsonl files are not sessions of their own: the hook folds a
+# subagent's work into its parent's transcript and ignores SubagentStop.)
+NEW_HELD_OUT: list[dict] = [
+    {"key": "al-pi-crud", "project": "al-pi", "format": "pi", "path": f"{AL}/pi/crud.jsonl",
+     "held_out": True, "expect": []},  # create/read/edit/delete JOKE.md: a tool fixture
+    {"key": "al-pi-branched", "project": "al-pi", "format": "pi", "path": f"{AL}/pi/branched.jsonl",
+     "held_out": True, "expect": []},  # two haiku files, then "instead write a limerick": one-off tasks
+    {"key": "al-pi-image", "project": "al-pi", "format": "pi", "path": f"{AL}/pi/image.jsonl",
+     "held_out": True, "expect": []},  # "What is this?" on a screenshot (the OpenAI logo)
+    {"key": "al-opencode-crud", "project": "al-opencode", "format": "opencode",
+     "path": f"{AL}/opencode/crud.json", "held_out": True, "expect": []},  # JOKE.md lifecycle
+    {"key": "al-opencode-all-tools", "project": "al-opencode", "format": "opencode",
+     "path": f"{AL}/opencode/all-tools.json", "held_out": True, "expect": []},  # "use each tool once, undo"
+    {"key": "al-cline-crud", "project": "al-cline", "format": "cline", "path": f"{AL}/cline/crud.json",
+     "held_out": True, "expect": [
+         {"what": "Cline keeps each task's conversation in ~/.cline/data/tasks/<TASK-ID>/"
+                  "api_conversation_history.json (task_metadata.json beside it), in a format close to "
+                  "Anthropic's messages: the user's brief for a new Cline plugin",
+          "types": ["learning", "decision"], "words": ["cline", "api_conversation_history.json"]},
+         {"what": "AgentLogs is a Bun monorepo: packages cli, web (TanStack Start on Cloudflare Workers, "
+                  "D1), shared (transcript parsing, redaction), pi and opencode plugins, e2e",
+          "types": ["learning", "decision"], "words": ["agentlogs", "monorepo"]},
+     ]},
+]
+
