@@ -136,11 +136,57 @@ class Session:
 
 
 _GIT_COMMIT = re.compile(r"(?:^|[;&|]\s*|\s)git(?:\s+-C\s+\S+)?\s+commit\b")
-_COMMIT_MSG = re.compile(r"""-m\s+(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+))""")
+# A `git log --oneline` / `--format='%h %s'` line a command printed after its commit.
+_ONELINE = re.compile(r"^([0-9a-f]{7,40}) (?:\([^)]*\) )?(\S.*)$", re.M)
 _HEREDOC_MSG = re.compile(r"<<\s*'?(\w+)'?\s*\n(.*?)\n\s*\1", re.S)
 _COMMIT_OUT = re.compile(r"^\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.*)$", re.M)
 _PR_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/pull/(\d+)")
 _GH_PR = re.compile(r"\bgh\s+pr\s+(create|merge)\b(?:\s+(\d+))?")
+
+
+_TAKES_ARG = frozenset("mFcCt")
+
+
+def commit_message(command: str) -> str:
+    """The message a `git commit` command line gives: `-m MSG`, `-mMSG`, `--message=MSG`,
+    `--message MSG`, short flags combined before it (`-qam MSG`, `-am MSG`); several `-m`
+    are paragraphs. "" when the message comes from elsewhere (`-F file`, the editor)."""
+    import shlex
+
+    found = _GIT_COMMIT.search(command)
+    if not found:
+        return ""
+    try:
+        lex = shlex.shlex(command[found.end():], posix=True, punctuation_chars=";&|")
+        lex.whitespace_split = True
+        words = list(lex)
+    except ValueError:  # an unclosed quote: read what there is up to it
+        words = [w.strip("'\"") for w in command[found.end():].split()]
+    parts: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if w and set(w) <= set(";&|"):
+            break  # the next command of the line
+        if w.startswith("--message="):
+            parts.append(w.split("=", 1)[1])
+        elif w == "--message" and i < len(words):
+            parts.append(words[i])
+            i += 1
+        elif w.startswith("-") and not w.startswith("--") and len(w) > 1:
+            for k, flag in enumerate(w[1:], start=2):
+                if flag in _TAKES_ARG:  # -m, -F, -c, -C, -t: the rest of the word or the next one
+                    if not w[k:]:
+                        value, i = (words[i] if i < len(words) else ""), i + 1
+                    else:
+                        value = w[k:]
+                    if flag == "m":
+                        parts.append(value)
+                    break
+                if flag in "Su" or not flag.isalpha():
+                    break  # -S<keyid>, -u<mode>: an attached optional value
+    return "\n\n".join(p for p in parts if p.strip())
 
 
 def commit_events(command: str, output: str, ts: str | None, ok: bool,
@@ -155,11 +201,18 @@ def commit_events(command: str, output: str, ts: str | None, ok: bool,
             events.append(Event("commit", ts, text=found.group(3).strip(), detail=found.group(2),
                                 command=command, agent=agent))
         else:
-            msg = _HEREDOC_MSG.search(command)
-            m = _COMMIT_MSG.search(command)
-            text = (msg.group(2) if msg else next((g for g in m.groups() if g), "") if m else "")
-            events.append(Event("commit", ts, text=text.strip().splitlines()[0] if text.strip()
-                                else "", command=command, agent=agent))
+            heredoc = _HEREDOC_MSG.search(command)
+            text = (heredoc.group(2) if heredoc else commit_message(command)).strip()
+            subject = text.splitlines()[0].strip() if text else ""
+            # `git commit -q ... && git log --oneline -1` prints no "[branch sha] msg" line:
+            # the log line gives the sha (and the subject when the message came from a file).
+            logged = [m for m in _ONELINE.finditer(output or "")
+                      if not subject or m.group(2).strip() == subject]
+            sha = logged[0].group(1) if len(logged) == 1 or (logged and subject) else None
+            subject = subject or (logged[0].group(2).strip() if sha else "")
+            if subject or sha:  # a commit nothing in the session names is no event to show
+                events.append(Event("commit", ts, text=subject, detail=sha, command=command,
+                                    agent=agent))
     gh = _GH_PR.search(command)
     if gh:
         url = _PR_URL.search(output or "")

@@ -555,7 +555,7 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
     if t.changed:
         lines.append("Files changed: " + ", ".join(f"`{f}`" for f in t.changed[:10])
                      + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
-    lines += [_commit_line(c) for c in t.commits[-3:]]
+    lines += _commit_lines(t.commits[-3:])
     raw = "\n".join([t.request.text, *t.followups, t.report])
     return Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
                      problem=[" ".join(t.request.text.split())],
@@ -564,9 +564,15 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                      subject=subject, files=t.changed, confidence=confidence)
 
 
-def _commit_line(c) -> str:
-    sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
-    return f"Commit: {sha[:10] + ' ' if sha else ''}{_quote(c.text, 120)}".rstrip()
+def _commit_lines(commits) -> list[str]:
+    """"Commit: <sha> <subject>" per commit; one the session names neither way is left out."""
+    out = []
+    for c in commits:
+        sha = c.detail if c.detail and re.fullmatch(r"[0-9a-f]{7,40}", c.detail) else None
+        line = f"{sha[:10] if sha else ''} {_quote(c.text or '', 120)}".strip()
+        if line:
+            out.append(f"Commit: {line}")
+    return out
 
 
 def _incident_arcs(session) -> list[work.Arc]:
@@ -617,7 +623,7 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
         lines.append("Resolved: " + _VERIFIED[arc.verified].format(_quote(arc.evidence, 240)) + runs)
     else:
         lines.append("Not confirmed fixed in the session.")
-    lines += [_commit_line(c) for c in arc.commits[-2:]]
+    lines += _commit_lines(arc.commits[-2:])
     also = list(dict.fromkeys(work._norm_cmd(c) for c in arc.also))
     also = [c for c in also if c != work._norm_cmd(arc.command)]
     if also:
@@ -636,9 +642,10 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
 # The agent's lead-in to a cause ("I see the issue. The issue is that ..."): the cause is
 # what follows it.
 _CAUSE_LEAD = re.compile(
-    r"^(?:(?:i see|i found|found|here'?s|that'?s) the (?:issue|problem|bug)[.:!]?\s*)?"
+    r"^(?:[\w.:/-]+ (?:fails|failed|is failing|errors|raises):\s+"  # "test_x fails: <cause>"
+    r"|(?:(?:i see|i found|found|here'?s|that'?s) the (?:issue|problem|bug)[.:!]?\s*)?"
     r"(?:the (?:root )?(?:issue|problem|bug|cause|reason)(?: here)? (?:is|was)(?: that)?:?\s+"
-    r"|root cause:?\s+|this is because\s+|it fails because\s+)", _I)
+    r"|root cause:?\s+|this is because\s+|it fails because\s+))", _I)
 # A cause the agent states, not a step it plans ("I need to ...", "needs to ...").
 _STATED_CAUSE = re.compile(
     r"\b(?:because|the (?:root )?(?:issue|problem|bug|cause|reason) (?:is|was)|root cause|caused by"
@@ -662,7 +669,8 @@ def incident_description(arc: work.Arc) -> str:
     whole = work.clean_sentence(f"{head}: {shown}", 200)
     failure = whole.rstrip(".")
     cause = ""
-    if arc.cause and _STATED_CAUSE.search(arc.cause) and not is_dump(arc.cause):
+    if arc.cause and (_STATED_CAUSE.search(arc.cause) or work.CONSEQUENCE.search(arc.cause)) \
+            and not is_dump(arc.cause):
         cause = _CAUSE_LEAD.sub("", work.clean_sentence(arc.cause, 400)).strip()
     if cause:
         cause = cause[0].lower() + cause[1:] if cause[1:2].islower() else cause
@@ -1273,7 +1281,9 @@ class OfflineBackend:
             lines.append("Files changed in the session: " + ", ".join(f"`{f}`" for f in facts.files[:6]))
         if facts.commits:
             sha, msg = facts.commits[-1]
-            lines.append(f"Commit: {sha[:10] + ' ' if sha else ''}{msg}".rstrip())
+            shown = f"{sha[:10] if sha else ''} {msg}".strip()
+            if shown:
+                lines.append(f"Commit: {shown}")
         return "\n\n".join(lines)
 
     @staticmethod
@@ -1371,7 +1381,9 @@ class OfflineBackend:
             artifacts.append(f"the session hit \"{one_line(facts.errors[0], 120)}\"")
         if facts.commits:
             sha, msg = facts.commits[-1]
-            artifacts.append(f"commit {sha[:10] + ' ' if sha else ''}\"{one_line(msg, 80)}\"")
+            shown = f"{sha[:10] if sha else ''} " + (f"\"{one_line(msg, 80)}\"" if msg.strip() else "")
+            if shown.strip():
+                artifacts.append(f"commit {shown.strip()}")
         if not artifacts:
             return None
         where = f" on branch `{facts.branch}`" if facts.branch else ""
@@ -1390,7 +1402,7 @@ class OfflineBackend:
         if alt:
             prior = one_line(alt, 200)
         after = ""
-        if facts.commits:
+        if facts.commits and facts.commits[-1][1].strip():
             after = f"Committed: \"{one_line(facts.commits[-1][1], 120)}\""
         elif runs and runs[-1][1] == 0:
             after = f"`{one_line(runs[-1][0], 80)}` exited 0"

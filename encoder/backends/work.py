@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump
@@ -503,7 +504,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                 if rel and rel not in fix:
                     fix.append(rel)
             elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
-                cause = _cause_of(f.text)
+                cause = _cause_of(f.text, sig)
             elif f.kind == "command" and f.command and check_command(f.command):
                 ok = not f.is_error and f.exit_code in (0, None)
                 if _same_check(e.command or "", f.command, sig):
@@ -518,10 +519,14 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
             elif f.kind == "user" and f.agent is None and not (f.detail or "").startswith("rejection"):
                 if e.tool == "user-shell" and asked is None and not fix:
                     asked = j  # what the user says about the failure they ran is its framing
+                elif not fix and _answers_diagnosis(events, i, j, cause):
+                    continue  # "Let it return 0.0": the user answering the diagnosis, not moving on
                 elif not is_trivial(prose(f.text)):
                     break  # the user moved on
         if passed_at is None:
             continue
+        if not cause and not events[passed_at].failed:
+            cause = _closing_cause(events, passed_at, sig)  # not when it now fails differently
         if asked is not None and _updates_tests(events[asked].text, fix):
             continue  # the tests were changed to the intended behaviour: no failure fixed
         arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
@@ -530,7 +535,7 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
                         tests=frozenset(failing_test_files(e.result or "")))
     found = list(arcs.values())
     for arc in found:
-        arc.commits = related_commits(session, arc.fix_files, after=arc.first)
+        arc.commits = related_commits(session, arc.fix_files, after=arc.first, until=arc.last)
     found.sort(key=lambda a: (bool(a.cause), a.failures, len(a.fix_files)), reverse=True)
     return sorted(found[:limit], key=lambda a: a.first)
 
@@ -644,7 +649,7 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                 fix.append(rel)
                 evidence, verified, end = "", "", None  # edited again: a claim before is old
         elif f.kind == "assistant" and f.detail != "thinking":
-            cause = cause or _cause_of(f.text)
+            cause = cause or _cause_of(f.text, signature)
             claim = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
             if fix and claim and len(claim) <= 400:
                 evidence, verified, end = claim, "agent", j
@@ -691,34 +696,80 @@ def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _cause_of(text: str) -> str:
+def _answers_diagnosis(events: Sequence[Event], failed: int, at: int, cause: str) -> bool:
+    """The user message at ``at`` answers the agent about the failure at ``failed``: nothing
+    was edited yet and the agent's last word before it stated a cause or asked a question
+    (which fix, which behaviour): the same debugging goes on."""
+    said = next((e for e in reversed(events[failed + 1:at])
+                 if e.kind == "assistant" and e.agent is None and e.detail != "thinking"), None)
+    return said is not None and bool(cause or said.text.rstrip().endswith("?"))
+
+
+def _closing_cause(events: Sequence[Event], passed: int, signature: str) -> str:
+    """A cause the agent states after the passing re-run, in its closing words before the
+    user speaks again ("Fixed. The cause was that ...")."""
+    for f in events[passed + 1:]:
+        if f.agent is not None:
+            continue
+        if f.kind in ("user", "edit") or f.kind == "command" and check_command(f.command or ""):
+            break  # the closing words are over: the user speaks, or the work goes on
+        if f.kind == "assistant" and f.detail != "thinking":
+            found = _cause_of(f.text, signature)
+            if found and not _PLAN.search(found):
+                return found
+    return ""
+
+
+# A step the agent plans ("I need to ...", "Let me ..."), not a cause it states.
+_PLAN = re.compile(r"\b(?:i need to|needs? to|let me|i'?ll|we need to)\b", _I)
+
+
+# "..., so it raises ZeroDivisionError", "which makes the lookup return None": a sentence
+# that explains the failure by what leads to it; it counts when it names the failure.
+CONSEQUENCE = re.compile(r"(?:,|;|\band)\s+(?:so|hence|therefore|thus)\b|\bwhich (?:raises|throws|causes|makes|means"
+                          r"|triggers|breaks)\b|\b(?:leading|leads) to\b|\bresult(?:s|ing) in\b"
+                          r"|\bthat'?s why\b|\bis why\b", _I)
+
+
+def _cause_of(text: str, signature: str = "") -> str:
+    """The agent's sentence about why the check failed: a stated cause ("because", "the
+    issue is"), or a sentence that explains the failure it names by what leads to it."""
+    names = [w for w in signature.split() if re.search(r"_|[a-z][A-Z]|Error$|Exception$", w)]
     for sent in sentences(_FENCE.sub(" ", text)):
-        if _CAUSE.search(sent) and 20 <= len(sent) <= 400:
+        if not 20 <= len(sent) <= 400:
+            continue
+        if _CAUSE.search(sent) or (CONSEQUENCE.search(sent) and any(n in sent for n in names)):
             return sent
     return ""
 
 
-def related_commits(session: Session, files: list[str], after: int = 0) -> list[Event]:
-    """Commits whose files intersect ``files``: a commit holds the files edited since the
-    previous commit (or those its ``git add`` named)."""
+def related_commits(session: Session, files: list[str], after: int = 0,
+                    until: int | None = None) -> list[Event]:
+    """Commits after ``after`` whose files intersect ``files``: a commit holds the files
+    edited since the previous commit (or those its ``git add`` named). With ``until`` (the
+    end of the fix) only edits made by then count: a later commit of the same file holds
+    later work (session A's "Store invoice totals as integer cents" after its fix commit)."""
     if not files:
         return []
     wanted = set(files)
-    since: set[str] = set()
+    since: dict[str, int] = {}  # file -> the index of its first edit since the last commit
     out: list[Event] = []
     for i, e in enumerate(session.events):
         if e.kind == "edit" and e.path and not e.is_error:
             rel = relative(e.path, session.cwd)
             if rel:
-                since.add(rel)
+                since.setdefault(rel, i)
         elif e.kind == "commit":
             named = set(re.findall(r"git\s+add\s+([^&;|]+)", e.command or ""))
             added = {relative(w, session.cwd) or w for part in named for w in part.split()
                      if not w.startswith("-")}
-            has = (added - {"."}) or since
-            if i > after and (has & wanted or "-A" in (e.command or "") and since & wanted):
+            edited = set(since)
+            if until is not None:
+                edited = {f for f, at in since.items() if at <= until}
+            has = ((added - {"."}) or set(since)) & (edited if until is not None else set(since) | added)
+            if i > after and (has & wanted or "-A" in (e.command or "") and edited & wanted):
                 out.append(e)
-            since = set()
+            since = {}
     return out
 
 
