@@ -365,8 +365,14 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
     from dualtrace.encoder.context import relevant_memories
     from dualtrace.encoder.plan import PlanBuilder
 
-    def run(engine):
+    def run(engine, fell_back: str | None = None):
         ctx = context(engine.name)
+        if fell_back:  # the commit says why it is the offline encoder's work
+            from dualtrace.encoder.redact import redact_text
+            from dualtrace.memfs.gitrepo import FALLBACK_TRAILER
+
+            why = redact_text(fell_back)  # an API's error text goes into a commit
+            ctx = replace(ctx, trailers=(*ctx.trailers, f"{FALLBACK_TRAILER}: {why}"))
         builder = PlanBuilder(store, ctx)
         request = EncodeRequest(redacted, digest, verdict,
                                 relevant_memories(builder.facts(), digest.text), settings, ctx)
@@ -378,7 +384,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
         if action(settings) == "wait":
             raise  # the worker keeps the job queued until the budget resets
         report.notes.append(f"{exc}; encoded offline instead")
-        return run(get_backend("offline", settings))
+        return run(get_backend("offline", settings), f"{engine.name}: {exc}")
     except BackendError as exc:
         if engine.name == "offline":
             raise
@@ -387,7 +393,7 @@ def _run_backend(engine, store, context, redacted, digest, verdict, settings: Se
 
             raise BackendError(f"{exc}; {offline_hint(str(path), report.memory_dir)}") from exc
         report.notes.append(f"{engine.name} failed ({exc}); fell back to offline")
-        return run(get_backend("offline", settings))
+        return run(get_backend("offline", settings), f"{engine.name} failed: {exc}")
 
 
 def _write_plan(store, builder, settings: Settings, report: EncodeReport) -> None:

@@ -18,6 +18,7 @@ SESSION_TRAILER = "Dualtrace-Session"
 BACKEND_TRAILER = "Dualtrace-Backend"
 RANGE_TRAILER = "Dualtrace-Range"  # "<transcript key> <start>-<end>" byte offsets
 RECORD_TRAILER = "Dualtrace-Record"  # the session record committed with the memories
+FALLBACK_TRAILER = "Dualtrace-Fallback"  # the model backend that failed, and why (offline did it)
 GITIGNORE = ".dualtrace/\n.*.tmp\n"
 # Variables that only locate helpers or proxies are harmless; everything else
 # (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_AUTHOR_*, ...) is dropped.

@@ -250,6 +250,15 @@ def build_params(request: EncodeRequest, *, mode: str = "tools") -> dict[str, An
 
 
 MAX_TOOL_CALLS = 150  # per session, every tool (the builder caps the writes among them)
+# The calls that say what becomes of the session; a run with none of them stored nothing
+# and decided nothing (searches and reads alone are not a decision).
+PROPOSALS = frozenset({"store_memory", "update_memory", "skip", "finish"})
+# Sent once when the model answers in text before proposing anything, with tool_choice
+# "any" on that one request (the API then requires a tool call).
+NUDGE = ("You answered in text. Nothing is stored from text: use the tools. Call "
+         "store_memory or update_memory for each event worth keeping, skip for what is "
+         "deliberately left out, then finish (finish alone if nothing in the session is "
+         "worth keeping).")
 
 
 class MemoryTools:
@@ -262,12 +271,16 @@ class MemoryTools:
         self.rejected = 0
         self.accepted = 0
         self.calls = 0
+        self.proposals = 0  # store/update/skip/finish calls, refused or not
+
 
     def run(self, name: str, raw_input: Any) -> tuple[str, bool]:
         """(tool_result content, is_error)."""
         from dualtrace.encoder.operations import Rejected  # noqa: F401 - DualtraceError covers it
 
         self.calls += 1
+        if name in PROPOSALS:
+            self.proposals += 1
         if self.calls > MAX_TOOL_CALLS and name != "finish":
             # Reads too: each answer rides in every later request of the conversation.
             self.rejected += 1
@@ -424,6 +437,19 @@ def _assistant_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _nudge(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
+    """Add the turns that ask a model which answered in text for tool calls: its text back
+    as the assistant turn, then the request. A reply with no text at all cannot be sent
+    back (the API refuses an empty assistant turn): the request then joins the user turn
+    the model just saw (a copy of it: the first request's params stay as they were)."""
+    blocks = _assistant_blocks(content)
+    ask = {"type": "text", "text": NUDGE}
+    if blocks:
+        messages += [{"role": "assistant", "content": blocks}, {"role": "user", "content": [ask]}]
+    else:
+        messages[-1] = {**messages[-1], "content": [*messages[-1]["content"], ask]}
+
+
 def _with_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copy of messages with one cache breakpoint on the newest user turn's last block."""
     out = []
@@ -486,6 +512,9 @@ class AnthropicBackend:
         messages: list[dict[str, Any]] = list(params["messages"])
         client = None
         batch_turn = False
+        nudged = False  # the one request that insists on a tool call (tool_choice any)
+        force = False
+        why = ""  # why nothing was proposed, when nothing was
         for turn in range(1, max(1, settings.max_turns) + 1):
             if turn == 1 and self.prefetched is not None:
                 reply = message_dict(self.prefetched[1])
@@ -496,12 +525,15 @@ class AnthropicBackend:
                 except spend.BudgetExceeded:
                     if turn == 1:
                         raise
-                    usage.notes.append(f"daily budget reached after turn {turn - 1}: "
-                                       f"{tools.accepted} accepted operation(s) kept")
+                    why = f"daily budget reached after turn {turn - 1}"
+                    usage.notes.append(f"{why}: {tools.accepted} accepted operation(s) kept")
                     break
                 if client is None:
                     client = self.client()
                 body = {**params, "messages": _with_breakpoint(messages)}
+                if force:
+                    body["tool_choice"] = {"type": "any"}
+                    force = False
                 reply = message_dict(self._call(client, body, deadline, usage))
             usage.turns = turn
             usage.add_tokens(reply.get("usage"))
@@ -514,7 +546,17 @@ class AnthropicBackend:
             if reply.get("stop_reason") == "max_tokens":
                 usage.notes.append(f"turn {turn}: output hit max_tokens")
             if not calls:
-                break
+                if nudged and not tools.proposals:
+                    why = "it answered in text again, with a tool call required"
+                if tools.proposals or nudged:
+                    break  # it ended its turn (after proposing, or after the nudge)
+                # Text instead of tool calls: nothing would be stored, and no one would
+                # know. Ask once more, with a tool call required.
+                nudged = force = True
+                usage.notes.append(f"turn {turn}: the model answered in text without "
+                                   "calling a tool; asked again with tool_choice any")
+                _nudge(messages, content)
+                continue
             results = []
             for call in calls:
                 text, is_error = tools.run(str(call.get("name")), call.get("input"))
@@ -528,10 +570,16 @@ class AnthropicBackend:
             messages.append({"role": "assistant", "content": _assistant_blocks(content)})
             messages.append({"role": "user", "content": results})
         else:
-            usage.notes.append(
-                f"max_turns ({settings.max_turns}) reached before finish: "
-                f"{tools.accepted} accepted operation(s) kept")
+            why = f"max_turns ({settings.max_turns}) reached before finish"
+            usage.notes.append(f"{why}: {tools.accepted} accepted operation(s) kept")
         usage.cost_usd = round(usage.cost_usd, 6)
+        if not tools.proposals:
+            # Never a silent empty result: the session's knowledge would be lost with a
+            # commit that looks like "nothing worth keeping". A backend error makes the
+            # pipeline encode offline (the worker's default) or report it and keep the
+            # session for another attempt (by hand).
+            raise BackendError("the model proposed nothing (no store, update, skip or "
+                               f"finish call) in {usage.turns} turn(s): {why or 'no reply'}")
         if tools.rejected:
             usage.notes.append(f"{tools.rejected} tool call(s) rejected by the validator")
         if tools.summary:

@@ -342,8 +342,8 @@ def test_max_turn_cap_keeps_accepted_operations(api, tmp_path):
 
 def test_max_output_tokens_and_model_are_sent(api, tmp_path):
     settings = settings_for(api, model="claude-haiku-4-5", max_output_tokens=1234)
-    usage, builder, store = run(api, tmp_path, [message(text("Nothing durable here."))],
-                                settings=settings)
+    usage, builder, store = run(api, tmp_path, [
+        message(tool_use("finish", {"summary": "nothing durable here"}))], settings=settings)
     body = api.message_requests()[0]
     assert body["model"] == "claude-haiku-4-5" and body["max_tokens"] == 1234
     assert usage.turns == 1 and builder.pending == {}
@@ -545,3 +545,77 @@ def test_a_model_description_is_held_to_one_clean_sentence(api, tmp_path):
     assert len(fact.description) <= 200 and "\n" not in fact.description and "<" not in fact.description
     assert fact.description.startswith("The combined transcript lost its session navigation section")
     assert not (store.root / "incidents" / "template-dump.md").exists()
+
+
+def test_a_text_reply_is_asked_once_more_with_a_tool_call_required(api, tmp_path):
+    """A model that answers in text stores nothing: asked again (tool_choice any, once),
+    its tool calls then count as usual, and the requests after that are free again."""
+    usage, builder, store = run(api, tmp_path, [
+        message(text("The session moved session storage to Postgres; worth remembering.")),
+        message(tool_use("store_memory", DECISION)),
+        message(tool_use("finish", {"summary": "stored the decision"})),
+    ])
+    first, nudged, last = api.message_requests()
+    assert "tool_choice" not in first and "tool_choice" not in last
+    assert nudged["tool_choice"] == {"type": "any"}
+    assert nudged["messages"][1]["role"] == "assistant"
+    assert "worth remembering" in nudged["messages"][1]["content"][0]["text"]
+    assert "use the tools" in nudged["messages"][2]["content"][0]["text"]
+    assert "decisions/session-storage-postgres.md" in builder.pending
+    assert any("answered in text" in n and "tool_choice any" in n for n in usage.notes)
+
+
+def test_a_model_that_never_calls_a_tool_is_a_backend_error_not_an_empty_result(api,
+                                                                                  tmp_path):
+    """Asked twice and still no proposal: never "nothing stored" in silence. (The first
+    reply here has no content at all: the request then joins the user turn, since an
+    empty assistant turn would be refused by the API.)"""
+    with pytest.raises(BackendError, match="proposed nothing .* in 2 turn"):
+        run(api, tmp_path, [message(), message(text("I think this is all fine."))])
+    first, nudged = api.message_requests()
+    assert [m["role"] for m in nudged["messages"]] == ["user"]
+    assert "use the tools" in nudged["messages"][0]["content"][-1]["text"]
+    assert nudged["tool_choice"] == {"type": "any"}
+
+
+def test_only_searching_until_the_turn_cap_is_not_an_empty_result(api, tmp_path):
+    settings = settings_for(api, max_turns=2)
+    api.default = lambda body: message(tool_use("search_memory", {"query": "anything"}))
+    with pytest.raises(BackendError, match=r"proposed nothing .*max_turns \(2\) reached"):
+        run(api, tmp_path, [], settings=settings)
+
+
+def _git_messages(mem: Path) -> str:
+    return subprocess.run(["git", "log", "--format=%B"], cwd=mem, capture_output=True,
+                          text=True).stdout
+
+
+def test_cli_text_only_model_falls_back_offline_and_the_commit_says_so(api, tmp_path):
+    """The worker's setting (fallback offline): the session's knowledge is kept by the
+    offline encoder, and the commit names the model's failure. By hand (no fallback):
+    Error, exit 1, nothing stored, and the same session encodes on the next attempt."""
+    import os
+
+    from dualtrace import config
+
+    api.default = message(text("Structured JSON logging was set up; nothing else to add."))
+    transcript = str(EXAMPLES / "pilot-1b-structured-logging.jsonl")
+    mem = tmp_path / "mem"
+    proc = cli(["encode", "--backend", "anthropic", "--memory-dir", str(mem), transcript],
+               tmp_path, api)
+    assert proc.returncode == 1 and proc.stderr.startswith("Error: ")
+    assert "proposed nothing" in proc.stderr, proc.stderr
+    assert "Dualtrace-Backend" not in _git_messages(mem)  # nothing committed
+    assert len(api.message_requests()) == 2
+    (config.state_dir() / "config.toml").write_text(
+        f'backend = "anthropic"\nbase_url = "{api.url}"\nfallback = "offline"\n')
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-test-dummy")
+    proc = subprocess.run([sys.executable, "-m", "dualtrace", "encode", "--memory-dir", str(mem),
+                           transcript], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "fell back to offline" in proc.stdout
+    log = _git_messages(mem)
+    assert "Dualtrace-Backend: offline" in log
+    assert "Dualtrace-Fallback: anthropic failed: the model proposed nothing" in log, log
+    assert list((mem / "decisions").glob("*.md")), log  # the session's decision was kept
