@@ -208,6 +208,9 @@ class Provenance:
     declined: frozenset[str]  # words of assistant messages the user then turned down
     actions: frozenset[str]  # words of edited paths and contents, commands that ran, commits
     tool: frozenset[str]  # words of tool outputs, files read and fetched pages
+    # words of the host's compaction summaries: its recap of the turns before, the user's
+    # requests and the work, in the host's words (neither the user's nor a tool's)
+    recap: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, session: Session) -> Provenance:
@@ -217,6 +220,7 @@ class Provenance:
         declined: set[str] = set()
         actions: set[str] = set()
         tool: set[str] = set()
+        recap: set[str] = set()
         last_assistant: str | None = None
         for e in session.events:
             if e.agent is not None:
@@ -242,8 +246,10 @@ class Provenance:
                 actions |= _tokens(" ".join(v for v in (e.text, e.command) if v))
             elif e.kind in ("tool", "command", "error"):
                 tool |= _tokens(" ".join(v for v in (e.text, e.result) if v))
+            elif e.kind == "compaction":
+                recap |= _tokens(e.text)
         return cls("\n".join(said), frozenset(user), frozenset(agreed), frozenset(declined),
-                   frozenset(actions), frozenset(tool))
+                   frozenset(actions), frozenset(tool), frozenset(recap))
 
     def support(self, text: str) -> tuple[float, float, float]:
         """(share of ``text``'s content words the user said or agreed to, share found in
@@ -295,12 +301,26 @@ def decision_backing(provenance: Provenance, texts: Iterable[str]) -> tuple[str 
     return None, said >= 0.4
 def rule_backing(provenance: Provenance, text: str) -> str | None:
     """Why a convention or preference is refused, or None: a rule the team follows comes
-    from the user (their words or their agreement), never from a file or page alone."""
+    from the user (their words or their agreement: 40% of its content words), never from
+    a file or page alone. Not only when it repeats the file's words: a model rewording a
+    README or CONTRIBUTING line ("land work on trunk directly" for "every change is
+    pushed straight to the main branch") leaves few of them, and was stored as the
+    project's convention (review 6 finding 4). A rules file the host loads itself
+    (CLAUDE.md, AGENTS.md) is read in every session anyway: a copy in memory would only
+    outlive the file's next edit. A compaction summary stands in for the turns it
+    replaced (their user words are gone): a rule in it passes unless a tool output alone
+    has its words."""
     said, _done, only_tool = provenance.support(text)
-    if only_tool >= 0.3 and said < 0.4:
+    if said >= 0.4:
+        return None
+    words = _tokens(text)
+    if only_tool < 0.3 and words and len(words & provenance.recap) / len(words) >= 0.4:
+        return None  # the host's recap of earlier turns (the user's words are gone)
+    if only_tool >= 0.3:
         return ("not a convention or preference: it comes from a tool output (a file or a "
                 "page), and the user neither said nor agreed to it")
-    return None
+    return ("not a convention or preference: the user neither said nor agreed to it (a rule "
+            "comes from the user's own words; what files, pages and tools say is evidence)")
 
 
 __all__ = ["WITHHELD", "Provenance", "decision_backing", "rule_backing", "instruction_like",
