@@ -78,7 +78,7 @@ def enabled(argv: list[str], state: str) -> bool:
 
 
 def _setting(state: str) -> bool:
-    """``mcp_warm`` in the user config (``dualtrace config set mcp_warm false``); the
+    """``mcp_warm`` in the user config (``mcp_warm = false`` in ``<state>/config.toml``); the
     file is parsed only when it mentions the key (this runs on every host start)."""
     try:
         with open(os.path.join(state, "config.toml"), "rb") as fh:
