@@ -12,12 +12,19 @@
    uses) for a fact, a moment and a conventions file, and the `dualtrace merge-file`
    process git runs per file, against `git merge-file` (git's line merge) per file.
 
+3. ``--baseline-ref REF``: the same syncs with ``memfs/sync.py`` as it is at git REF
+   (e.g. ``main``), loaded beside this one and alternated with it in the same run, so a
+   change to sync is measured paired against what it replaces; adds a ``noop`` shape (a
+   clone already up to date: the fixed cost every after-encode sync pays).
+
 Usage: python bench/bench_sync.py [--memories 1000] [--incoming 50] [--runs 5]
+                                  [--baseline-ref main]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -107,13 +114,20 @@ def build(base: Path, memories: int, incoming: int) -> dict[str, Path]:
         update(alice, rel, "alice", n)
     update(alice, formats.conventions_path("team"), "alice", 99)
     sync(alice)
+    noop = base / "tpl-noop"
+    subprocess.run(["git", "clone", "-q", str(bare), str(noop)], check=True, env=GIT_ENV)
+    bob = MemoryStore(noop, project="team", author=("bob", "b@team"))
+    ensure_merge_driver(bob)
+    with Index.open(noop):
+        pass
+    bob.close()
     merge = base / "tpl-merge"
     shutil.copytree(ff, merge, symlinks=True)
     bob = MemoryStore(merge, project="team", author=("bob", "b@team"))
     for n, rel in enumerate(touched[:4] + [formats.conventions_path("team")]):
         update(bob, rel, "bob", n)
     bob.close()
-    return {"ff": ff, "merge": merge}
+    return {"ff": ff, "merge": merge, "noop": noop}
 
 
 def fresh_copy(template: Path, work: Path) -> None:
@@ -123,15 +137,34 @@ def fresh_copy(template: Path, work: Path) -> None:
     subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=work, env=GIT_ENV)
 
 
-def timed_ours(template: Path, work: Path) -> float:
+def timed_with(sync_fn, template: Path, work: Path) -> float:
     fresh_copy(template, work)
     store = MemoryStore(work, project="team", author=("bob", "b@team"), create=False)
     t0 = time.perf_counter()
-    report = sync(store)
+    report = sync_fn(store)
     took = (time.perf_counter() - t0) * 1000
-    assert report.incoming >= 50, report
+    assert report.incoming >= 1 or template.name == "tpl-noop", report
     store.close()
     return took
+
+
+def timed_ours(template: Path, work: Path) -> float:
+    return timed_with(sync, template, work)
+
+
+def sync_at(ref: str):
+    """``memfs/sync.py`` as it is at git ``ref``, imported as its own module."""
+    root = Path(__file__).resolve().parent.parent
+    text = subprocess.run(["git", "show", f"{ref}:memfs/sync.py"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="bench-sync-ref-")) / "sync_at_ref.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("dualtrace.memfs._sync_at_ref", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.sync
 
 
 def timed_plain(template: Path, work: Path) -> float:
@@ -143,26 +176,36 @@ def timed_plain(template: Path, work: Path) -> float:
     return took
 
 
-def bench_sync(memories: int, incoming: int, runs: int) -> None:
+def bench_sync(memories: int, incoming: int, runs: int, baseline_ref: str | None) -> None:
+    old_sync = sync_at(baseline_ref) if baseline_ref else None
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         base = Path(tmp)
         templates = build(base, memories, incoming)
+        if old_sync is None:
+            templates.pop("noop")
         remote = base / "remote.git"
         pristine = base / "remote-pristine.git"
         shutil.copytree(remote, pristine)
         for shape, template in templates.items():
-            ours, plain = [], []
+            samples: dict[str, list[float]] = {"ours": [], "plain": [], "ref": []}
+            fns = [("ours", timed_ours), ("plain", timed_plain)]
+            if old_sync is not None:
+                fns.append(("ref", lambda t, w: timed_with(old_sync, t, w)))
             for r in range(runs):
-                for label, fn, out in (("ours", timed_ours, ours), ("plain", timed_plain, plain)):
+                for label, fn in (fns if r % 2 == 0 else fns[::-1]):
                     shutil.rmtree(remote)
                     shutil.copytree(pristine, remote)   # the push of the last run undone
                     work = base / f"run-{shape}-{label}-{r}"
-                    out.append(fn(template, work))
+                    samples[label].append(fn(template, work))
                     shutil.rmtree(work)
-            o, p = statistics.median(ours), statistics.median(plain)
-            print(f"sync {shape:<5}  {memories} memories, {incoming} incoming commits: "
-                  f"dualtrace sync median {o:7.1f} ms   plain git pull+push median {p:7.1f} ms"
-                  f"   ratio {o / p:.2f}x   (runs: {', '.join(f'{x:.0f}' for x in ours)})")
+            o, p = statistics.median(samples["ours"]), statistics.median(samples["plain"])
+            line = (f"sync {shape:<5}  {memories} memories, {incoming} incoming commits: "
+                    f"dualtrace sync median {o:7.1f} ms   plain git pull+push median {p:7.1f} "
+                    f"ms   ratio {o / p:.2f}x")
+            if old_sync is not None:
+                ref = statistics.median(samples["ref"])
+                line += f"   sync at {baseline_ref} median {ref:7.1f} ms   ratio {o / ref:.3f}x"
+            print(line + f"   (runs: {', '.join(f'{x:.0f}' for x in samples['ours'])})")
 
 
 def bench_driver(runs: int) -> None:
@@ -217,9 +260,13 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--incoming", type=int, default=50)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline-ref", default=None,
+                        help="also time memfs/sync.py as it is at this git ref, paired")
+    parser.add_argument("--no-driver", action="store_true", help="skip the merge-driver part")
     args = parser.parse_args()
-    bench_sync(args.memories, args.incoming, args.runs)
-    bench_driver(args.runs)
+    bench_sync(args.memories, args.incoming, args.runs, args.baseline_ref)
+    if not args.no_driver:
+        bench_driver(args.runs)
 
 
 if __name__ == "__main__":

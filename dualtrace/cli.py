@@ -717,7 +717,12 @@ def reindex(memory_dir: Path | None) -> None:
 @memory_dir_option
 @click.option("--remote", default=None, help="Remote name (default: origin, else the only one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the sync report as JSON.")
-def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
+@click.option("--allow-unrelated", "--allow-unrelated-histories", "allow_unrelated",
+              is_flag=True, help="Join a memory repository started elsewhere (no common "
+              "history): merge both memories, nothing lost. Never for a repository that is "
+              "not a dualtrace memory.")
+def sync(memory_dir: Path | None, remote: str | None, as_json: bool,
+         allow_unrelated: bool) -> None:
     """Fetch, merge (structurally, never with conflict markers) and push the memory."""
     import json
 
@@ -725,7 +730,7 @@ def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
 
     store = resolve_store(workspace_for(memory_dir), create=False)
     try:
-        report = do_sync(store, remote)
+        report = do_sync(store, remote, allow_unrelated=allow_unrelated)
     finally:
         store.close()
     if as_json:
@@ -733,7 +738,7 @@ def sync(memory_dir: Path | None, remote: str | None, as_json: bool) -> None:
         return
     if report.recovered:
         click.echo(f"recovered: {report.recovered}")
-    click.echo(f"synced with {report.remote}/{report.branch}: {report.incoming} commits in, "
+    click.echo(f"synced with {report.remote}/{report.remote_branch}: {report.incoming} commits in, "
                f"{report.outgoing if report.pushed else 0} out, {len(report.merged)} files "
                f"merged ({report.took_ms / 1000:.2f}s)")
     for line in report.conflicts:
@@ -765,9 +770,13 @@ def remote(ctx: click.Context, memory_dir: Path | None) -> None:
 def remote_add(group_memory_dir: Path | None, memory_dir: Path | None, url: str,
                name: str) -> None:
     """Add a git remote to the memory repository (and register the merge driver)."""
-    from dualtrace.memfs.sync import add_remote
+    from dualtrace.memfs.sync import add_remote, check_remote_name, check_remote_url
 
-    store = resolve_store(workspace_for(memory_dir or group_memory_dir))
+    ws = workspace_for(memory_dir or group_memory_dir)
+    # Checked before the store exists: a bad URL must not create a memory directory.
+    url = check_remote_url(url, ws.memory_dir)
+    check_remote_name(name)
+    store = resolve_store(ws)
     try:
         add_remote(store, url, name)
     finally:

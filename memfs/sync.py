@@ -38,6 +38,7 @@ from pathlib import Path
 
 from dualtrace.atomic import write_text as atomic_write_text
 from dualtrace.errors import DualtraceError
+from dualtrace.memfs.layout import FACT_FOLDERS, NESTED, RECORDS
 
 DRIVER = "dualtrace"
 ATTRIBUTES = ".gitattributes"
@@ -64,6 +65,7 @@ class SyncError(DualtraceError):
 class SyncReport:
     remote: str
     branch: str
+    remote_branch: str = ""    # the remote's branch it synced with (usually ``branch``)
     incoming: int = 0          # commits integrated from the remote
     outgoing: int = 0          # commits the remote did not have before the push
     merged: list[str] = field(default_factory=list)      # files merged structurally
@@ -194,24 +196,115 @@ def remotes(root: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _absolute_if_local(url: str) -> str:
-    """A local path is taken relative to where the person typed it, not to the memory
-    repository (where git would resolve it)."""
-    if "://" in url or (":" in url.split("/", 1)[0] and not Path(url).exists()):
-        return url  # URL or scp-like user@host:path
-    path = Path(url).expanduser()
-    return str(path.resolve()) if path.exists() else url
+# Transports git has built in; another scheme needs a ``git-remote-<scheme>`` helper.
+_SCHEMES = frozenset({"ssh", "git", "http", "https", "ftp", "ftps", "file"})
+
+
+def _has_remote_helper(scheme: str) -> bool:
+    import shutil
+
+    if shutil.which(f"git-remote-{scheme}"):
+        return True
+    proc = subprocess.run(["git", "--exec-path"], capture_output=True, text=True, env=_env(),
+                          check=False)
+    return proc.returncode == 0 and (Path(proc.stdout.strip()) / f"git-remote-{scheme}").exists()
+
+
+def _local_repository(path: Path) -> bool:
+    """A git repository (bare or with a work tree) right at ``path``, not a folder inside one."""
+    if (path / ".git").exists():
+        return True
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def check_remote_url(url: str, root: Path | None = None) -> str:
+    """The remote URL as it will be stored, or a DualtraceError saying what is wrong.
+
+    No network: a remote can be added offline. What can be checked without one is:
+    something was given, it is one line and not an option, a URL names a transport git
+    has and a host and a path, and a local path (or ``file://`` URL) is a git repository
+    that is not the memory directory itself. A local path is made absolute where the
+    person typed it (git would resolve it against the memory repository).
+    """
+    import re
+
+    given = url.strip()
+    if not given:
+        raise DualtraceError("the remote URL is empty; give the path or URL of the shared "
+                             "memory repository (e.g. `dualtrace remote add "
+                             "git@github.com:team/memory.git`)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in given):
+        raise DualtraceError(f"the remote URL {given!r} contains a control character "
+                             "(a pasted newline?); give it on one line")
+    if given.startswith("-"):
+        raise DualtraceError(f"the remote URL {given!r} starts with '-' and would be read as "
+                             "an option; give a path or URL")
+    local: Path | None = None
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", given)
+    if scheme:
+        name, rest = scheme.group(1).lower(), scheme.group(2)
+        if name == "file":
+            local = Path(rest or "/")
+        else:
+            if name not in _SCHEMES and not _has_remote_helper(name):
+                raise DualtraceError(f"the remote URL {given!r} uses {name}://, a transport "
+                                     "git does not have (ssh://, https://, git://, file:// "
+                                     "or a path)")
+            host, _, path = rest.partition("/")
+            if not host.rpartition("@")[2] or not path.strip("/"):
+                raise DualtraceError(f"the remote URL {given!r} needs a host and a repository "
+                                     f"path (e.g. {name}://host/team/memory.git)")
+            return given
+    elif "::" in given and not Path(given).expanduser().exists():
+        helper, _, address = given.partition("::")   # <transport>::<address>, a remote helper
+        if not helper or not address or not _has_remote_helper(helper):
+            raise DualtraceError(f"the remote URL {given!r} names no remote helper git has "
+                                 f"(git-remote-{helper or '?'})")
+        return given
+    elif ":" in given.split("/", 1)[0] and not Path(given).expanduser().exists():
+        host, _, path = given.partition(":")     # scp-like [user@]host:path
+        if not host.rpartition("@")[2] or not path.strip("/"):
+            raise DualtraceError(f"the remote URL {given!r} needs a host and a repository "
+                                 "path (e.g. git@github.com:team/memory.git)")
+        return given
+    else:
+        local = Path(given)
+    path = local.expanduser()
+    path = path.resolve() if path.exists() else path.absolute()
+    if not path.is_dir():
+        raise DualtraceError(f"the remote {given!r} is not a URL and {path} is not a folder; "
+                             f"create the shared repository first (`git init --bare {path}`) "
+                             "or give its URL")
+    if not _local_repository(path):
+        raise DualtraceError(f"the remote {path} is not a git repository; create one there "
+                             f"(`git init --bare {path}`) or give the right path")
+    if root is not None and path == Path(root).resolve():
+        raise DualtraceError(f"the remote {path} is the memory directory itself; give the "
+                             "shared repository's path or URL")
+    return given if scheme else str(path)
+
+
+def check_remote_name(name: str) -> str:
+    proc = subprocess.run(["git", "check-ref-format", f"refs/remotes/{name}/x"],
+                          capture_output=True, env=_env(), check=False)
+    if not name or name.startswith("-") or proc.returncode != 0:
+        raise DualtraceError(f"{name!r} is not a valid remote name (use letters, digits, "
+                             "'-' or '_', e.g. --name team)")
+    return name
 
 
 def add_remote(store, url: str, name: str = "origin") -> None:
+    """Add remote ``name`` (validated by ``check_remote_url``) and register the merge
+    driver; on a bad URL or name nothing is changed."""
     git = Git(store.root, store.author)
-    url = _absolute_if_local(url)
+    url = check_remote_url(url, store.root)
+    check_remote_name(name)
     if any(n == name for n, _ in remotes(store.root)):
         raise DualtraceError(f"the memory repository already has a remote named {name!r}; "
                              f"pick another name with --name, or `git -C {store.root} remote "
                              f"set-url {name} URL`")
     with store.lock():
-        git.run("remote", "add", name, url)
+        git.run("remote", "add", "--", name, url)
         ensure_merge_driver(store)
 
 
@@ -305,8 +398,15 @@ def _hold(phase: str) -> None:
         time.sleep(float(spec.split(":", 1)[1]))
 
 
-def sync(store, remote: str | None = None, *, today: str | None = None) -> SyncReport:
-    """Fetch, integrate and push ``store``'s memory repository; see the module docstring."""
+def sync(store, remote: str | None = None, *, today: str | None = None,
+         allow_unrelated: bool = False) -> SyncReport:
+    """Fetch, integrate and push ``store``'s memory repository; see the module docstring.
+
+    ``allow_unrelated``: the remote's memory history shares no commit with this one and
+    both hold memories (a memory started on two machines, joined later): merge them.
+    Without it that sync is refused, and a remote that is not a memory repository is
+    refused always; a refused sync leaves refs, files and index as they were.
+    """
     started = time.perf_counter()
     root = store.root
     name = pick_remote(root, remote)
@@ -314,7 +414,8 @@ def sync(store, remote: str | None = None, *, today: str | None = None) -> SyncR
     now = time.time()
     try:
         with store.lock():
-            report = _sync_locked(store, git, name, today or _date.today().isoformat())
+            report = _sync_locked(store, git, name, today or _date.today().isoformat(),
+                                  allow_unrelated)
     except SyncError as exc:
         _write_status(root, remote=name, last_attempt=now, last_error=str(exc),
                       offline=exc.offline, failures=int(read_status(root).get("failures") or 0) + 1)
@@ -326,7 +427,70 @@ def sync(store, remote: str | None = None, *, today: str | None = None) -> SyncR
     return report
 
 
-def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
+def _refs(git: Git, *patterns: str) -> dict[str, str]:
+    """refname -> sha for the refs under ``patterns`` (one process)."""
+    out = git.out("for-each-ref", "--format=%(objectname) %(refname)", *patterns)
+    return {ref: sha for sha, _, ref in (line.partition(" ") for line in out.splitlines()) if ref}
+
+
+def _stored_refs(git: Git, root: Path, prefix: str) -> dict[str, str]:
+    """refname -> sha of the (non-symbolic) refs under ``prefix``, read from ``.git``'s
+    packed-refs and loose ref files: no process on the path every sync takes. A
+    repository that keeps refs another way (reftable, a linked .git file) asks git."""
+    gitdir = root / ".git"
+    if not gitdir.is_dir() or (gitdir / "reftable").exists():
+        return {ref: sha for ref, sha in _refs(git, prefix).items() if ref != prefix + "HEAD"}
+    refs: dict[str, str] = {}
+    try:
+        packed = (gitdir / "packed-refs").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        packed = ""
+    for line in packed.splitlines():
+        sha, _, ref = line.partition(" ")
+        if ref.startswith(prefix) and not line.startswith(("#", "^")):
+            refs[ref] = sha
+    folder = gitdir / prefix
+    if folder.is_dir():
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.name.endswith(".lock"):
+                text = path.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("ref:"):   # a symbolic ref (origin/HEAD) is no tip
+                    refs[path.relative_to(gitdir).as_posix()] = text
+    refs.pop(prefix + "HEAD", None)
+    return refs
+
+
+def _restore_refs(git: Git, prefix: str, before: dict[str, str]) -> None:
+    """Put the refs under ``prefix`` back as they were (a refused sync fetched them)."""
+    now = {ref: sha for ref, sha in _refs(git, prefix).items() if ref != prefix + "HEAD"}
+    lines = [f"delete {ref} {sha}\n" for ref, sha in now.items() if ref not in before]
+    lines += [f"update {ref} {sha}\n" for ref, sha in before.items() if now.get(ref) != sha]
+    if lines:
+        git.run("update-ref", "--stdin", input="".join(lines).encode("utf-8"))
+
+
+def _remote_branch(root: Path, remote: str, branch: str, names: list[str]) -> str:
+    """The remote branch that holds this memory: the branch's configured upstream on
+    ``remote``, else the one of the same name, else (a remote whose default branch has
+    another name) the remote's only branch; a remote with no branch gets ours."""
+    parser = _git_config(root)
+    section = f'branch "{branch}"'
+    merge = parser.get(section, "merge", fallback="").strip()
+    if parser.get(section, "remote", fallback="").strip() == remote and \
+            merge.startswith("refs/heads/") and len(merge) > len("refs/heads/"):
+        return merge[len("refs/heads/"):]
+    if branch in names or not names:
+        return branch
+    if len(names) == 1:
+        return names[0]
+    shown = ", ".join(sorted(names)[:6]) + (", ..." if len(names) > 6 else "")
+    raise SyncError(f"{remote} has no branch '{branch}' (it has {shown}); nothing was merged "
+                    f"or pushed: pick the branch that holds this memory with `git -C {root} "
+                    f"branch --set-upstream-to {remote}/BRANCH`, then sync again")
+
+
+def _sync_locked(store, git: Git, remote: str, today: str,
+                 allow_unrelated: bool = False) -> SyncReport:
     root = store.root
     # Open the repository before anything is written: a plain clone with no branch
     # checked out takes its remote's branch there (MemoryRepo), or stops.
@@ -335,34 +499,55 @@ def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
     if not branch:
         raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "
                         "branch (e.g. `git switch main`) and retry")
-    report = SyncReport(remote=remote, branch=branch)
+    report = SyncReport(remote=remote, branch=branch, remote_branch=branch)
     report.recovered = _recover(store, git)
     _preflight(git, root)
-    ensure_merge_driver(store)
-    tracking = f"refs/remotes/{remote}/{branch}"
+    prefix = f"refs/remotes/{remote}/"
+    registered = False
     for _round in range(MAX_ROUNDS):
+        # What the fetch is about to change, so that a refused sync can put it back.
+        before = _stored_refs(git, root, prefix)
         proc = git.run("fetch", "--quiet", "--no-tags", "--prune", remote,
-                       f"+refs/heads/*:refs/remotes/{remote}/*", check=False)
+                       f"+refs/heads/*:{prefix}*", check=False)
         if proc.returncode != 0:
             why = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
             raise SyncError(f"cannot fetch from {remote}: {why}", offline=True)
         _hold("fetched")
         # Both tips in one process (this runs on every sync, most of them no-ops).
-        shas = dict(line.split(" ", 1)[::-1] for line in git.out(
-            "for-each-ref", "--format=%(objectname) %(refname)", f"refs/heads/{branch}",
-            tracking).splitlines() if " " in line)
+        shas = _refs(git, f"refs/heads/{branch}", prefix)
         ours = shas.get(f"refs/heads/{branch}")
-        theirs = shas.get(tracking)
         if ours is None:
             raise SyncError(f"the memory repository {root} has no commits yet")
+        names = [r[len(prefix):] for r in shas if r.startswith(prefix) and r != prefix + "HEAD"]
+        try:
+            report.remote_branch = _remote_branch(root, remote, branch, names)
+            tracking = prefix + report.remote_branch
+            theirs = shas.get(tracking)
+            base = None
+            if theirs is not None and theirs != ours:
+                base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or None
+                if base is None:
+                    _vet_unrelated(git, root, remote, report.remote_branch, ours, theirs,
+                                   allow_unrelated)
+        except SyncError:
+            _restore_refs(git, prefix, before)
+            raise
+        if not registered:
+            # After the checks: a refused sync commits and configures nothing.
+            registered = True
+            if ensure_merge_driver(store):
+                ours = git.rev(f"refs/heads/{branch}") or ours
+                if theirs is not None:   # ours moved on by one commit: its base too
+                    base = git.out("merge-base", ours, theirs,
+                                   check=False).split("\n")[0] or None
         target = ours
         if theirs is not None and theirs != ours:
-            base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or None
             if base == ours:
                 target = theirs
             elif base != theirs:
                 target, merged, conflicts = _merge_commit(store, git, base, ours, theirs,
-                                                          f"{remote}/{branch}", today)
+                                                          f"{remote}/{report.remote_branch}",
+                                                          today)
                 report.merged += [p for p in merged if p not in report.merged]
                 report.conflicts += conflicts
             _hold("merged")
@@ -374,21 +559,91 @@ def _sync_locked(store, git: Git, remote: str, today: str) -> SyncReport:
         report.head = target
         if theirs == target:
             report.pushed = False
+            _remember_upstream(git, root, remote, branch, report.remote_branch)
             return report
         outgoing = int(git.out("rev-list", "--count", target if theirs is None
                                else f"{theirs}..{target}"))
-        push = git.run("push", "--quiet", "--no-verify", remote, f"{target}:refs/heads/{branch}",
-                       check=False)
+        push = git.run("push", "--quiet", "--no-verify", remote,
+                       f"{target}:refs/heads/{report.remote_branch}", check=False)
         if push.returncode == 0:
             git.run("update-ref", tracking, target)
             report.outgoing = outgoing
             report.pushed = True
+            _remember_upstream(git, root, remote, branch, report.remote_branch)
             return report
         why = " ".join(push.stderr.decode("utf-8", "replace").split())
         if "rejected" not in why and "fetch first" not in why and "non-fast-forward" not in why:
             raise SyncError(f"cannot push to {remote}: {why[:300]}", offline=True)
-        # Someone pushed since our fetch: fetch and integrate again.
+        # Someone pushed since our fetch: fetch and integrate again (never a force push).
     raise SyncError(f"{remote} kept moving: gave up after {MAX_ROUNDS} fetch/push rounds")
+
+
+def _remember_upstream(git: Git, root: Path, remote: str, branch: str,
+                       remote_branch: str) -> None:
+    """A remote branch of another name becomes the branch's upstream, so later syncs (and
+    a person's `git pull`) keep using it even when the remote gains branches."""
+    if remote_branch == branch:
+        return
+    parser = _git_config(root)
+    section = f'branch "{branch}"'
+    if parser.get(section, "remote", fallback="").strip() == remote and \
+            parser.get(section, "merge", fallback="").strip() == f"refs/heads/{remote_branch}":
+        return
+    git.run("config", "--local", f"branch.{branch}.remote", remote)
+    git.run("config", "--local", f"branch.{branch}.merge", f"refs/heads/{remote_branch}")
+
+
+# Top-level names a memory repository's tree may hold folders under (docs/PROTOCOL.md §2).
+_MEMORY_TOP_FOLDERS = frozenset(set(FACT_FOLDERS) | set(NESTED) | {RECORDS, "archive"})
+_BOOKKEEPING = frozenset({".gitignore", ".gitattributes"})
+
+
+def _vet_unrelated(git: Git, root: Path, remote: str, remote_branch: str, ours: str,
+                   theirs: str, allow: bool) -> None:
+    """The remote's branch shares no commit with ours: go on only when it is a memory
+    repository and joining loses nothing or was asked for; else a SyncError saying what
+    was found and what to do. Runs only on this rare path (no cost to a normal sync)."""
+    label = f"{remote}/{remote_branch}"
+    top = _top_entries(git, theirs)
+    foreign = sorted(name for name, kind in top.items()
+                     if kind == "tree" and name not in _MEMORY_TOP_FOLDERS)
+    ignore = git.run("cat-file", "blob", f"{theirs}:.gitignore", check=False)
+    marked = ignore.returncode == 0 and ".dualtrace/" in ignore.stdout.decode(
+        "utf-8", "replace").split()
+    fix = (f"if {remote} is the wrong remote, `git -C {root} remote set-url {remote} URL` "
+           "points it at the right one")
+    if foreign or not marked:
+        found = (f"it holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
+                 if foreign else "its .gitignore does not list .dualtrace/")
+        raise SyncError(f"{label} is not a dualtrace memory repository ({found}) and shares no "
+                        f"history with this memory; nothing was merged or pushed; {fix}")
+    theirs_count = _memory_count(git, theirs, top)
+    ours_count = _memory_count(git, ours, _top_entries(git, ours))
+    if allow or not theirs_count or not ours_count:
+        return  # joining an empty memory, or an empty memory joining: nothing to mix up
+    raise SyncError(f"{label} is another memory ({theirs_count} memory files) with no commit in "
+                    f"common with this one ({ours_count}); nothing was merged or pushed; to join "
+                    f"the two, `dualtrace sync --allow-unrelated` merges both and loses "
+                    f"nothing; {fix}")
+
+
+def _top_entries(git: Git, commit: str) -> dict[str, str]:
+    """name -> object type (blob, tree, commit) of the top of ``commit``'s tree."""
+    out = git.run("ls-tree", "-z", commit).stdout.decode("utf-8", "surrogateescape")
+    entries = {}
+    for entry in filter(None, out.split("\0")):
+        meta, _, name = entry.partition("\t")
+        entries[name] = meta.split()[1]
+    return entries
+
+
+def _memory_count(git: Git, commit: str, top: dict[str, str]) -> int:
+    """Markdown files under the memory folders of ``commit`` (0: a fresh memory)."""
+    folders = [n for n, kind in top.items() if kind == "tree" and n in _MEMORY_TOP_FOLDERS]
+    if not folders:
+        return 0
+    out = git.out("ls-tree", "-r", "--name-only", commit, "--", *folders)
+    return sum(1 for line in out.splitlines() if line.endswith(".md"))
 
 
 def _preflight(git: Git, root: Path) -> None:

@@ -31,8 +31,16 @@ def test_two_people_encode_then_sync_and_both_recall_everything(tmp_path, run_cl
     assert f"origin\t{bare}" in listed.output
 
     stored = {m: set(MemoryStore(m, create=False).iter_files()) for m in sessions}
-    for memdir in (alice, bob, alice):
-        result = run_cli("sync", "--memory-dir", str(memdir), "--json")
+    assert run_cli("sync", "--memory-dir", str(alice)).exit_code == 0   # the first push
+    # bob's memory was started on its own: joining alice's is a deliberate step.
+    refused = subprocess.run([sys.executable, "-m", "dualtrace", "sync", "--memory-dir",
+                              str(bob)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1, refused.stderr
+    line, = refused.stderr.strip().splitlines()
+    assert line.startswith("Error: origin/main is another memory (") and \
+        "`dualtrace sync --allow-unrelated`" in line
+    for memdir, flags in ((bob, ["--allow-unrelated"]), (alice, [])):
+        result = run_cli("sync", "--memory-dir", str(memdir), "--json", *flags)
         assert result.exit_code == 0, result.output
         report = json.loads(result.output)
         assert report["remote"] == "origin" and report["branch"] == "main"
