@@ -19,11 +19,14 @@ a memory safe:
 - **Derived state.** The search index is updated for the paths the integration
   changed; what the merge could not merge becomes an open conflict for SessionStart.
 
-Everything runs under the store lock, so an encoder never commits halfway through.
+The local steps (merge, fast-forward, index) run under the store lock, so an encoder never
+commits halfway through them; fetch and push run outside it (under a sync lock of their
+own), so a slow network never makes an encoder's commit wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date as _date
 from pathlib import Path
@@ -390,7 +393,7 @@ def status_line(root: Path, mode: str, job: dict | None, now: float | None = Non
 
 def _hold(phase: str) -> None:
     """Fault injection for tests: DUALTRACE_SYNC_HOLD=<phase>:SECONDS sleeps at a phase
-    (fetched, merged, checkout, integrated) so a test can SIGKILL the sync there."""
+    (fetched, merged, checkout, integrated, pushing) so a test can SIGKILL the sync there."""
     spec = os.environ.get("DUALTRACE_SYNC_HOLD", "")
     if spec.startswith(phase + ":"):
         sys.stderr.write(f"dualtrace sync: holding at {phase}\n")
@@ -413,8 +416,8 @@ def sync(store, remote: str | None = None, *, today: str | None = None,
     git = Git(root, store.author)
     now = time.time()
     try:
-        with store.lock():
-            report = _sync_locked(store, git, name, today or _date.today().isoformat(),
+        with _sync_lock(store):
+            report = _sync_rounds(store, git, name, today or _date.today().isoformat(),
                                   allow_unrelated)
     except SyncError as exc:
         _write_status(root, remote=name, last_attempt=now, last_error=str(exc),
@@ -489,23 +492,28 @@ def _remote_branch(root: Path, remote: str, branch: str, names: list[str]) -> st
                     f"branch --set-upstream-to {remote}/BRANCH`, then sync again")
 
 
-def _sync_locked(store, git: Git, remote: str, today: str,
+def _sync_rounds(store, git: Git, remote: str, today: str,
                  allow_unrelated: bool = False) -> SyncReport:
+    """The sync itself, with the sync lock held. The store lock (which an encode's
+    commit needs) is held for the local steps only, never across the network: a slow
+    or hung fetch or push must not make the worker's commit wait (and time out)."""
     root = store.root
-    # Open the repository before anything is written: a plain clone with no branch
-    # checked out takes its remote's branch there (MemoryRepo), or stops.
-    _ = store.git
-    branch = _branch(root)
-    if not branch:
-        raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "
-                        "branch (e.g. `git switch main`) and retry")
-    report = SyncReport(remote=remote, branch=branch, remote_branch=branch)
-    report.recovered = _recover(store, git)
-    _preflight(git, root)
+    with store.lock():
+        # Open the repository before anything is written: a plain clone with no branch
+        # checked out takes its remote's branch there (MemoryRepo), or stops.
+        _ = store.git
+        branch = _branch(root)
+        if not branch:
+            raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "
+                            "branch (e.g. `git switch main`) and retry")
+        report = SyncReport(remote=remote, branch=branch, remote_branch=branch)
+        report.recovered = _recover(store, git)
+        _preflight(git, root)
     prefix = f"refs/remotes/{remote}/"
     registered = False
     for _round in range(MAX_ROUNDS):
         # What the fetch is about to change, so that a refused sync can put it back.
+        # Only syncs write these refs, and the sync lock keeps them one at a time.
         before = _stored_refs(git, root, prefix)
         proc = git.run("fetch", "--quiet", "--no-tags", "--prune", remote,
                        f"+refs/heads/*:{prefix}*", check=False)
@@ -513,69 +521,101 @@ def _sync_locked(store, git: Git, remote: str, today: str,
             why = " ".join(proc.stderr.decode("utf-8", "replace").split())[:300]
             raise SyncError(f"cannot fetch from {remote}: {why}", offline=True)
         _hold("fetched")
-        # Both tips in one process (this runs on every sync, most of them no-ops).
-        shas = _refs(git, f"refs/heads/{branch}", prefix)
-        ours = shas.get(f"refs/heads/{branch}")
-        if ours is None:
-            raise SyncError(f"the memory repository {root} has no commits yet")
-        names = [r[len(prefix):] for r in shas if r.startswith(prefix) and r != prefix + "HEAD"]
-        try:
-            report.remote_branch = _remote_branch(root, remote, branch, names)
-            tracking = prefix + report.remote_branch
-            theirs = shas.get(tracking)
-            base = None
-            if theirs is not None and theirs != ours:
-                base = git.out("merge-base", ours, theirs, check=False).split("\n")[0] or None
-                if base is None:
-                    _vet_unrelated(git, root, remote, report.remote_branch, ours, theirs,
-                                   allow_unrelated)
-        except SyncError:
-            _restore_refs(git, prefix, before)
-            raise
-        if not registered:
-            # After the checks: a refused sync commits and configures nothing.
-            registered = True
-            if ensure_merge_driver(store):
-                ours = git.rev(f"refs/heads/{branch}") or ours
-                if theirs is not None:   # ours moved on by one commit: its base too
+        with store.lock():
+            _preflight(git, root)   # lock -> re-check: git may have started a merge since
+            # Both tips in one process (this runs on every sync, most of them no-ops).
+            shas = _refs(git, f"refs/heads/{branch}", prefix)
+            ours = shas.get(f"refs/heads/{branch}")
+            if ours is None:
+                raise SyncError(f"the memory repository {root} has no commits yet")
+            names = [r[len(prefix):] for r in shas
+                     if r.startswith(prefix) and r != prefix + "HEAD"]
+            try:
+                report.remote_branch = _remote_branch(root, remote, branch, names)
+                tracking = prefix + report.remote_branch
+                theirs = shas.get(tracking)
+                base = None
+                if theirs is not None and theirs != ours:
                     base = git.out("merge-base", ours, theirs,
                                    check=False).split("\n")[0] or None
-        target = ours
-        if theirs is not None and theirs != ours:
-            if base == ours:
-                target = theirs
-            elif base != theirs:
-                target, merged, conflicts = _merge_commit(store, git, base, ours, theirs,
-                                                          f"{remote}/{report.remote_branch}",
-                                                          today)
-                report.merged += [p for p in merged if p not in report.merged]
-                report.conflicts += conflicts
-            _hold("merged")
-            if target != ours:
-                report.incoming += int(git.out("rev-list", "--count", f"{ours}..{theirs}"))
-                _fast_forward(store, git, ours, target)
-                _after_integrate(store, git, ours, target, report.conflicts, today)
-        _hold("integrated")
-        report.head = target
-        if theirs == target:
-            report.pushed = False
-            _remember_upstream(git, root, remote, branch, report.remote_branch)
-            return report
-        outgoing = int(git.out("rev-list", "--count", target if theirs is None
-                               else f"{theirs}..{target}"))
+                    if base is None:
+                        _vet_unrelated(git, root, remote, report.remote_branch, ours, theirs,
+                                       allow_unrelated)
+            except SyncError:
+                _restore_refs(git, prefix, before)
+                raise
+            if not registered:
+                # After the checks: a refused sync commits and configures nothing.
+                registered = True
+                if ensure_merge_driver(store):
+                    ours = git.rev(f"refs/heads/{branch}") or ours
+                    if theirs is not None:   # ours moved on by one commit: its base too
+                        base = git.out("merge-base", ours, theirs,
+                                       check=False).split("\n")[0] or None
+            target = ours
+            if theirs is not None and theirs != ours:
+                if base == ours:
+                    target = theirs
+                elif base != theirs:
+                    target, merged, conflicts = _merge_commit(
+                        store, git, base, ours, theirs, f"{remote}/{report.remote_branch}",
+                        today)
+                    report.merged += [p for p in merged if p not in report.merged]
+                    report.conflicts += conflicts
+                _hold("merged")
+                if target != ours:
+                    report.incoming += int(git.out("rev-list", "--count", f"{ours}..{theirs}"))
+                    _fast_forward(store, git, ours, target)
+                    _after_integrate(store, git, ours, target, report.conflicts, today)
+            _hold("integrated")
+            report.head = target
+            if theirs == target:
+                report.pushed = False
+                _remember_upstream(git, root, remote, report.branch, report.remote_branch)
+                return report
+            outgoing = int(git.out("rev-list", "--count", target if theirs is None
+                                   else f"{theirs}..{target}"))
+            # Taken as pushed before the lock goes: an encode that commits while the push
+            # is under way must not amend a commit that is leaving (amendable() asks the
+            # remote-tracking refs). Put back below if the push fails; a kill is healed
+            # by the next sync's fetch, which rewrites this ref.
+            git.run("update-ref", tracking, target)
+        _hold("pushing")
         push = git.run("push", "--quiet", "--no-verify", remote,
                        f"{target}:refs/heads/{report.remote_branch}", check=False)
         if push.returncode == 0:
-            git.run("update-ref", tracking, target)
             report.outgoing = outgoing
             report.pushed = True
-            _remember_upstream(git, root, remote, branch, report.remote_branch)
+            _remember_upstream(git, root, remote, report.branch, report.remote_branch)
             return report
+        if theirs is None:
+            git.run("update-ref", "-d", tracking, check=False)
+        else:
+            git.run("update-ref", tracking, theirs, check=False)
         why = " ".join(push.stderr.decode("utf-8", "replace").split())
         if "rejected" not in why and "fetch first" not in why and "non-fast-forward" not in why:
             raise SyncError(f"cannot push to {remote}: {why[:300]}", offline=True)
         # Someone pushed since our fetch: fetch and integrate again (never a force push).
     raise SyncError(f"{remote} kept moving: gave up after {MAX_ROUNDS} fetch/push rounds")
+
+
+@contextlib.contextmanager
+def _sync_lock(store) -> Iterator[None]:
+    """One sync of a memory directory at a time (the worker's and a person's)."""
+    from filelock import FileLock, Timeout
+
+    store.state_path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(store.state_path / "sync.lock"), timeout=store.lock_timeout,
+                    thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SyncError(f"another sync of {store.root} has been running for over "
+                        f"{store.lock_timeout:.0f}s; let it finish, then retry") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _remember_upstream(git: Git, root: Path, remote: str, branch: str,

@@ -384,7 +384,7 @@ WRITER = """
 import sys, time
 from dualtrace.memfs.formats import Fact
 from dualtrace.memfs.store import MemoryStore
-store = MemoryStore(sys.argv[1], create=False)
+store = MemoryStore(sys.argv[1], create=False, lock_timeout=float(sys.argv[3]))
 with store.lock():
     print("locked", flush=True)
     store.write(Fact(path="learning/mid-sync.md", type="learning", description="written while "
@@ -399,7 +399,7 @@ def test_a_sync_waits_for_the_worker_commit_and_pushes_it(tmp_path):
     alice = memory(tmp_path, "alice", (DECISION, "Sessions live in Redis."))
     add_remote(alice, str(bare))
     sync(alice)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(alice.root), "1.0"],
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(alice.root), "1.0", "120"],
                               stdout=subprocess.PIPE, text=True)
     assert writer.stdout is not None and writer.stdout.readline().strip() == "locked"
     started = time.monotonic()
@@ -411,12 +411,12 @@ def test_a_sync_waits_for_the_worker_commit_and_pushes_it(tmp_path):
     assert git(alice.root, "status", "--porcelain") == ""
 
 
-def test_a_worker_commit_during_a_sync_waits_and_is_not_lost(tmp_path):
+def test_a_worker_commit_during_a_sync_merge_waits_and_is_not_lost(tmp_path):
     _bare, alice, bob = team(tmp_path)
     _edit(bob, "bob")
     sync(bob)
-    slow = _start_sync(alice, "fetched:1.0")  # the sync holds the store lock
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(alice.root), "0"],
+    slow = _start_sync(alice, "merged:1.0")   # merging: the sync holds the store lock
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(alice.root), "0", "120"],
                               stdout=subprocess.PIPE, text=True)
     out, err = slow.communicate(timeout=60)
     assert slow.returncode == 0, err
@@ -427,6 +427,64 @@ def test_a_worker_commit_during_a_sync_waits_and_is_not_lost(tmp_path):
     assert "bob confirmed" in alice.read_text(DECISION)
     assert git(alice.root, "status", "--porcelain") == ""
     assert sync(alice).outgoing == 1
+
+
+def test_a_slow_fetch_never_makes_the_worker_commit_wait(tmp_path):
+    """The network part of a sync runs outside the store lock: a commit made while a
+    fetch is under way (here held for 20 s) goes through at once, and the sync merges
+    and pushes it. On main the commit waited for the whole fetch and, past the lock
+    timeout, failed."""
+    bare, alice, bob = team(tmp_path)
+    _edit(bob, "bob")
+    sync(bob)
+    slow = _start_sync(alice, "fetched:20")
+    started = time.monotonic()
+    writer = subprocess.run([sys.executable, "-c", WRITER, str(alice.root), "0", "2"],
+                            capture_output=True, text=True, timeout=60)
+    assert writer.returncode == 0, writer.stderr
+    assert time.monotonic() - started < 15
+    slow.kill()                                # a fetch that never returns, killed
+    slow.wait(timeout=30)
+    assert git(alice.root, "log", "-1", "--format=%s").strip() == "mem: encode session worker-1"
+    report = sync(alice)
+    assert report.pushed and report.incoming >= 1
+    assert "mem: encode session worker-1" in git(bare, "log", "--format=%s", "main")
+    assert "bob confirmed" in alice.read_text(DECISION)
+
+
+def test_a_session_commit_made_while_its_commit_is_being_pushed_is_not_amended(tmp_path):
+    """A resumed session amends its own unpushed commit; once a push of that commit has
+    started (outside the store lock) the next turn gets a commit of its own, so what
+    left and what is local stay one history (the next sync is a plain push)."""
+    bare, alice, _bob = team(tmp_path)
+    sync(alice)                                # bob's join merged: the next sync only pushes
+    rel = "learning/resumed.md"
+    message = "mem: encode session s-resumed\n\nDualtrace-Session: s-resumed\n"
+    alice.write(Fact(path=rel, type="learning", description="turn one", body="Turn one.",
+                     stored="2026-11-22", sessions=("s-resumed",)))
+    leaving = alice.commit([rel], message, session_id="s-resumed")
+    slow = _start_sync(alice, "pushing:1.5")
+    alice.write(Fact(path=rel, type="learning", description="turn two", body="Turn two.",
+                     stored="2026-11-22", sessions=("s-resumed",)))
+    turn_two = alice.commit([rel], message, session_id="s-resumed")
+    out, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0 and json.loads(out)["pushed"], err
+    assert turn_two != leaving
+    assert git(alice.root, "rev-parse", "HEAD~1").strip() == leaving
+    assert git(bare, "rev-parse", "main").strip() == leaving
+    report = sync(alice)
+    assert (report.incoming, report.outgoing, report.merged) == (0, 1, [])
+
+
+def test_two_syncs_of_one_memory_take_turns(tmp_path):
+    bare, alice, bob = team(tmp_path)
+    _edit(alice, "alice")
+    slow = _start_sync(alice, "fetched:1.0")
+    second = dualtrace("sync", "--memory-dir", str(alice.root), "--json")
+    out, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0 and second.returncode == 0, (err, second.stderr)
+    assert [json.loads(out)["pushed"], json.loads(second.stdout)["pushed"]] == [True, False]
+    assert git(alice.root, "rev-parse", "HEAD") == git(bare, "rev-parse", "main")
 
 
 @pytest.mark.parametrize("packed", [False, True])
