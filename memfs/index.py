@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 import re
 import sqlite3
 import sys
@@ -652,8 +653,15 @@ class Index:
         periodic full check (FULL_CHECK_SECONDS), so a commit costs O(paths), not
         O(store).
         """
+        # Only what the layout reads is a memory: a path elsewhere (archive/, where
+        # `forget` moves a memory, reached here by a sync's fast-forward) leaves the
+        # index, as a full reindex would leave it out.
+        folders = {d.relative_to(self.root).as_posix() for d in _memory_dirs(self.root)}
         with self.write():
             for rel in {p for p in paths if p.endswith(".md")}:
+                if posixpath.dirname(rel) not in folders:
+                    self._delete(rel)
+                    continue
                 try:
                     st = os.stat(self.root / rel)
                 except OSError:

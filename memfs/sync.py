@@ -587,6 +587,8 @@ def _sync_rounds(store, git: Git, remote: str, today: str,
             report.outgoing = outgoing
             report.pushed = True
             _remember_upstream(git, root, remote, report.branch, report.remote_branch)
+            if not names:
+                _point_head(root, remote, report.remote_branch)
             return report
         if theirs is None:
             git.run("update-ref", "-d", tracking, check=False)
@@ -597,6 +599,27 @@ def _sync_rounds(store, git: Git, remote: str, today: str,
             raise SyncError(f"cannot push to {remote}: {why[:300]}", offline=True)
         # Someone pushed since our fetch: fetch and integrate again (never a force push).
     raise SyncError(f"{remote} kept moving: gave up after {MAX_ROUNDS} fetch/push rounds")
+
+
+def _point_head(root: Path, remote: str, branch: str) -> None:
+    """After the first push to an empty local bare repository whose HEAD names a branch
+    it does not have (`git init --bare` says master; dualtrace pushes main), point HEAD
+    at the pushed branch, so a teammate's `git clone` checks the memory out. Hosting
+    services do this themselves on a first push; a remote elsewhere is left alone."""
+    url = dict(remotes(root)).get(remote, "")
+    path = Path(url[len("file://"):] if url.startswith("file://") else url)
+    if "://" in url and not url.startswith("file://"):
+        return
+    try:
+        head = (path / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return
+    if (path / ".git").exists() or not head.startswith("ref: refs/heads/") or \
+            head == f"ref: refs/heads/{branch}":
+        return
+    bare = Git(path, ("dualtrace", "dualtrace@localhost"))
+    if bare.rev(head[len("ref: "):]) is None:   # HEAD names no branch there: ours then
+        bare.run("symbolic-ref", "HEAD", f"refs/heads/{branch}", check=False)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,10 @@ def _shared(tmp_path):
         proc = dualtrace(*args)
         assert proc.returncode == 0, proc.stderr
     assert git("-C", str(bare), "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
-    assert git("-C", str(bare), "symbolic-ref", "HEAD").strip() == "refs/heads/master"
+    # dualtrace points a local bare repository's HEAD at main on the first push; a
+    # server that does not (or a person who set it back) leaves HEAD at master:
+    assert git("-C", str(bare), "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    git("-C", str(bare), "symbolic-ref", "HEAD", "refs/heads/master")
     return bare, alice
 
 

@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from dualtrace.memfs.formats import Fact
+from dualtrace.memfs.formats import Fact, Moment
 from dualtrace.memfs.index import Index, index_path
 from dualtrace.memfs.merge import has_conflict_markers
 from dualtrace.memfs.store import MemoryStore
@@ -335,8 +336,6 @@ def _start_sync(store: MemoryStore, hold: str) -> subprocess.Popen[str]:
 
 def _edit(store: MemoryStore, who: str) -> str:
     fact = store.read_fact(DECISION)
-    from dataclasses import replace
-
     store.write(replace(fact, sessions=fact.sessions + (f"{who}-2",),
                         body=fact.body + f"\n\n{who} confirmed the TTL again."))
     return store.commit([DECISION], f"mem: update {DECISION} ({who})\n") or ""
@@ -511,3 +510,62 @@ def test_a_remote_replaced_by_another_memory_is_refused_and_tracking_refs_put_ba
     with pytest.raises(SyncError, match=r"^origin/main is another memory \(1 memory files\)"):
         sync(alice)
     assert state(alice) == before
+
+
+def _indexed(root: Path) -> tuple[list[str], dict[str, str]]:
+    with Index.open(root) as index:
+        paths = sorted(r[0] for r in index.conn.execute("SELECT DISTINCT path FROM docs"))
+        return paths, index.unreadable()
+
+
+def test_a_memory_forgotten_on_one_machine_leaves_the_other_ones_index_after_sync(tmp_path):
+    """Review 7 F6: alice forgets a decision (moved to archive/ with its moment); bob's
+    sync fast-forwards the move, and his index kept serving archive/decisions/... as a
+    current fact and warned that archive/scenes/... does not parse, until a reindex."""
+    bare, alice, bob = team(tmp_path)
+    scene = "scenes/decisions/session-storage.md"
+    alice.write(replace(alice.read_fact(DECISION), linked_scene=scene))
+    alice.write(Moment(path=scene, anchor="session-storage", linked_fact=DECISION,
+                       description="Scene cue for session-storage", narrative="We chose Redis.",
+                       timeline=("session-storage -> chosen [2026-11-20]",),
+                       stored="2026-11-20"))
+    alice.commit([DECISION, scene], "mem: store scenes/decisions/session-storage\n")
+    sync(alice)
+    sync(bob)
+    assert DECISION in _indexed(bob.root)[0]
+    proc = dualtrace("forget", "session-storage", "--yes", "--memory-dir", str(alice.root))
+    assert proc.returncode == 0, proc.stderr
+    assert (alice.root / "archive" / DECISION).exists()
+    sync(alice)
+    assert sync(bob).incoming >= 1 and (bob.root / "archive" / DECISION).exists()
+    after_sync = _indexed(bob.root)
+    assert not any(p.startswith("archive/") for p in after_sync[0]), after_sync
+    assert after_sync[1] == {}
+    reindex = dualtrace("reindex", "--memory-dir", str(bob.root))
+    assert reindex.returncode == 0, reindex.stderr
+    assert _indexed(bob.root) == after_sync     # the same as a fresh reindex
+    listed = dualtrace("list", "--memory-dir", str(bob.root))
+    assert listed.returncode == 0 and "warning" not in listed.stderr, listed.stderr
+
+
+def test_the_first_push_to_a_local_bare_remote_points_its_head_so_git_clone_works(tmp_path):
+    """Review 7 F14: `git init --bare` (HEAD -> master) then the first sync pushed main
+    only, and a teammate's `git clone` checked out nothing ("remote HEAD refers to
+    nonexistent ref")."""
+    bare = bare_repo(tmp_path, branch="master")
+    alice = memory(tmp_path, "alice", (DECISION, "Sessions live in Redis."))
+    add_remote(alice, f"file://{bare}")
+    assert sync(alice).pushed
+    assert git(bare, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    proc = subprocess.run(["git", "clone", str(bare), str(tmp_path / "bob")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert (tmp_path / "bob" / DECISION).read_text() == alice.read_text(DECISION)
+    # A remote whose HEAD names a branch it has is never repointed.
+    other = bare_repo(tmp_path, "other.git", branch="master")
+    git(alice.root, "push", "-q", str(other), "main:master", "main:main")
+    git(other, "symbolic-ref", "HEAD", "refs/heads/master")
+    carol = memory(tmp_path, "carol")
+    add_remote(carol, str(other))
+    sync(carol)
+    assert git(other, "symbolic-ref", "HEAD").strip() == "refs/heads/master"
