@@ -176,13 +176,15 @@ def timed_plain(template: Path, work: Path) -> float:
     return took
 
 
-def bench_sync(memories: int, incoming: int, runs: int, baseline_ref: str | None) -> None:
+def bench_sync(memories: int, incoming: int, runs: int, baseline_ref: str | None,
+               shapes: set[str] | None = None) -> None:
     old_sync = sync_at(baseline_ref) if baseline_ref else None
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
         base = Path(tmp)
         templates = build(base, memories, incoming)
         if old_sync is None:
             templates.pop("noop")
+        templates = {k: v for k, v in templates.items() if not shapes or k in shapes}
         remote = base / "remote.git"
         pristine = base / "remote-pristine.git"
         shutil.copytree(remote, pristine)
@@ -204,7 +206,10 @@ def bench_sync(memories: int, incoming: int, runs: int, baseline_ref: str | None
                     f"ms   ratio {o / p:.2f}x")
             if old_sync is not None:
                 ref = statistics.median(samples["ref"])
-                line += f"   sync at {baseline_ref} median {ref:7.1f} ms   ratio {o / ref:.3f}x"
+                paired = statistics.median(a / b for a, b in zip(samples["ours"], samples["ref"],
+                                                                 strict=True))
+                line += (f"   sync at {baseline_ref} median {ref:7.1f} ms   ratio {o / ref:.3f}x"
+                         f" (median of paired ratios {paired:.3f}x)")
             print(line + f"   (runs: {', '.join(f'{x:.0f}' for x in samples['ours'])})")
 
 
@@ -263,8 +268,10 @@ def main() -> None:
     parser.add_argument("--baseline-ref", default=None,
                         help="also time memfs/sync.py as it is at this git ref, paired")
     parser.add_argument("--no-driver", action="store_true", help="skip the merge-driver part")
+    parser.add_argument("--shapes", default="", help="comma-separated: ff,merge,noop (default all)")
     args = parser.parse_args()
-    bench_sync(args.memories, args.incoming, args.runs, args.baseline_ref)
+    bench_sync(args.memories, args.incoming, args.runs, args.baseline_ref,
+               {x for x in args.shapes.split(",") if x} or None)
     if not args.no_driver:
         bench_driver(args.runs)
 
