@@ -79,6 +79,41 @@ def _has_objects(gitdir: Path) -> bool:
     return False
 
 
+def stored_refs(root: Path, prefix: str) -> dict[str, str] | None:
+    """refname -> sha of the non-symbolic refs under ``prefix`` (``refs/remotes/origin/``),
+    read from ``root/.git``'s packed-refs and loose ref files without a git process; None
+    when the repository keeps its refs another way (reftable, a linked ``.git`` file).
+    A loose ref overrides its packed line, as in git."""
+    gitdir = Path(root) / ".git"
+    if not gitdir.is_dir() or (gitdir / "reftable").exists():
+        return None
+    refs: dict[str, str] = {}
+    try:
+        packed = (gitdir / "packed-refs").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        packed = ""
+    for line in packed.splitlines():
+        sha, _, ref = line.partition(" ")
+        if ref.startswith(prefix) and not line.startswith(("#", "^")):
+            refs[ref] = sha
+    pending = [gitdir / prefix]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False) and not entry.name.endswith(".lock"):
+                text = Path(entry.path).read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("ref:"):   # a symbolic ref (origin/HEAD) is no tip
+                    refs[Path(entry.path).relative_to(gitdir).as_posix()] = text
+    refs.pop(prefix + "HEAD", None)
+    return refs
+
+
 @dataclass(frozen=True)
 class OpLine:
     """One operation as it appears in a commit: ``mem: <verb> <target> (<detail>, evidence:N)``."""

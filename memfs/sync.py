@@ -437,30 +437,14 @@ def _refs(git: Git, *patterns: str) -> dict[str, str]:
 
 
 def _stored_refs(git: Git, root: Path, prefix: str) -> dict[str, str]:
-    """refname -> sha of the (non-symbolic) refs under ``prefix``, read from ``.git``'s
-    packed-refs and loose ref files: no process on the path every sync takes. A
-    repository that keeps refs another way (reftable, a linked .git file) asks git."""
-    gitdir = root / ".git"
-    if not gitdir.is_dir() or (gitdir / "reftable").exists():
-        return {ref: sha for ref, sha in _refs(git, prefix).items() if ref != prefix + "HEAD"}
-    refs: dict[str, str] = {}
-    try:
-        packed = (gitdir / "packed-refs").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        packed = ""
-    for line in packed.splitlines():
-        sha, _, ref = line.partition(" ")
-        if ref.startswith(prefix) and not line.startswith(("#", "^")):
-            refs[ref] = sha
-    folder = gitdir / prefix
-    if folder.is_dir():
-        for path in folder.rglob("*"):
-            if path.is_file() and not path.name.endswith(".lock"):
-                text = path.read_text(encoding="utf-8", errors="replace").strip()
-                if not text.startswith("ref:"):   # a symbolic ref (origin/HEAD) is no tip
-                    refs[path.relative_to(gitdir).as_posix()] = text
-    refs.pop(prefix + "HEAD", None)
-    return refs
+    """refname -> sha of the (non-symbolic) refs under ``prefix``: from ``.git``'s files
+    (no process on the path every sync takes), else from git."""
+    from dualtrace.memfs.gitrepo import stored_refs
+
+    found = stored_refs(root, prefix)
+    if found is None:
+        found = {ref: sha for ref, sha in _refs(git, prefix).items() if ref != prefix + "HEAD"}
+    return found
 
 
 def _restore_refs(git: Git, prefix: str, before: dict[str, str]) -> None:
