@@ -170,3 +170,43 @@ def asks_to_remember(text: str) -> bool:
     """A sentence of ``text`` opens with an explicit request to remember (:data:`REMEMBER`)."""
     return any(REMEMBER.match(s) and not s.rstrip().endswith("?")
                for s in re.split(r"(?<=[.!?])\s+|\n+", text.strip()))
+
+
+# A user correcting the work: "No, we use pnpm in this repo, not npm.", "Use tabs, not
+# spaces, in the Go files.", "Don't use print here; use the structured logger.", "wait,
+# the API base path is /api/v2 now, not /api/v1", "Stop adding comments to every line, I
+# hate that." What it is: a rule (an imperative or "we use ..." that rejects an
+# alternative, or a "don't X; use Y"), a corrected fact (a statement opened by "no" /
+# "wait" / "actually" that rejects the old value), or the user's taste ("I hate that").
+_CORRECTION_OPEN = re.compile(r"^(?:(?:no|nope|wait|actually|careful|hmm|sorry|oops|correction)\b[\s,.!:;-]*)+", re.I)
+_CONTRAST = re.compile(r",\s*(?:and\s+)?(?:not|never)\s+[\w`'\"./@-]+|\b(?:instead of|rather than)\s+\S", re.I)
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+)?(?:use|don'?t|do not|never|always|stop|avoid|write|put|keep|run|call|prefer|name"
+    r"|import|commit|push|deploy|test|format)\b|^we (?:use|run|write|keep|deploy|put|call|name|only|always|never)\b",
+    re.I)
+_THEN_USE = re.compile(r"[;,:]\s*(?:just\s+)?(?:use|write|call|run|prefer)\b", re.I)
+_DISTASTE = re.compile(r"\bi (?:really )?(?:hate|dislike|can'?t stand|don'?t like)\b(?: (?:that|it|this|when))?", re.I)
+_STATES = re.compile(r"\b(?:is|are|was|were|lives?|runs?|sits?|moved|became|points?)\b", re.I)
+
+
+def correction_kind(sentence: str) -> str | None:
+    """convention, learning or preference for a user's correction (see above), else None."""
+    body = _CORRECTION_OPEN.sub("", sentence.strip())
+    opened = body != sentence.strip()
+    if not body or sentence.rstrip().endswith("?"):
+        return None
+    if _DISTASTE.search(body) and (_IMPERATIVE.match(body) or opened):
+        return "preference"
+    contrast = _CONTRAST.search(body)
+    if _IMPERATIVE.match(body) and (contrast or re.match(r"(?:don'?t|do not|never|stop|avoid)\b", body, re.I)
+                                    and _THEN_USE.search(body)):
+        return "convention"
+    if opened and contrast and _STATES.search(body[:contrast.start()]):
+        return "learning"
+    return None
+
+
+def without_opener(sentence: str) -> str:
+    """A correction's statement without its "No," / "wait," / "Actually," opener."""
+    body = _CORRECTION_OPEN.sub("", sentence.strip())
+    return body[0].upper() + body[1:] if body else sentence

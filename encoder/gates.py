@@ -13,7 +13,13 @@ import re
 from dataclasses import dataclass
 
 from dualtrace.encoder.cues import TEST_COMMAND as _TEST
-from dualtrace.encoder.cues import asks_to_remember, fixed_by_rerun, is_agreement, run_key
+from dualtrace.encoder.cues import (
+    asks_to_remember,
+    correction_kind,
+    fixed_by_rerun,
+    is_agreement,
+    run_key,
+)
 from dualtrace.encoder.session import Event, Session
 
 _DECISION = re.compile(
@@ -36,7 +42,8 @@ _CONVENTION = re.compile(
 # recurring mistake. Only the user's own words count for these.
 _USER_SIGNAL = re.compile(
     r"(?i)(?:^|[.!?]\s+)(?:i (?:really )?(?:like|prefer|hate|dislike|tend to|always|never)\b"
-    r"|i don'?t like\b|i'?d rather\b|please (?:always|never|don'?t)\b)"
+    r"|i don'?t like\b|i'?d rather\b|please (?:always|never|don'?t)\b"
+    r"|(?:by the way|btw|fwiw|also),? i (?:really )?(?:like|prefer|hate|dislike)\b)"
     r"|\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|exception|crash(?:es|ed|ing)?|regression|outage"
     r"|race condition|deadlock|memory leak|flaky|intermittent(?:ly)?|root cause|is back"
     r"|(?:does not|doesn'?t|do not|don'?t) work|(?:is|are) not working|stopped working"
@@ -153,6 +160,11 @@ def evaluate(session: Session) -> GateVerdict:
         if e.kind == "user" and e.agent is None:
             if asks_to_remember(e.text):
                 signal_reasons.append(f"the user asked to remember something (at {_hhmm(e.ts)})")
+                break
+            fixed = next((s for s in re.split(r"(?<=[.!?])\s+|\n+", e.text.strip())
+                          if correction_kind(s)), None)
+            if fixed is not None:
+                signal_reasons.append(f"the user corrected the work: '{fixed[:80]}' (at {_hhmm(e.ts)})")
                 break
             m = _USER_SIGNAL.search(e.text)
             if m:

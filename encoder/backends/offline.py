@@ -35,7 +35,15 @@ from dataclasses import dataclass, field
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
-from dualtrace.encoder.cues import AGREEMENT_STRONG, REMEMBER, fixed_by_rerun, is_agreement, is_dump
+from dualtrace.encoder.cues import (
+    AGREEMENT_STRONG,
+    REMEMBER,
+    correction_kind,
+    fixed_by_rerun,
+    is_agreement,
+    is_dump,
+    without_opener,
+)
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import (
     STOPWORDS,
@@ -62,7 +70,7 @@ from dualtrace.memfs.formats import Fact, Scores
 _I = re.I
 LEAD = {
     "preference": re.compile(
-        r"(?:^|[.!?]\s+)(?:(?:also|and|oh|btw|ps)\W+)?(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
+        r"(?:^|[.!?]\s+)(?:(?:also|and|oh|btw|ps|by the way|fwiw|incidentally)\W+)?(?:i (?:really )?(?:like|prefer|love|hate|want|dislike|tend to|always|never)\b"
         r"|i don'?t like\b|my preference\b|i'?d rather\b|i'?d (?:actually |really |much )?(?:love|prefer)\b"
         r"|please (?:always|never|don'?t)\b)", _I),
     "convention": re.compile(
@@ -74,7 +82,12 @@ LEAD = {
         r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
         r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
         r"|going with|settled on|opted (?:for|to)|we chose|standardi[sz]e on|replac(?:e|ing) \S+ with"
-        r"|switch(?:ing|ed)? (?:from \S+ )?to|we(?:'re| are) (?:dropping|adopting))\b", _I),
+        r"|switch(?:ing|ed)? (?:from \S+ )?to|we(?:'re| are) (?:dropping|adopting)"
+        # a sentence that opens with the revision ("I changed my mind about X: ..."); one
+        # that asks to look at something first ("have a look at this patch, I changed my
+        # mind ...") is a request, read by the task path
+        r"|^(?:so,? )?(?:i|we)(?:'ve| have)? chang(?:e|ed|ing) (?:my|our) minds?|^on second thought"
+        r"|^change of plans?)\b", _I),
     "incident": re.compile(
         r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
         r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
@@ -232,10 +245,14 @@ GENERAL = re.compile(r"\b(?:always|never|every\w*|in general|generally|whenever|
 def lead_type(sentence: str) -> str | None:
     if GOAL.search(sentence):
         return "decision"
+    corrected = correction_kind(sentence)
+    if corrected is not None and not LEAD["decision"].search(sentence):
+        return corrected
     for kind in PRIORITY:
         if LEAD[kind].search(sentence):
             if kind == "preference" and not re.match(
-                    r"^(?:(?:also|and|oh|btw|ps)\W+)?(?:i\b|my\b|please\b|personally\b)", sentence, _I):
+                    r"^(?:(?:also|and|oh|btw|ps|by the way|fwiw|incidentally)\W+)?(?:i\b|my\b|please\b|personally\b)",
+                    sentence, _I):
                 continue
             if kind == "preference" and ONE_OFF.search(sentence) and not GENERAL.search(sentence):
                 continue  # a one-off request within the work (see ONE_OFF)
@@ -309,6 +326,8 @@ def segment(session) -> list[Candidate]:
                                             (supports and kind not in ("preference", "convention"))):
                     (current.lead if kind == current.type and not supports else current.support).append(sentence)
                 elif kind is not None:
+                    if correction_kind(sentence):
+                        sentence = without_opener(sentence)  # "wait, the base path is ..."
                     current = Candidate(kind, [sentence], event_index=index, ts=event.ts)
                     candidates.append(current)
         elif event.kind == "assistant" and event.detail != "thinking":
@@ -945,8 +964,20 @@ def _enough(words: list[str], more: list[str], want: int = 4) -> list[str]:
     return out
 
 
+# "I changed my mind about integer cents: <the new decision>": the subject is the new one
+_MIND_LEAD = re.compile(r"^(?:so,? )?(?:i|we)(?:'ve| have)? chang\w* (?:my|our) minds?(?: about [^:;]{1,80})?[:;,]\s*"
+                        r"|^(?:on second thought|change of plans?)[:;,]?\s*", _I)
+
+
 def subject_of(c: Candidate) -> str:
-    lead = c.lead[0]
+    """The words a memory's anchor is made of; a word said twice in a row ("decimal.Decimal")
+    is said once."""
+    words = [p for w in _subject_words(c).split() for p in w.split(".") if p]
+    return " ".join(w for n, w in enumerate(words) if n == 0 or w.lower() != words[n - 1].lower())
+
+
+def _subject_words(c: Candidate) -> str:
+    lead = _MIND_LEAD.sub("", c.lead[0]) or c.lead[0]
     lead_words = _clean_words(lead)
     idents = [w.lower() for w in (_identifiers(lead) or c.idents)][:2]
     if c.role == "assistant":
