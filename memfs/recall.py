@@ -113,7 +113,7 @@ RECORD_SEM_HIGH = 0.60
 RECORD_COMBO = 0.80
 RECORD_SEM_FLOOR = 0.0
 RECORD_COV_FLOOR = 0.0
-RECORD_LEX_SEM_FLOOR = 0.0
+RECORD_LEX_SEM_FLOOR = LEX_SEM_FLOOR
 # Words and meaning at a lower sum when the words matched carry more IDF than one word
 # found in a single chunk (Gate.rare_words): calibrated on the main question set's tuning
 # part (bench/calibrate_gates.py; the plateau runs from 1.35 to 1.5 words at 0.55-0.6).
@@ -494,10 +494,11 @@ class Gate:
     def passes(self, unit: _Unit, semantic: bool, never_said: bool = False) -> bool:
         if unit.mass < self.min_mass:
             return False
+        if never_said and self.frame_only(unit, semantic):
+            # Whatever path it would take (words alone, or words and a little meaning):
+            # the words it shares may be only the question's frame.
+            return False
         if unit.coverage >= self.coverage:
-            if never_said and self.never_said_floor and not unit.named and not (
-                    semantic and max(unit.sem, unit.cos) >= self.never_said_floor):
-                return False
             return not semantic or max(unit.sem, unit.cos) >= self.lex_sem_floor
         if not semantic:
             return False
@@ -508,6 +509,12 @@ class Gate:
         both = unit.coverage + unit.sem
         return both >= self.combo or (both >= self.rare_combo and unit.rare >= self.rare_words)
 
+    def frame_only(self, unit: _Unit, semantic: bool) -> bool:
+        """Whether, for a question with a never-said word, ``unit`` would pass only on the
+        words it shares (not named for one, not meaning ``never_said_floor``)."""
+        return bool(self.never_said_floor) and not unit.named and not (
+            semantic and max(unit.sem, unit.cos) >= self.never_said_floor)
+
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
                    lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
@@ -517,7 +524,11 @@ RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_F
 # Whether the memory answers is the gates' decision; once something passes, a record
 # chunk that comes this near takes one of the remaining places (it never answers alone).
 # Main set's tuning part: +3 answers over a plateau of cosine 0.35-0.45 / sum 0.6-0.7.
-COMPANION_GATE = Gate(RECORD_THRESHOLD, 0.42, 0.65)
+COMPANION_GATE = Gate(RECORD_THRESHOLD, 0.42, 0.65, lex_sem_floor=RECORD_LEX_SEM_FLOOR)
+# A curated memory made in a session whose record passes answers with a lower bar: its
+# words and meaning together (as SEM_COMBO's path, without its cosine floor).
+CORROBORATED_GATE = Gate(THRESHOLD, SEM_HIGH, 0.6, 0.0, SEM_COV_FLOOR,
+                         lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -639,14 +650,13 @@ def never_said_words(index: Index, terms: list[str]) -> list[str]:
             if not any(index.seen_word(w) for w in (t, *spelling_variants(t)))]
 
 
-def _never_said(index: Index, terms: list[str], units: list[_Unit],
-                semantic: bool) -> list[str]:
+def _never_said(index: Index, terms: list[str], units: list[_Unit], semantic: bool,
+                gate: Gate) -> list[str]:
     """The question's never-said words (a pasted text is exempt), looked up only when a
-    memory would pass on words alone without the meaning Gate.never_said_floor asks for;
-    then ``_Unit.named`` for those: whether the memory's anchor (its name) holds one of
-    the question's other words (not a weak word)."""
-    todo = [u for u in units if u.coverage >= MEMORY_GATE.coverage
-            and not (semantic and max(u.sem, u.cos) >= MEMORY_GATE.never_said_floor)]
+    unit would pass ``gate`` on the words it shares alone (Gate.frame_only); then
+    ``_Unit.named`` for those: whether the memory's anchor (its name) holds one of the
+    question's other words (not a weak word). A record chunk has no anchor."""
+    todo = [u for u in units if gate.frame_only(u, semantic) and gate.passes(u, semantic)]
     if not todo or len(terms) > LONG_QUERY:
         return []
     unsaid = never_said_words(index, terms)
@@ -688,21 +698,29 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
             # nothing, and SessionStart already lists the recent sessions.
             return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
         terms = topic or terms
-    memories: list[RecalledMemory] = []
+    units: list[_Unit] = []
+    passing: list[_Unit] = []
+    unsaid: list[str] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
-        unsaid = _never_said(index, terms, units, semantic)
-        passing = _with_successors(index, [u for u in units
-                                           if MEMORY_GATE.passes(u, semantic, bool(unsaid))])
-        _complete(index, passing[:limit])
-        memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
+        unsaid = _never_said(index, terms, units, semantic, MEMORY_GATE)
+        passing = [u for u in units if MEMORY_GATE.passes(u, semantic, bool(unsaid))]
     passages: list[RecalledMemory] = []
+    chunk_units: list[_Unit] = []
+    passing_chunks: list[_Unit] = []
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count:
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
         passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        if passing_chunks and units and record_gate is RECORD_GATE:
+            passing = _corroborated(index, units, passing, passing_chunks[0], semantic,
+                                    bool(unsaid))
+    passing = _with_successors(index, passing)
+    _complete(index, passing[:limit])
+    memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
+    if chunk_units:
         if (passing_chunks or memories) and record_gate is RECORD_GATE:
             # The memory answers: the remaining places go to records that come near
             # (not for a stricter gate, the prompt hook's, which speaks unasked).
@@ -725,6 +743,28 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     # The state is the answer's, the first item's: a session record first (a "last time"
     # question) is a record-only answer even when a memory with a moment follows it.
     return RecallResult(question, shown[0].state, tuple(shown), terms=tuple(terms))
+
+
+def _corroborated(index: Index, units: list[_Unit], passing: list[_Unit],
+                  best_chunk: _Unit, semantic: bool, never_said: bool) -> list[_Unit]:
+    """The passing memories, then those that the answering record vouches for.
+
+    Once a session record passes the record gate, the best of them (``best_chunk``) is
+    the episode that answers; a curated memory made in that session (its ``sessions``)
+    that matches the question on its own, short of its gate (``CORROBORATED_GATE``), is
+    that episode's considered trace and is shown with it, after the memories that pass
+    alone. Nothing is added when no record passes, so what abstains still abstains.
+    """
+    near = [u for u in units if u not in passing
+            and CORROBORATED_GATE.passes(u, semantic, never_said)]
+    doc = index.docs(best_chunk.ids[:1]).get(best_chunk.ids[0]) if best_chunk.ids else None
+    session = str(doc.data.get("session") or "") if doc is not None else ""
+    if not session or not near:
+        return passing
+    made_in = index.docs(i for u in near for i in u.ids)
+    return passing + [u for u in near
+                      if any(session in (str(s) for s in made_in[i].data.get("sessions") or ())
+                             for i in u.ids if i in made_in)]
 
 
 def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
