@@ -520,7 +520,8 @@ MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
                    lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
                    RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
-                   rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS)
+                   rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS,
+                   never_said_floor=NEVER_SAID_FLOOR)
 # Whether the memory answers is the gates' decision; once something passes, a record
 # chunk that comes this near takes one of the remaining places (it never answers alone).
 # Main set's tuning part: +3 answers over a plateau of cosine 0.35-0.45 / sum 0.6-0.7.
@@ -700,12 +701,15 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         terms = topic or terms
     units: list[_Unit] = []
     passing: list[_Unit] = []
+    framed: list[_Unit] = []  # memories the never-said rule held back: only frame words
     unsaid: list[str] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
         units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
         unsaid = _never_said(index, terms, units, semantic, MEMORY_GATE)
         passing = [u for u in units if MEMORY_GATE.passes(u, semantic, bool(unsaid))]
+        framed = [u for u in units if unsaid and u not in passing
+                  and MEMORY_GATE.passes(u, semantic)]
     passages: list[RecalledMemory] = []
     chunk_units: list[_Unit] = []
     passing_chunks: list[_Unit] = []
@@ -713,7 +717,13 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         chunk_units = _score(index, terms, (SESSION_TYPE,), (), qvec=qvec, chunks=True)
         if semantic:
             chunk_units = _window_semantics(index, chunk_units[:RECORD_RERANK], qvec, embedder)
-        passing_chunks = [u for u in chunk_units if record_gate.passes(u, semantic)]
+        # The records of a session whose curated memory the never-said rule held back
+        # answer on the same frame words only with the meaning that memory lacked. With
+        # an embedder only: without one a record has no meaning to show, and its own
+        # stricter coverage gate is the check (lexically, frame-only would mean never).
+        bound = _sessions_of_units(index, framed) if semantic and framed else set()
+        passing_chunks = [u for u in chunk_units if record_gate.passes(
+            u, semantic, bool(bound) and _session_of_chunk(index, u) in bound)]
         if passing_chunks and units and record_gate is RECORD_GATE:
             passing = _corroborated(index, units, passing, passing_chunks[0], semantic,
                                     bool(unsaid))
@@ -745,6 +755,17 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     return RecallResult(question, shown[0].state, tuple(shown), terms=tuple(terms))
 
 
+def _sessions_of_units(index: Index, units: list[_Unit]) -> set[str]:
+    """The sessions these curated memories were made in (their facts' ``sessions``)."""
+    docs = index.docs(i for u in units for i in u.ids)
+    return {str(s) for d in docs.values() for s in d.data.get("sessions") or ()}
+
+
+def _session_of_chunk(index: Index, unit: _Unit) -> str:
+    doc = index.docs(unit.ids[:1]).get(unit.ids[0]) if unit.ids else None
+    return str(doc.data.get("session") or "") if doc is not None else ""
+
+
 def _corroborated(index: Index, units: list[_Unit], passing: list[_Unit],
                   best_chunk: _Unit, semantic: bool, never_said: bool) -> list[_Unit]:
     """The passing memories, then those that the answering record vouches for.
@@ -757,8 +778,7 @@ def _corroborated(index: Index, units: list[_Unit], passing: list[_Unit],
     """
     near = [u for u in units if u not in passing
             and CORROBORATED_GATE.passes(u, semantic, never_said)]
-    doc = index.docs(best_chunk.ids[:1]).get(best_chunk.ids[0]) if best_chunk.ids else None
-    session = str(doc.data.get("session") or "") if doc is not None else ""
+    session = _session_of_chunk(index, best_chunk)
     if not session or not near:
         return passing
     made_in = index.docs(i for u in near for i in u.ids)

@@ -121,3 +121,40 @@ def test_a_record_that_mentions_the_word_in_passing_does_not_come_along(function
     webhook = recall(functions, "why did the payment webhook fire twice?", embedder=EMBEDDER)
     assert webhook.memories[0].record is not None
     assert webhook.memories[0].record.session == WEBHOOK
+
+
+ORDERS = "6a22cc33-4444-4555-8666-b77788889999"
+
+
+@pytest.fixture
+def orders(memdir):
+    """An incident that names its root cause, and the record of the session it came from."""
+    store = MemoryStore(memdir, project="p")
+    _record(store, ORDERS, "2026-05-06T10:00:00Z", "Orders API timing out under load",
+            [("Checkout requests to the orders API time out under load again. I confirmed "
+              "the root cause in the slow query log: a full table scan on orders.created_at.",
+              "Added an index on orders.created_at; the load test now passes at 500 requests "
+              "per second.")])
+    incident = formats.Fact(
+        path="incidents/orders-api-timeout.md", type="incident",
+        description="Checkout requests to the orders API timed out under load",
+        body="The root cause was a full table scan: orders.created_at had no index. Adding "
+             "the index fixed it.", stored="2026-05-06", sessions=(ORDERS,))
+    store.commit([store.write(incident)], "mem: incident\n")
+    return store
+
+
+def test_the_record_of_a_memory_held_back_as_frame_only_does_not_answer_either(orders):
+    """"root cause" is all a question about a never-said subject shares with the incident
+    (the memory gate holds it back); its own session's record, saying the same words, is
+    held to the same meaning and does not answer in its place."""
+    for question in ("what was the root cause of the memory leak?",
+                     "what was the root cause of the deadlock?"):
+        result = recall(orders, question, embedder=EMBEDDER)
+        assert result.state == "C", result.render()
+    for question in ("what was the root cause of the orders api timeout?",
+                     "what was the root cause of the slow checkout?"):
+        result = recall(orders, question, embedder=EMBEDDER)
+        assert [m.path for m in result.memories][:1] == ["incidents/orders-api-timeout.md"]
+        assert any(m.record is not None and m.record.session == ORDERS
+                   for m in result.memories[1:]), question

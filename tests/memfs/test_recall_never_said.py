@@ -48,10 +48,9 @@ def curated(result):
 def test_the_reviews_memory_leak_question_is_not_answered_by_the_401_incident(reviewed, embedder):
     question = "what was the root cause of the memory leak?"
     result = recall(reviewed, question, embedder=embedder)
-    assert result.state != "A"
-    assert curated(result) == []  # no curated memory vouches for it
-    if embedder is None:
-        assert result.state == "C"
+    # Nothing answers: not the incident, nor (with the embedder) the record of its session
+    # saying the same "root cause" (the record of a memory held back is held back too).
+    assert result.state == "C", result.render()
     # The incident still answers its own questions, with a word it never says too.
     for asked in ("what was the root cause of the 401 errors?",
                   "what was the root cause of the auth middleware 401s?"):
