@@ -233,7 +233,7 @@ def commit_events(command: str, output: str, ts: str | None, ok: bool,
 _PATCH_HEAD = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _PATCH_KINDS = {"Add": "create", "Update": "modify", "Delete": "delete"}
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n(.*?)\n\s*\2\s*$", re.S | re.M)
-# open("path", "w"), open('path', mode="a"), Path("path").write_text(...)
+# open() of a literal path in a write, append or exclusive mode, Path("path").write_text(...)
 _PY_WRITE = re.compile(
     r"""\bopen\(\s*(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[wax]\+?b?\3"""
     r"""|\bPath\(\s*(['"])([^'"\n]+)\4\s*\)\.write_(?:text|bytes)\(""")
