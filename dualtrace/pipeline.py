@@ -406,6 +406,10 @@ def _write_plan(store, builder, settings: Settings, report: EncodeReport) -> Non
         write_local_record(store.root, *local)
 
 
+NOTHING_DONE = ("nothing done in the session (no tool activity, no change, no check and "
+                "no reply beyond an acknowledgement): no session record")
+
+
 def _worth_recording(session) -> bool:
     """The record gate: a real request from the user (not a greeting or a bare /clear)."""
     from dualtrace.encoder.records import has_request
@@ -437,18 +441,20 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     """The session record rides in the plan: same commit as the facts (or local state)."""
     from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor
-    from dualtrace.memfs.sessions import find_record
+    from dualtrace.memfs.sessions import find_record, substantive
 
     redactor = Redactor(settings.redact_patterns)
     local = settings.session_records == "local"
-    if whole is not None and report.cursor[0] > 0 and session.session_id and \
-            find_record(store.root, session.session_id) is None:
+    recorded = bool(session.session_id) and find_record(store.root, session.session_id) is not None
+    if whole is not None and report.cursor[0] > 0 and session.session_id and not recorded:
         # Earlier parts fell below the noise gate: the record starts from the beginning.
         session = whole()
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
         redact=redactor.redact, summary=builder.summary)
+    if not recorded and not substantive(record):
+        return  # the noise gate for records (memfs.sessions.substantive)
     turns = len(record.turns)
     builder.attach_record(record.path, text, commit=not local,
                           detail=f"{turns} turn{'s' if turns != 1 else ''}, part {record.parts}")
@@ -564,6 +570,11 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
                                       memories=memories, local=local,
                                       budget=settings.session_record_budget,
                                       redact=redactor.redact, fresh=not range_start)
+            if existing is None and not records.substantive(record):
+                # A question and an "OK.": nothing a later session could use, and
+                # asked again, its own words would answer it (review 7, F1).
+                report.skipped = report.skipped or NOTHING_DONE
+                return
             report.record = record.path
             if local:
                 records.write_local_record(store.root, record.path, text)

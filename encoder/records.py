@@ -24,6 +24,7 @@ from dualtrace.memfs.sessions import (
     Commit,
     SessionRecord,
     Turn,
+    answered,
     find_record,
     free_path,
     one_line,
@@ -466,8 +467,11 @@ def build(session: Session, *, first_turn: int = 1) -> Built:
     drafts = _turn_drafts(session)
     turns = [_turn(d, first_turn + n, log, session) for n, d in enumerate(drafts)]
     check_list = _check_list(log)
+    # What the session was about: the first request the agent answered (a question left
+    # at "OK." is not what a session that then fixed a test was about).
+    replied = [d for d, t in zip(drafts, turns, strict=True) if answered(t)]
     return Built(turns, log.commits[-MAX_COMMITS:], list(log.files)[:MAX_FILES], check_list,
-                 _open_ends(log, check_list, turns), describe(drafts))
+                 _open_ends(log, check_list, turns), describe(replied) or describe(drafts))
 
 
 EXPANSION_CHARS = 400

@@ -51,8 +51,9 @@ log = LazyLogger(__name__)
 LITTLE_ENDIAN = sys.byteorder == "little"
 
 # 5: the searchable body of facts and moments leaves out the encoders' template words
-# (``evidence_text``).
-SCHEMA_VERSION = "5"
+# (``evidence_text``). 6: a record turn the agent did not answer is indexed without the
+# user's questions, and an unanswered question is no chunk's description (review 7, F1).
+SCHEMA_VERSION = "6"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -312,6 +313,7 @@ def _record_docs(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, s
     sessions = _sessions()
     record = sessions.parse_record(text, rel)
     day = record.date or ""
+    described = sessions.description_evidence(record)
     out = []
     for i, window in enumerate(sessions.turn_windows(text)):
         body = window.text[:CHUNK_CHARS]
@@ -319,7 +321,8 @@ def _record_docs(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, s
             continue
         data = {"path": rel, "session": record.session, "project": record.project,
                 "host": record.host, "started": record.started,
-                "description": record.description, "heading": window.heading,
+                "description": record.description, "described": described,
+                "heading": window.heading,
                 "section": window.kind, "turn": window.number,
                 "date": window.date or day, "time": window.time, "text": body}
         row = {"path": rel, "kind": "chunk", "unit": f"{rel}#{i}", "type": SESSION_TYPE,
@@ -327,7 +330,8 @@ def _record_docs(rel: str, text: str) -> list[tuple[dict[str, Any], tuple[str, s
                "data": data}
         # The description is what the whole session was about: every chunk carries it,
         # in the (heavier) description column.
-        out.append((row, ("", SESSION_TYPE, record.description, body)))
+        # (Not an unanswered question: asked again, it would find itself.)
+        out.append((row, ("", SESSION_TYPE, described, body)))
     return out
 
 
@@ -335,7 +339,7 @@ def embed_text(doc: Doc) -> str:
     """The text a document's vector is computed from."""
     data = doc.data
     if doc.kind == "chunk":
-        return f"{data.get('description', '')}\n{data.get('text', '')}"
+        return f"{data.get('described', data.get('description', ''))}\n{data.get('text', '')}"
     if doc.kind == "bullet":
         return str(data.get("bullet", ""))
     if doc.kind == "moment":

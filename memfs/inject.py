@@ -154,11 +154,12 @@ RELATED_MEMORIES = 3
 
 
 def _recent_records(store: Any) -> list[Any]:
-    """The newest session records of this project (memfs.sessions.RecordInfo)."""
+    """The newest session records of this project (memfs.sessions.RecordInfo), of
+    sessions that did something: "question, OK." sessions never push out the work."""
     try:
-        from dualtrace.memfs.sessions import list_records
+        from dualtrace.memfs.sessions import recent_records
 
-        return list_records(store.root, limit=RECENT_SESSIONS, project=store.project)
+        return recent_records(store.root, RECENT_SESSIONS, project=store.project)
     except Exception as exc:  # noqa: BLE001 - a notice, never a failure of the hook
         log.warning("cannot list session records: %s", exc)
         return []

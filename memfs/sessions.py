@@ -163,8 +163,79 @@ class TurnWindow:
     date: str | None
     time: str | None
     heading: str
-    text: str  # plain words: quote prefixes and labels removed
+    text: str  # plain words: quote prefixes and labels removed (see turn_windows)
     raw: str  # the section's markdown as written
+    answered: bool = True  # the agent's side holds something (``answered``)
+
+
+# ------------------------------------------------------------------ substance
+#
+# A question is not knowledge, and "OK." is not an answer: a session whose only content is
+# the user's question and an acknowledgement stored nothing a later session can use, and
+# its record, found by the question's own words, told the next session that its earlier
+# unanswered question was a memory (review 7, F1). These predicates say what counts.
+
+# What an agent says when it says nothing: acknowledgements and pleasantries. "Yes" and
+# "no" are not here: to a yes/no question they are the answer.
+_ACK_PHRASE = re.compile(
+    r"(?i)\b(?:ok(?:ay)?|sure(?: thing)?|got it|understood|noted|will do|sounds good|great|"
+    r"good|fine|cool|perfect|alright|all right|of course|certainly|absolutely|done|"
+    r"thanks?(?: you)?|you'?re welcome|i see|makes sense|(?:i'?m )?on it|hello|hi|hey|"
+    r"happy to help|how can i help(?: you)?(?: today)?|what can i do for you(?: today)?|"
+    r"let me know(?: if you need anything(?: else)?)?)\b")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence that asks, even without its question mark ("how do we deploy").
+_ASKS = re.compile(
+    r"(?i)^(?:how|what|why|when|where|which|who|whom|whose|should|shall|can|could|would|"
+    r"will|is|are|was|were|any idea|(?:do|does|did|have|has|had) (?:we|you|i|they|it|he|she))"
+    r"\b[^.!]*$")
+
+
+def is_acknowledgement(text: str | None) -> bool:
+    """Whether an agent's words say nothing beyond an acknowledgement ("OK.", "Sure!",
+    "Got it, thanks.", "Hello! How can I help you today?"); empty text too."""
+    rest = _ACK_PHRASE.sub(" ", text or "")
+    return not re.search(r"\w", rest)
+
+
+def is_question(sentence: str) -> bool:
+    sentence = sentence.strip().strip("*_`\"'").strip()
+    return sentence.endswith("?") or bool(_ASKS.match(sentence))
+
+
+def statements(text: str) -> str:
+    """``text`` without its questions: the sentences that state or ask for something."""
+    kept = [s.strip() for s in _SENTENCES.split(text) if s.strip() and not is_question(s)]
+    return " ".join(kept)
+
+
+def answered(turn: Turn) -> bool:
+    """Whether the agent's side of a turn holds anything: a reply beyond an
+    acknowledgement, a failure, a decision or note, or tool activity."""
+    return bool(turn.failures or turn.notes or turn.activity
+                or not is_acknowledgement(turn.agent))
+
+
+def substantive(record: SessionRecord) -> bool:
+    """Whether a session did something worth its record: a commit, a changed file, a
+    check, a memory it stored or updated, or a turn the agent answered (``answered``).
+    The noise gate for records: a question followed by "OK." writes none."""
+    return bool(record.commits or record.files_changed or record.checks or record.memories
+                or any(answered(t) for t in record.turns))
+
+
+def description_evidence(record: SessionRecord) -> str:
+    """The record's description as the index may match it: not when it is a question
+    no turn answered (the description is the first request; records written before
+    descriptions skipped unanswered requests can start with one)."""
+    text = record.description
+    if not text or not is_question(text.removesuffix("...")):
+        return text
+    head = text.removesuffix("...").strip()[:60]
+    for turn in record.turns:
+        if turn.user and head in " ".join(turn.user.split()) and answered(turn):
+            return text
+    return ""
 
 
 # ------------------------------------------------------------------ helpers
@@ -490,8 +561,15 @@ def turn_windows(text: str) -> list[TurnWindow]:
         raw = "\n".join([heading, *lines]).strip("\n")
         m = TURN_HEADING.match(heading)
         if m:
+            turn = _parse_turn(heading, lines, "<record>")
+            text, replied = _plain(lines), answered(turn)
+            if not replied:
+                # Nothing on the agent's side: the user's questions are not an answer to
+                # anything (asked again, they would find themselves); their statements
+                # stay. A turn of questions alone has no words to index.
+                text = statements(turn.user or "")
             out.append(TurnWindow("turn", int(m.group(1)), _turn_date(m), m.group(3), heading,
-                                  _plain(lines), raw))
+                                  text, raw, answered=replied))
         elif heading == OPEN_ENDS_HEADING:
             out.append(TurnWindow("open-ends", None, day, None, heading, _plain(lines), raw))
         elif SUMMARY_HEADING.match(heading):
@@ -585,6 +663,34 @@ def list_records(root: Path | str, *, local: bool = True, limit: int | None = No
         infos.append(info)
     infos.sort(key=lambda i: (i.started or i.path.rsplit("/", 1)[-1][:10], i.path), reverse=True)
     return infos[:limit] if limit is not None else infos
+
+
+RECENT_LOOKBACK = 4  # recent_records reads up to this many times ``limit`` records
+
+
+def recent_records(root: Path | str, limit: int, *,
+                   project: str | None = None) -> list[RecordInfo]:
+    """The ``limit`` newest records of sessions that did something (``substantive``).
+
+    Records are no longer written for sessions that did nothing, but a memory made
+    before holds them: a run of "question, OK." sessions would push the session that
+    did the work out of SessionStart's recent list. Only the newest few are read.
+    """
+    root = Path(root)
+    out: list[RecordInfo] = []
+    for info in list_records(root, limit=limit * RECENT_LOOKBACK, project=project):
+        if info.memories:
+            out.append(info)
+        else:
+            try:
+                record = parse_record(_read(root, info.path), info.path)
+            except (OSError, UnicodeDecodeError, DualtraceError):
+                continue
+            if substantive(record):
+                out.append(info)
+        if len(out) >= limit:
+            break
+    return out
 
 
 _STARTED = re.compile(r"^started: '?([^'\n]*)'?$", re.M)
@@ -696,5 +802,6 @@ __all__ = [
     "Check", "Commit", "DEFAULT_BUDGET", "LOCAL_RECORDS_DIR", "MODES", "RECORDS_DIR",
     "RecordInfo", "SessionRecord", "Turn", "TurnWindow", "find_record", "free_path", "id8",
     "is_record_path", "list_records", "outcome_line", "parse_record", "read_info",
-    "read_record", "record_path", "render_record", "render_turn", "turn_windows",
+    "read_record", "recent_records", "record_path", "render_record", "render_turn",
+    "substantive", "turn_windows",
 ]

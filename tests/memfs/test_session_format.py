@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -104,3 +105,51 @@ def test_list_records_limit_ranks_same_day_records_by_start_time(tmp_path):
         "cccc0000-1", "aaaa0000-1"]
     assert [i.session for i in sessions.list_records(tmp_path, limit=2, project="other")] == []
     assert [i.session for i in sessions.list_records(tmp_path)][-1] == "eeee0000-1"
+
+
+# ------------------------------------------------------------------ substance (review 7, F1)
+
+
+@pytest.mark.parametrize("text", ["OK.", "Okay!", "Sure thing.", "Got it, thanks.", "Noted.",
+                                  "Understood — will do.", "Hi! What can I do for you today?",
+                                  "", None])
+def test_an_acknowledgement_says_nothing(text):
+    assert sessions.is_acknowledgement(text)
+
+
+@pytest.mark.parametrize("text", ["No.", "Yes, Redis.", "OK. The cache key includes the locale.",
+                                  "Sure: pin numpy below 2 until the wheels catch up.",
+                                  "Done: the cron job now runs at 03:00 UTC."])
+def test_a_reply_with_content_is_not_an_acknowledgement(text):
+    assert not sessions.is_acknowledgement(text)
+
+
+def test_an_unanswered_turn_is_indexed_by_the_users_statements_only():
+    turns = (Turn(1, "2026-03-25", "09:01", user="Which queue do the emails go through?",
+                  agent="Okay."),
+             Turn(2, "2026-03-25", "09:05", user="The deploy uses Helm now. Do we still need "
+                  "the kustomize overlays?\nwhat about staging", agent="Sure."),
+             Turn(3, "2026-03-25", "09:09", user="Which queue do the emails go through?",
+                  agent="SQS: the mailer reads from the outbound-mail queue."))
+    record = _record(turns=turns, description="Which queue do the emails go through?")
+    windows = sessions.turn_windows(sessions.render_record(record))
+    assert [w.answered for w in windows if w.kind == "turn"] == [False, False, True]
+    assert windows[0].text == ""  # a question alone: no words to index
+    assert windows[1].text == "The deploy uses Helm now."
+    assert "Which queue" in windows[2].text and "outbound-mail" in windows[2].text
+    # Answered in turn 3, the description stays searchable; unanswered, it does not.
+    assert sessions.description_evidence(record) == record.description
+    unanswered = _record(turns=turns[:2], description="Which queue do the emails go through?")
+    assert sessions.description_evidence(unanswered) == ""
+
+
+def test_a_session_that_did_nothing_is_not_substantive():
+    asked = Turn(1, "2026-03-25", "09:01", user="Where are the feature flags defined?",
+                 agent="Got it.")
+    bare = SessionRecord(path="sessions/2026-03/2026-03-25-0b6f1c2e.md", session=SID,
+                         host="claude-code", turns=(asked,))
+    assert not sessions.substantive(bare)
+    assert sessions.substantive(replace(bare, turns=(replace(asked, agent="In flags.yaml."),)))
+    assert sessions.substantive(replace(bare, turns=(replace(asked, activity="1 command"),)))
+    assert sessions.substantive(replace(bare, memories=(("decisions/flags.md", "stored"),)))
+    assert sessions.substantive(replace(bare, checks=(Check("make lint", 1, 0, "passed"),)))
