@@ -81,6 +81,19 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _CLAUSE = re.compile(r"(?::| -| \u2014)\s+")  # "AssertionError: ...", "test_x - ..."
 
 
+# A download piped straight into a shell or an interpreter: ``curl URL | sh``,
+# ``wget -qO- URL | sudo bash``, ``iwr URL | iex``.
+_FETCH_TO_SHELL = re.compile(
+    r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|;&]{0,300}\|\s*"
+    r"(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k|fi)?sh|python\d?|perl|ruby|node|iex|invoke-expression)\b",
+    re.I)
+
+
+def runs_fetched_code(text: str) -> bool:
+    """True when ``text`` pipes something downloaded into a shell or interpreter."""
+    return bool(text) and _FETCH_TO_SHELL.search(text) is not None
+
+
 def instruction_like(text: str, user_text: str = "") -> bool:
     """True when ``text`` holds a phrase addressed to an AI as instructions that the
     user did not write themselves (``user_text``: the user's own messages, normalised
