@@ -367,7 +367,13 @@ class MemoryRepo:
         text = current + ("" if not current or current.endswith("\n") else "\n") + GITIGNORE
         atomic_write_text(path, text)
         if not self.has_commits():
-            self.commit([".gitignore"], "mem: init memory directory\n")
+            # The root commit names this memory: two memories started in the same second
+            # by the same person would otherwise share one root commit (same tree, author
+            # and time), and sync would take them for one history.
+            import uuid
+
+            self.commit([".gitignore"], "mem: init memory directory\n\n"
+                        f"Dualtrace-Memory: {uuid.uuid4().hex}\n")
 
     # -------------------------------------------------------- commits
 

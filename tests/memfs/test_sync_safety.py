@@ -569,3 +569,30 @@ def test_the_first_push_to_a_local_bare_remote_points_its_head_so_git_clone_work
     add_remote(carol, str(other))
     sync(carol)
     assert git(other, "symbolic-ref", "HEAD").strip() == "refs/heads/master"
+
+
+def test_two_memories_started_in_the_same_second_by_one_person_are_two_histories(tmp_path):
+    # Same author, same second: without a name of its own, each memory's root commit was
+    # the same commit (same tree, author and time), so sync took two people's (or two
+    # machines') separate memories for one history and merged them without asking.
+    for attempt in range(10):
+        start = int(time.time())
+        stores = [MemoryStore(tmp_path / f"{attempt}-{n}", project="team",
+                              author=("Sam", "sam@team")) for n in ("laptop", "desktop")]
+        for store in stores:
+            _ = store.git   # the root commit is made on first use
+        if int(time.time()) == start:
+            break
+    roots = [git(s.root, "rev-list", "--max-parents=0", "HEAD").strip() for s in stores]
+    assert roots[0] != roots[1]
+    laptop, desktop = stores
+    for store, name in ((laptop, "laptop"), (desktop, "desktop")):
+        store.write(Fact(path=f"learning/{name}.md", type="learning", description=f"{name} setup",
+                         body="Run make.", stored="2026-11-20", sessions=(f"{name}-1",)))
+        store.commit([f"learning/{name}.md"], f"mem: encode session {name}-1\n")
+    bare = bare_repo(tmp_path)
+    add_remote(laptop, str(bare))
+    sync(laptop)
+    add_remote(desktop, str(bare))
+    proc = dualtrace("sync", "--memory-dir", str(desktop.root))
+    assert proc.returncode == 1 and "another memory" in proc.stderr, proc.stderr
