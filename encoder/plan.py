@@ -634,11 +634,10 @@ class PlanBuilder:
         if self.ctx.session_id and self.ctx.session_id not in sessions:
             sessions = sessions + (self.ctx.session_id,)
         # The memory keeps its description: an update adds to what it says. A clean new
-        # description (one line, <= 200 chars, no markup) replaces it when the old one is
-        # broken, or, within the session that wrote it, when what is known changed (an
-        # incident's status moves on, confidence rises: the session's later word on its
-        # own finding). A later session's update never does: a recurrence's "The 401
-        # issue is back ..." is no better summary than the original. Raw dumps never do.
+        # description (one line, <= 200 chars, no markup) replaces it only when what is
+        # known changed - an incident's status moves on, confidence rises (PROTOCOL.md's
+        # pilot 4: the confirmed cause is the new summary) - or the old one is broken.
+        # Raw dumps never do.
         description = fact.description
         advanced = (op.status is not None and op.status != fact.status) or confidence != fact.confidence
         if not addition and not advanced and self.ctx.session_id in fact.sessions:
@@ -647,9 +646,8 @@ class PlanBuilder:
             # and gets no second Timeline line or commit.
             return self._record(Outcome("skip", fact.path, fact.tier or "RECORD", op.scores,
                                         confidence, "nothing new from this session"), None)
-        own = bool(self.ctx.session_id) and self.ctx.session_id in fact.sessions
         if op.description and clean_description(op.description) and (
-                (advanced and own) or not clean_description(fact.description)):
+                advanced or not clean_description(fact.description)):
             description = op.description
         new = replace(
             fact,

@@ -82,7 +82,13 @@ def test_codex_corpus_file(path: Path):
             calls.add(p["call_id"])
         if p.get("type") == "message" and p.get("role") == "assistant":
             messages += 1
-    assert {e.uuid for e in s.events if e.kind in _TOOL_KINDS} == calls
+    tools = [e for e in s.events if e.kind in _TOOL_KINDS]
+    # A shell command that writes a file also yields an edit event per file, named
+    # "<call_id>:<n>" after its call (crud.jsonl's `cat <<EOF > JOKE.md`).
+    derived = [e for e in tools if e.uuid and e.uuid.rsplit(":", 1)[0] in calls
+               and e.uuid not in calls]
+    assert all(e.kind == "edit" and e.text.startswith("shell: ") for e in derived)
+    assert {e.uuid for e in tools if e not in derived} == calls
     assert sum(1 for e in s.events if e.kind == "assistant" and e.detail is None) == messages
     assert s.session_id and s.cwd
 

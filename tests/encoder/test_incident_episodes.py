@@ -183,7 +183,7 @@ def test_real_only_the_fix_commits_are_the_incidents():
         "feat: instrument hook controllers with OTEL trace correlation and error spans"]
 
 
-def test_a_recurrence_keeps_the_original_description_and_whole_sentences(tmp_path, monkeypatch):
+def test_a_recurrence_that_confirms_the_cause_is_the_new_summary_in_whole_sentences(tmp_path, monkeypatch):
     monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
     root = Path(__file__).resolve().parents[2] / "examples"
     mem = tmp_path / "mem"
@@ -192,6 +192,10 @@ def test_a_recurrence_keeps_the_original_description_and_whole_sentences(tmp_pat
     encode_session(root / "pilot-4-auth-401-session2.jsonl", memory_dir=mem, backend="offline")
     (again,) = [f for f in MemoryStore(mem).scan().facts() if f.type == "incident"]
     assert again.path == first.path and len(again.sessions) == 2
-    assert again.description == first.description
-    assert again.status != first.status  # what moved on is the status, not the summary
+    # What is known moved on (PROTOCOL.md pilot 4: the confirmed cause is the new summary),
+    # so the description is the confirmed one, a whole sentence; the first is kept in the body.
+    assert again.status != first.status and again.description != first.description
+    assert "user session service" in again.description and "confirmed" in again.description
+    assert len(again.description) <= 200 and "\n" not in again.description
+    assert "race condition in the token refresh" in again.body  # the first account is kept
     assert "both try to refresh" in again.body and "both try." not in again.body
