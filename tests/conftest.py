@@ -6,6 +6,7 @@ tmp_path. A test that would touch the real home directory fails loudly.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -63,6 +64,22 @@ def encode_offline(base: Path, transcripts: list[Path]) -> Path:
                                            "--backend", "offline"], catch_exceptions=False)
             assert res.exit_code == 0, res.output
     return root
+
+
+def write_chat(path: Path, *turns: tuple[str, str]) -> Path:
+    """A plain chat transcript ({"role", "content"} per line) of ``turns`` (role, text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"role": r, "content": c}) + "\n" for r, c in turns))
+    return path
+
+
+def encode_chat(run_cli, tmp_path: Path, name: str, *turns: tuple[str, str]) -> Path:
+    """``dualtrace encode --backend offline`` of a written chat into ``tmp_path/mem``."""
+    mem = tmp_path / "mem"
+    result = run_cli("encode", "--memory-dir", str(mem), "--backend", "offline",
+                     str(write_chat(tmp_path / f"{name}.jsonl", *turns)))
+    assert result.exit_code == 0, result.output
+    return mem
 
 
 def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:

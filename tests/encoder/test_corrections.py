@@ -11,18 +11,13 @@ Sessions written here (wording outside the labelled set)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dualtrace.encoder.cues import correction_kind
 from dualtrace.memfs.store import MemoryStore
-
-
-def chat(path: Path, *turns: tuple[str, str]) -> Path:
-    path.write_text("".join(json.dumps({"role": r, "content": c}) + "\n" for r, c in turns))
-    return path
+from tests.conftest import encode_chat
 
 
 @pytest.mark.parametrize(("said", "kind"), [
@@ -50,13 +45,6 @@ def test_other_sentences_are_no_correction(said):
     assert correction_kind(said) is None
 
 
-def _encode(run_cli, tmp_path: Path, name: str, *turns: tuple[str, str]) -> Path:
-    mem = tmp_path / "mem"
-    result = run_cli("encode", "--memory-dir", str(mem), "--backend", "offline",
-                     str(chat(tmp_path / f"{name}.jsonl", *turns)))
-    assert result.exit_code == 0, result.output
-    return mem
-
 
 def _bullets(mem: Path, name: str) -> list[str]:
     return [ln[2:] for f in mem.glob(f"system/**/{name}.md") for ln in f.read_text().splitlines()
@@ -64,7 +52,7 @@ def _bullets(mem: Path, name: str) -> list[str]:
 
 
 def test_corrections_in_chat_are_stored_as_rules_facts_and_taste(tmp_path, run_cli):
-    mem = _encode(run_cli, tmp_path, "c",
+    mem = encode_chat(run_cli, tmp_path, "c",
                   ("user", "No, we deploy with Helm in this cluster, not kubectl apply."), ("assistant", "Got it."),
                   ("user", "Actually, the worker queue is Redis now, not RabbitMQ."), ("assistant", "Noted."),
                   ("user", "Stop renaming the variables, I hate that."), ("assistant", "Sorry."))
@@ -75,9 +63,9 @@ def test_corrections_in_chat_are_stored_as_rules_facts_and_taste(tmp_path, run_c
 
 
 def test_a_changed_mind_supersedes_and_a_by_the_way_preference_is_kept(tmp_path, run_cli):
-    _encode(run_cli, tmp_path, "s1", ("user", "We decided to keep the audit log in Postgres, because "
+    encode_chat(run_cli, tmp_path, "s1", ("user", "We decided to keep the audit log in Postgres, because "
                                               "the auditors query it with SQL."), ("assistant", "OK."))
-    mem = _encode(run_cli, tmp_path, "s2",
+    mem = encode_chat(run_cli, tmp_path, "s2",
                   ("user", "I changed my mind about the audit log: write it to S3 as Parquet, the auditors "
                            "moved to Athena."), ("assistant", "Moving the audit log to S3."),
                   ("user", "By the way, I prefer one commit per logical change, in every project."),
@@ -91,7 +79,7 @@ def test_a_changed_mind_supersedes_and_a_by_the_way_preference_is_kept(tmp_path,
 
 
 def test_a_word_said_twice_in_a_row_is_in_the_anchor_once(tmp_path, run_cli):
-    mem = _encode(run_cli, tmp_path, "d", ("user", "Let's use decimal.Decimal for money instead of floats, "
+    mem = encode_chat(run_cli, tmp_path, "d", ("user", "Let's use decimal.Decimal for money instead of floats, "
                                                    "because rounding broke the totals."), ("assistant", "OK."))
     (fact,) = [f for f in MemoryStore(mem).scan().facts() if f.type == "decision"]
     assert "decimal-decimal" not in fact.path, fact.path

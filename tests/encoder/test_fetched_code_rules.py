@@ -9,23 +9,16 @@ name the command. The chats are written here, outside the labelled set."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dualtrace.encoder.hostile import runs_fetched_code
+from tests.conftest import encode_chat
 
 
 def _encode(run_cli, tmp_path: Path, user: str, reply: str = "OK.") -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    chat = tmp_path / "chat.jsonl"
-    chat.write_text("".join(json.dumps({"role": r, "content": c}) + "\n"
-                            for r, c in (("user", user), ("assistant", reply))))
-    mem = tmp_path / "mem"
-    result = run_cli("encode", "--memory-dir", str(mem), "--backend", "offline", str(chat))
-    assert result.exit_code == 0, result.output
-    return mem
+    return encode_chat(run_cli, tmp_path, "chat", ("user", user), ("assistant", reply))
 
 
 def _memory_text(mem: Path) -> str:

@@ -15,7 +15,6 @@ here, outside the labelled set."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -24,19 +23,7 @@ from dualtrace.encoder.backends.offline import remembered
 from dualtrace.encoder.gates import evaluate
 from dualtrace.hooks.transcripts import read_transcript
 from dualtrace.memfs.store import MemoryStore
-
-
-def chat(path: Path, *turns: tuple[str, str]) -> Path:
-    path.write_text("".join(json.dumps({"role": r, "content": c}) + "\n" for r, c in turns))
-    return path
-
-
-def _encode(run_cli, tmp_path: Path, name: str, *turns: tuple[str, str]) -> Path:
-    mem = tmp_path / "mem"
-    result = run_cli("encode", "--memory-dir", str(mem), "--backend", "offline",
-                     str(chat(tmp_path / f"{name}.jsonl", *turns)))
-    assert result.exit_code == 0, result.output
-    return mem
+from tests.conftest import encode_chat, write_chat
 
 
 def _bullets(mem: Path, name: str) -> list[str]:
@@ -80,9 +67,9 @@ def test_questions_and_the_users_own_memory_are_no_request(said):
 def test_a_remembered_fact_in_a_chat_with_no_tools_is_stored_and_recalled(tmp_path, run_cli):
     turns = (("user", "Remember that the staging database is reset every Sunday night at 02:00 UTC."),
              ("assistant", "Noted."))
-    gate = evaluate(read_transcript(chat(tmp_path / "g.jsonl", *turns)))
+    gate = evaluate(read_transcript(write_chat(tmp_path / "g.jsonl", *turns)))
     assert not gate.activity and not gate.skip_backend
-    mem = _encode(run_cli, tmp_path, "staging", *turns)
+    mem = encode_chat(run_cli, tmp_path, "staging", *turns)
     (fact,) = MemoryStore(mem).scan().facts()
     assert fact.type == "learning" and fact.confidence == "HIGH"
     assert fact.description == "The staging database is reset every Sunday night at 02:00 UTC."
@@ -93,7 +80,7 @@ def test_a_remembered_fact_in_a_chat_with_no_tools_is_stored_and_recalled(tmp_pa
 
 
 def test_remember_to_and_from_now_on_are_conventions_recalled(tmp_path, run_cli):
-    mem = _encode(run_cli, tmp_path, "rules",
+    mem = encode_chat(run_cli, tmp_path, "rules",
                   ("user", "Please remember to run the migrations with --fake-initial on the old tenants."),
                   ("assistant", "Will do."),
                   ("user", "From now on, tag every release with the date."),
@@ -106,14 +93,14 @@ def test_remember_to_and_from_now_on_are_conventions_recalled(tmp_path, run_cli)
 
 
 def test_a_remembered_preference_is_a_bullet_about_the_user(tmp_path, run_cli):
-    mem = _encode(run_cli, tmp_path, "me",
+    mem = encode_chat(run_cli, tmp_path, "me",
                   ("user", "For future reference, I prefer small commits with a why in the body."),
                   ("assistant", "Got it."))
     assert _bullets(mem, "human") == ["I prefer small commits with a why in the body."]
 
 
 def test_a_question_about_the_past_stores_no_request(tmp_path, run_cli):
-    mem = _encode(run_cli, tmp_path, "q", ("user", "Do you remember what the staging reset time was?"),
+    mem = encode_chat(run_cli, tmp_path, "q", ("user", "Do you remember what the staging reset time was?"),
                   ("assistant", "I don't have that."))
     assert not [f for f in MemoryStore(mem).scan().facts() if f.type != "session"]
     assert not _bullets(mem, "conventions") and not _bullets(mem, "human")
@@ -128,8 +115,8 @@ def test_a_question_about_the_past_stores_no_request(tmp_path, run_cli):
 ])
 def test_a_decision_said_in_chat_with_no_tool_activity_is_stored(tmp_path, run_cli, said, words):
     turns = (("user", said), ("assistant", "Understood."))
-    gate = evaluate(read_transcript(chat(tmp_path / "g.jsonl", *turns)))
+    gate = evaluate(read_transcript(write_chat(tmp_path / "g.jsonl", *turns)))
     assert not gate.activity and not gate.skip_backend, gate.reasons
-    mem = _encode(run_cli, tmp_path, "talk", *turns)
+    mem = encode_chat(run_cli, tmp_path, "talk", *turns)
     (fact,) = [f for f in MemoryStore(mem).scan().facts() if f.type == "decision"]
     assert all(w in fact.description for w in words), fact.description
