@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -22,10 +23,17 @@ from dualtrace.sanitize import safe_session_id
 # Transcript formats -> the module whose ``read`` parses them. A host names its format
 # (Host.TRANSCRIPT_FORMAT). Letta Code's own transcript.jsonl is "letta"; when it wrote
 # none, the hook keeps one in the plain chat format, which the letta reader reads too.
+# Pi, OpenCode and Cline are formats only (read by ``encode``, ``digest``, the bench):
+# dualtrace installs no hooks for them, so they are not hosts (hooks/registry.py).
+# OpenCode's export and Cline's api_conversation_history.json are one JSON document
+# each, not JSON lines: their modules say ``DOCUMENT = True`` and get a DocumentReader.
 READERS = {
     "claude-code": "dualtrace.hooks.claude_code",
     "codex": "dualtrace.hooks.codex",
     "letta": "dualtrace.hooks.letta",
+    "pi": "dualtrace.hooks.pi",
+    "opencode": "dualtrace.hooks.opencode",
+    "cline": "dualtrace.hooks.cline",
     "plain": "dualtrace.hooks.plain",
 }
 FORMATS = tuple(READERS)
@@ -49,6 +57,10 @@ _DETECT_MAX_LINE = 4 * 1024 * 1024
 
 _CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _LETTA_KINDS = frozenset({"user", "assistant", "reasoning", "error", "tool_call"})
+# Pi's session entries (packages/coding-agent docs/session.md): a header line, then tree
+# nodes with ``id`` and ``parentId``.
+_PI_TYPES = frozenset({"message", "model_change", "thinking_level_change", "compaction",
+                       "branch_summary", "custom", "custom_message", "label", "session_info"})
 _CLAUDE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation",
      "summary", "attachment", "custom-title", "agent-name", "tag", "last-prompt"}
@@ -236,7 +248,7 @@ def detect_format(path: Path) -> str:
                 continue
             seen += 1
             kind = _record_format(obj)
-            if kind in ("claude-code", "codex", "letta"):
+            if kind in ("claude-code", "codex", "letta", "pi"):
                 return kind  # their record shapes are unambiguous: no need to read on
             if kind:
                 votes[kind] += 1
@@ -244,11 +256,151 @@ def detect_format(path: Path) -> str:
                 break
     best = max(FORMATS, key=lambda name: votes[name])
     if votes[best] == 0:
+        document = _document_format(path)
+        if document:
+            return document
         raise TranscriptError(
-            f"unknown transcript format: {path} (expected Claude Code, Codex, Letta Code or plain "
-            '{"role", "content"} JSONL)'
+            f"unknown transcript format: {path} (expected Claude Code, Codex, Letta Code, Pi, "
+            'OpenCode, Cline or plain {"role", "content"} JSONL)'
         )
     return best
+
+
+# The head of a whole-document transcript: OpenCode's export opens with the session's
+# ``info`` (``"id": "ses_..."``) before its ``messages``; Cline's history is an array of
+# Anthropic-style ``{"role", "content"}`` messages.
+_OPENCODE_HEAD = re.compile(r'\A\s*\{\s*"info"\s*:\s*\{[^\[]*?"id"\s*:\s*"ses_')
+_CLINE_HEAD = re.compile(r'\A\s*\[\s*\{\s*"role"\s*:\s*"(?:user|assistant)"\s*,\s*"content"\s*:')
+_HEAD_BYTES = 64 * 1024
+
+
+def _document_format(path: Path) -> str | None:
+    with open_bytes(path) as fh:
+        head = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff")
+    if _OPENCODE_HEAD.match(head):
+        return "opencode"
+    if _CLINE_HEAD.match(head):
+        return "cline"
+    return None
+
+
+# A whole-document transcript is parsed in memory: one bigger than this is refused.
+MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
+
+
+class DocumentReader:
+    """The elements of the one array a JSON-document transcript holds, in order.
+
+    Cline rewrites its whole history file on every message and OpenCode's export is one
+    object, so a byte offset in the file says nothing by itself. Offsets here count from
+    the array's ``[``: an element keeps its offset when the host rewrites the file with
+    more elements after it (or, for OpenCode, a longer title in front of it). ``end``
+    is where the last whole element read ends, ``cursor`` where a previous read
+    stopped; elements that end at or before the cursor were read then and are skipped.
+    A document cut short (the host is writing it) yields its whole elements and stops;
+    one that is malformed inside yields the elements before the damage and counts the
+    rest as one skipped part. ``head`` holds the members before the array (an object
+    document's other keys; ``{}`` for a bare array).
+    """
+
+    def __init__(self, path: Path, cursor: int = 0, max_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+        self.path = path
+        self.cursor = cursor
+        self.max_bytes = max_bytes
+        self.end = cursor
+        self.skipped = 0
+        self.lines = 0  # elements read
+        self.head: dict[str, Any] = {}
+
+    def _text(self) -> str:
+        with open_bytes(self.path) as fh:
+            data = fh.read(self.max_bytes + 1)
+        if len(data) > self.max_bytes:
+            raise TranscriptError(f"{self.path} is larger than {self.max_bytes} bytes")
+        return data.decode("utf-8", errors="replace")
+
+    def elements(self, key: str | None = None) -> Iterator[Any]:
+        """The array's elements: the document itself (``key`` None) or its member ``key``."""
+        text = self._text()
+        decoder = json.JSONDecoder()
+        i = _skip_ws(text, 0)
+        if text.startswith("\ufeff", i):
+            i = _skip_ws(text, i + 1)
+        if key is not None:
+            member = self._to_member(text, i, key, decoder)
+            if member is None:
+                return
+            i = member
+        if not text.startswith("[", i):
+            self.skipped += 1
+            return
+        start = i
+        i += 1
+        done = 0  # bytes of text[start:i] already counted (offsets are UTF-8 bytes)
+        counted = start
+        while True:
+            i = _skip_ws(text, i)
+            if i >= len(text) or text[i] == "]":
+                return
+            try:
+                obj, after = decoder.raw_decode(text, i)
+            except ValueError:
+                if not _truncated(text):
+                    self.skipped += 1
+                return
+            done += len(text[counted:after].encode("utf-8", errors="surrogatepass"))
+            counted = after
+            self.lines += 1
+            if done > self.cursor:
+                self.end = done
+                yield obj
+            i = _skip_ws(text, after)
+            if i < len(text) and text[i] == ",":
+                i += 1
+            elif i < len(text) and text[i] != "]":
+                self.skipped += 1
+                return
+
+    def _to_member(self, text: str, i: int, key: str, decoder: json.JSONDecoder) -> int | None:
+        """Walk an object's members up to ``key``; the index of its value, or None."""
+        if not text.startswith("{", i):
+            self.skipped += 1
+            return None
+        i += 1
+        while True:
+            i = _skip_ws(text, i)
+            if i >= len(text) or text[i] == "}":
+                return None
+            try:
+                name, i = decoder.raw_decode(text, i)
+                i = _skip_ws(text, i)
+                if not text.startswith(":", i) or not isinstance(name, str):
+                    raise ValueError("not a member")
+                i = _skip_ws(text, i + 1)
+                if name == key:
+                    return i
+                value, i = decoder.raw_decode(text, i)
+            except ValueError:
+                if not _truncated(text):
+                    self.skipped += 1
+                return None
+            self.head[name] = value
+            i = _skip_ws(text, i)
+            if text.startswith(",", i):
+                i += 1
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _truncated(text: str) -> bool:
+    """True for a document a writer has not finished: a whole one ends with its closing
+    bracket, so damage before the end is malformed text, not a write in progress."""
+    return not text.rstrip().endswith(("]", "}"))
 
 
 def working_directory(path: Path, max_records: int = 200) -> str | None:
@@ -271,7 +423,11 @@ def working_directory(path: Path, max_records: int = 200) -> str | None:
                 break
     except (OSError, TranscriptError, ValueError):
         return None
-    return None
+    try:  # a JSON-document transcript (OpenCode, Cline) says where inside its text
+        fmt = _document_format(path)
+        return read_transcript(path, fmt=fmt).cwd if fmt else None
+    except (OSError, TranscriptError, ValueError):
+        return None
 
 
 def _record_format(obj: dict[str, Any]) -> str | None:
@@ -287,6 +443,10 @@ def _record_format(obj: dict[str, Any]) -> str | None:
         return "claude-code"
     if obj.get("kind") in _LETTA_KINDS and ("captured_at" in obj or "source_line_id" in obj):
         return "letta"
+    if rtype == "session" and "version" in obj and "cwd" in obj and "id" in obj:
+        return "pi"
+    if rtype in _PI_TYPES and "parentId" in obj and "id" in obj:
+        return "pi"
     if isinstance(obj.get("role"), str) and "content" in obj:
         return "plain"
     return None
@@ -325,7 +485,11 @@ def read_transcript(
     import importlib
 
     reader_module = importlib.import_module(READERS[fmt])
-    reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
+    reader: LineReader | DocumentReader
+    if getattr(reader_module, "DOCUMENT", False):
+        reader = DocumentReader(p, cursor)
+    else:
+        reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
     session = reader_module.read(reader, last_assistant_message=last_assistant_message)
     # The id names commits, records and cursors: anyone can write it into a transcript.
     safe = safe_session_id(session.session_id)
