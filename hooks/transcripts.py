@@ -231,7 +231,8 @@ def _parse(line: bytes) -> Any:
 
 
 def detect_format(path: Path) -> str:
-    """claude-code, codex, letta or plain, from the first records of the file."""
+    """The file's format (a READERS key), from its first records; OpenCode and Cline
+    documents from the head of the document."""
     votes = {name: 0 for name in FORMATS}
     seen = 0
     with open_bytes(path) as fh:

@@ -17,16 +17,21 @@ from dualtrace.hooks.transcripts import read_transcript
 from tests.conftest import DATA
 
 SAMPLES = [(DATA / n).read_bytes() for n in
-           ("claude_session.jsonl", "codex_session.jsonl", "plain_session.jsonl")]
+           ("claude_session.jsonl", "codex_session.jsonl", "plain_session.jsonl",
+            "pi_session.jsonl", "opencode_session.json",
+            "cline_task/1772716500000/api_conversation_history.json")]
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30))
 json_value = st.recursive(json_leaf, lambda kids: st.one_of(
     st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
     max_leaves=12)
 keys = st.sampled_from(["type", "role", "content", "message", "payload", "uuid", "timestamp",
-                        "toolUseResult", "sessionId", "isCompactSummary", "subtype"])
+                        "toolUseResult", "sessionId", "isCompactSummary", "subtype",
+                        "id", "parentId", "toolCallId", "info", "parts", "state", "text"])
 types = st.sampled_from(["user", "assistant", "system", "progress", "response_item",
-                         "session_meta", "event_msg", "compacted", "function_call"])
+                         "session_meta", "event_msg", "compacted", "function_call",
+                         "session", "message", "toolResult", "toolCall", "tool", "tool_use",
+                         "bashExecution", "branch_summary"])
 record = st.dictionaries(keys, st.one_of(json_value, types), max_size=6)
 
 
@@ -70,3 +75,17 @@ def test_truncated_and_spliced_samples(tmp_path_factory, which, cut, cursor, jun
     path.write_bytes(data[:cut] + junk)
     size = path.stat().st_size
     _pipeline(path, cursor % (size + 1) if size else 0)
+
+
+@common
+@given(st.lists(record, min_size=1, max_size=6), st.booleans(), st.integers(0, 10**6))
+def test_random_documents(tmp_path_factory, recs, cline, cursor):
+    """Cline- and OpenCode-shaped JSON documents holding random records."""
+    path = tmp_path_factory.mktemp("fz") / "t.json"
+    if cline:
+        body = [{"role": "user", "content": [{"type": "text", "text": "<task>go</task>"}]}, *recs]
+    else:
+        body = {"info": {"id": "ses_fuzz", "directory": 3}, "messages": [*recs, {"info": recs[0]}]}
+    path.write_text(json.dumps(body, indent=1))
+    size = path.stat().st_size
+    _pipeline(path, cursor % (size + 1))
