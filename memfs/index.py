@@ -367,6 +367,10 @@ class Index:
         self.conn = conn
         self._memory = memory
         self.path = path or index_path(root)  # the file (vector snapshots live beside it)
+        # doc_frequency's answers, valid while the database stays as it was read
+        # (``_df_version``): a recall asks for the same words' counts several times.
+        self._df: dict[tuple[str, str], int] = {}
+        self._df_version: tuple[int, int] | None = None
 
     # ---------------------------------------------------------- open / build
 
@@ -721,9 +725,27 @@ class Index:
         return max(self.doc_count - chunks, 0)
 
     def doc_frequency(self, term: str, types: tuple[str, ...] | None = None) -> int:
+        """How many documents of these types hold ``term`` (or one of its spellings).
+
+        Memoised until the database changes: ``PRAGMA data_version`` moves when another
+        connection commits, ``total_changes`` when this one writes (a rolled-back write
+        too). One recall counts each word up to three times (the memories' and the
+        records' IDF, the passage weights), and a long-lived process sees the same words
+        again; a count of a word in most documents reads its whole posting list (~0.5 ms
+        at 16k documents).
+        """
         table, clause = _table_for(types)
-        return self.conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
-                                 (_expr(term) + clause,)).fetchone()[0]
+        query = _expr(term) + clause
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0],
+                   self.conn.total_changes)
+        if version != self._df_version:
+            self._df.clear()
+            self._df_version = version
+        found = self._df.get((table, query))
+        if found is None:
+            found = self._df[(table, query)] = self.conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (query,)).fetchone()[0]
+        return found
 
     def seen_word(self, word: str) -> bool:
         """``seen_prefix``, asking for the word itself first (an exact term is one lookup;

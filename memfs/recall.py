@@ -438,7 +438,10 @@ def aggregation_types(question: str) -> tuple[str, ...] | None:
 # ------------------------------------------------------------------ recall
 
 
-@dataclass
+# Compared by identity (eq=False): a unit is one candidate of one query, and the
+# membership tests on lists of units ("u not in passing") compared all 16 fields of
+# every unit before (~900 calls per query on bench_recall_cli.py's store).
+@dataclass(eq=False)
 class _Unit:
     key: str
     bm25: float = 0.0

@@ -137,8 +137,20 @@ class Matrix:
 
 
 def top(values: Sequence[float], n: int) -> list[int]:
-    """Indices of the ``n`` largest values (any order among equals, like ``argpartition``)."""
-    return heapq.nlargest(n, range(len(values)), key=values.__getitem__)
+    """Indices of the ``n`` largest values, largest first, equal values by index.
+
+    The ``n``-th largest value is found among the bare floats (compared in C), then only
+    the indices at or above it are sorted: the same list as ``heapq.nlargest(n,
+    range(len(values)), key=values.__getitem__)`` at ~2/3 of its cost on 15k cosines.
+    """
+    if n <= 0 or not values:
+        return []
+    if n >= len(values) or math.isnan(sum(values)):  # (NaN orders nothing: as before)
+        return heapq.nlargest(n, range(len(values)), key=values.__getitem__)
+    least = heapq.nlargest(n, values)[-1]
+    above = [i for i, v in enumerate(values) if v >= least]
+    above.sort(key=values.__getitem__, reverse=True)  # stable: equal values by index
+    return above[:n]
 
 
 def best_window(block: Sequence[Any], q: Any, windows: Iterable[int]) -> float:

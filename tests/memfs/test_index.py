@@ -246,3 +246,20 @@ def test_docs_matching_about_tells_subject_words_from_mentions(memdir):
                                                "decisions/nightly-backup.md"}
         assert {names[i] for i in about} == {"decisions/ledger-sharding.md"}
         assert index.docs_matching_about("absentword", ids) == (set(), set())
+
+
+def test_word_counts_follow_commits_from_this_and_other_connections(memdir):
+    store = _store(memdir)
+    with Index.open(store.root) as reader:
+        assert reader.doc_frequency("datadog") == 1
+        assert reader.doc_frequency("httpx") == 0
+        # Another connection commits (the worker after a session): counted at once.
+        new = store.write(_fact("http-client-httpx", "Use httpx, not requests; Datadog traces"))
+        store.commit([new], "mem: store decisions/http-client-httpx (decision, evidence:9)\n")
+        assert reader.doc_frequency("datadog") == 2
+        assert reader.doc_frequency("httpx") == 1
+        # This connection's own write (a refresh after a hand deletion).
+        (store.root / new).unlink()
+        assert reader.refresh()
+        assert reader.doc_frequency("httpx") == 0
+        assert reader.doc_frequency("datadog") == 1
