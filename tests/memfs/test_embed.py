@@ -3,6 +3,7 @@ the lexical paths (prompt hook) never import the model, and no path imports nump
 
 from __future__ import annotations
 
+import marshal
 import os
 import subprocess
 import sys
@@ -195,3 +196,29 @@ def test_a_short_embed_in_a_new_process_needs_no_tokenizers_safetensors_or_numpy
     assert cut.returncode == 0 and cut.stdout.strip() == "ok", cut.stderr
     assert cache[0].read_bytes() == full
     assert not any(home.rglob("*"))
+
+
+@needs_semantic
+def test_the_vocabulary_cache_gives_back_the_jsons_vocabulary(tmp_path, monkeypatch):
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
+    model = embed.load_wordllama()
+    assert model is not None
+    tokenizer = model._tokenizer_path
+    found = embed._verified_vocab(tokenizer)
+    assert found is not None
+    want = embed._PieceBPE.from_tokens(*found)
+    built = embed._PieceBPE.load(tokenizer)  # no cache yet: from the JSON, then written
+    cache = embed._cache_file(tokenizer)
+    assert cache is not None and cache.is_file()
+    read = embed._PieceBPE.load(tokenizer)  # from the cache
+    for bpe in (built, read):
+        assert bpe is not None and bpe.vocab == want.vocab and bpe.specials == want.specials
+        assert list(bpe.vocab.values()) == list(range(len(want.vocab)))
+    # A cache whose token count disagrees with its tokens is not used: rebuilt from the JSON.
+    raw = cache.read_bytes()
+    head, _, body = raw.partition(b"\n")
+    count, joined, specials = marshal.loads(body)
+    cache.write_bytes(head + b"\n" + marshal.dumps((count + 1, joined, specials)))
+    again = embed._PieceBPE.load(tokenizer)
+    assert again is not None and again.vocab == want.vocab
+    assert cache.read_bytes() == raw
