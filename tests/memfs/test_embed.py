@@ -222,3 +222,46 @@ def test_the_vocabulary_cache_gives_back_the_jsons_vocabulary(tmp_path, monkeypa
     again = embed._PieceBPE.load(tokenizer)
     assert again is not None and again.vocab == want.vocab
     assert cache.read_bytes() == raw
+
+
+@needs_semantic
+def test_the_float32_table_a_commit_leaves_gives_the_same_vectors(tmp_path, monkeypatch):
+    """The worker's commit writes WordLlama's token table in float32 to the state dir's
+    cache; a new process reads rows from it, and every vector is the same to the bit."""
+    from dualtrace.memfs import formats
+    from dualtrace.memfs.store import MemoryStore
+
+    monkeypatch.setenv("DUALTRACE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("DUALTRACE_EMBEDDER", raising=False)
+    embed.reset()
+    texts = ["why did we move session storage from Redis to Postgres?", "Datadog's JSON logs",
+             "the colour of the timeline header", "naïve café — 東京 🙂", ""]
+    try:
+        plain = embed.get_embedder()
+        assert plain is not None and plain._table._f32 is None
+        before = [v.tobytes() for v in plain.embed(texts)]
+        store = MemoryStore(tmp_path / "memory", project="proj")
+        path = store.write(formats.Fact(path=formats.fact_path("decision", "pg-sessions"),
+                                        type="decision", description="Sessions in Postgres",
+                                        body="Sessions moved from Redis to Postgres.",
+                                        stored="2026-11-01"))
+        store.commit([path], "mem: store decisions/pg-sessions (decision, evidence:9)\n")
+    finally:
+        embed.reset()
+    cache = tmp_path / "state" / "cache" / "f32-wordllama-l2_supercat_256.bin"
+    assert cache.is_file() and cache.stat().st_mode & 0o077 == 0
+    assert cache.stat().st_size > 4 * plain._table.rows * plain.dim
+    fresh = embed.load_wordllama()  # a new process's embedder: finds the table
+    assert fresh is not None and fresh._table._f32 is not None
+    assert [v.tobytes() for v in fresh.embed(texts)] == before
+    table, converted = fresh._table, embed._TokenTable(plain._table._weights)
+    assert all(table.row(t).tobytes() == converted.row(t).tobytes()
+               for t in range(0, table.rows, 97))
+    assert not fresh.prepare()  # there already: not written again
+    # A cut file (a full disk) is not read: rows are converted, and prepare() rewrites it.
+    whole = cache.read_bytes()
+    cache.write_bytes(whole[: len(whole) // 2])
+    cut = embed.load_wordllama()
+    assert cut is not None and cut._table._f32 is None
+    assert [v.tobytes() for v in cut.embed(texts)] == before
+    assert cut.prepare() and cache.read_bytes() == whole
