@@ -75,6 +75,16 @@ def build_store(root: Path, memories: int, records: int) -> list[str]:
 
 
 def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="dt-bench-cli-"))
+    try:
+        run(tmp)
+    finally:  # the state dirs (~33 MB each with the float32 table), the temp store
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp: Path) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--store", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=30)
@@ -99,7 +109,6 @@ def main() -> None:
                              "copy of the store (its index files may differ).")
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="dt-bench-cli-"))
     store = args.store or tmp / "store"
     start = time.perf_counter()
     anchors = build_store(store / "memory", args.memories, args.records)
