@@ -844,6 +844,20 @@ class Index:
             f"path {order} LIMIT ?", (SESSION_TYPE, max(limit, 0)))]
         return list(self._select("path", paths))
 
+    def record_days(self) -> list[str]:
+        """The ISO days that hold a session record's turn, newest first."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT stored FROM docs WHERE type = ? ORDER BY stored DESC",
+            (SESSION_TYPE,))]
+
+    def records_between(self, start: str, end: str) -> list[Doc]:
+        """Every chunk of the session records with a turn dated from ``start`` to ``end``
+        (ISO days, both included): "what did we do in July" asks for them by date."""
+        paths = [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT path FROM docs WHERE type = ? AND substr(stored, 1, 10) BETWEEN ? "
+            "AND ?", (SESSION_TYPE, start, end))]
+        return list(self._select("path", paths))
+
     def docs_of_type(self, types: tuple[str, ...]) -> list[Doc]:
         marks = ",".join("?" * len(types))
         return list(self._rows(f"SELECT * FROM docs WHERE type IN ({marks})", types))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dualtrace import words
+from dualtrace.memfs import when
 from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index, spelling_variants
 
 TYPE_CHECKING = False  # typing: ~4 ms of every prompt hook's imports
@@ -129,10 +130,17 @@ CHUNKS_PER_SESSION = 2  # a session's passage is drawn from its best two turns
 PASSAGE_CHARS = 900
 
 _TEMPORAL_WORDS = frozenset("first last time times recent recently latest previous previously "
-                            "originally initially earliest ago".split())
-_FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the first time)\b", re.I)
-_LAST = re.compile(r"\b(last time|last work|last (?:update|change|touch|did)|did we last|"
-                   r"most recent(?:ly)?|latest|previous(?:ly)?|recently|last session)\b", re.I)
+                            "originally initially earliest ago lately".split())
+# In a question about when ("when did we last touch the TUI?", "what did we change in
+# July?"), the verbs of working on something say that it was worked on, not what: the
+# topic is the TUI. Only there: elsewhere "change" can be the subject ("the change log").
+_ACTIVITY_WORDS = frozenset("""
+touch touched touching change changed changing update updated updating edit edited editing
+modify modified modifying revisit revisited discuss discussed mention mentioned worked
+working done doing
+""".split())
+# Sessions listed for a range of days ("what did we do in July?"): every one, up to this.
+SPAN_SHOWN = 20
 
 # English function words (dualtrace.words) plus the words of a question put to a
 # memory ("do you remember what we stored about ...") that name no topic.
@@ -276,6 +284,9 @@ class RecallResult:
     memories: tuple[RecalledMemory, ...] = ()
     aggregation: bool = False
     terms: tuple[str, ...] = field(default=(), compare=False)
+    # A line that says what the answer covers ("8 sessions from 2025-07-01 to
+    # 2025-07-31, oldest first:") or, for an abstention, what was looked for.
+    note: str | None = None
 
     @property
     def label(self) -> str:
@@ -292,6 +303,7 @@ class RecallResult:
             "label": self.label,
             "aggregation": self.aggregation,
             "message": ABSTAIN if self.state == "C" else None,
+            "note": self.note,
             "memories": [m.to_dict() for m in self.memories],
         }
 
@@ -299,9 +311,12 @@ class RecallResult:
         """The answer as text. ``offer``: what an abstention says about storing the
         answer (the agent's OFFER; ``OFFER_PERSON`` for the CLI)."""
         if self.state == "C":
-            return f"{ABSTAIN}\n{LABEL_C}\n{offer}\n"
+            note = f"{self.note}\n" if self.note else ""
+            return f"{ABSTAIN}\n{LABEL_C}\n{note}{offer}\n"
         head = [self.label]
-        if self.aggregation and all(m.record is not None for m in self.memories):
+        if self.note:
+            head.append(self.note)
+        elif self.aggregation and all(m.record is not None for m in self.memories):
             count = len(self.memories)
             head.append(f"{count} matching session{'s' if count != 1 else ''}, oldest first "
                         "(by date):")
@@ -550,12 +565,13 @@ def _root_of(store: Any) -> Path:
 def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None,  # noqa: A002
            stale_days: int = 180, project_root: Path | str | None = None,
            index: Index | None = None, embedder: Any = _AUTO, records: bool = True,
-           record_gate: Gate | None = None) -> RecallResult:
+           record_gate: Gate | None = None, today: _dt.date | None = None) -> RecallResult:
     """Answer ``question`` from the memory store (a MemoryStore or its root path).
 
     ``stale_days``: older memories carry the staleness note (the ``stale_days`` setting).
     ``embedder``: the semantic model (default: the installed one, if any; None = lexical
-    only). ``records``: broaden to session records before abstaining.
+    only). ``records``: broaden to session records before abstaining. ``today``: what
+    "yesterday" and "last week" count back from (default: the local date).
     """
     if embedder is _AUTO:
         from dualtrace.memfs.embed import get_embedder  # None without the extra
@@ -578,7 +594,8 @@ def recall(store: Any, question: str, *, limit: int = 5, type: str | None = None
                 qvec = None
         args = {"limit": max(limit, 1), "only": type, "stale_days": stale_days,
                 "project_root": project_root, "qvec": qvec, "embedder": embedder,
-                "records": records, "record_gate": record_gate or RECORD_GATE}
+                "records": records, "record_gate": record_gate or RECORD_GATE,
+                "today": today or _dt.date.today()}
         result = _recall(index, question, **args)
         # Never show a file that changed since it was indexed: re-check what we return.
         shown = [p for m in result.memories for p in _paths_of(m)]
@@ -601,11 +618,7 @@ def _paths_of(memory: RecalledMemory) -> list[str]:
 
 def temporal_order(question: str) -> str | None:
     """"first" / "last" for questions about when something happened first or last."""
-    if _LAST.search(question):
-        return "last"
-    if _FIRST.search(question) and re.search(r"\b(when|what|which|how)\b", question, re.I):
-        return "first"
-    return None
+    return when.order_of(question)
 
 
 # A name in a question: Capitalised or camelCase (Kafka, iOS, WebGL, ReviewTokenStore),
@@ -618,9 +631,11 @@ _ALTERNATIVE = re.compile(r"\b(\w+)\s+(?:or|over|vs\.?|versus|instead of|rather 
                           r"(\w+)\b", re.I)
 
 
-def unknown_names(index: Index, question: str) -> list[str]:
+def unknown_names(index: Index, question: str,
+                  dates: frozenset[str] = frozenset()) -> list[str]:
     """The names the question gives (``_NAME``) that no memory and no session record
-    holds, not even as a prefix ("Postgres" finds "PostgreSQL").
+    holds, not even as a prefix ("Postgres" finds "PostgreSQL"). ``dates``: the words
+    that name days ("July"), which say when, not what.
 
     Session records keep what was said in every session, so a name found in none of
     them was never discussed: measured on the main question set, 22 of the 35
@@ -631,7 +646,7 @@ def unknown_names(index: Index, question: str) -> list[str]:
     start = first.end() if first else 0
     terms = set(content_terms(question))
     names = dict.fromkeys(m.group(0) for m in _NAME.finditer(question, start)
-                          if m.group(0).lower() in terms)
+                          if m.group(0).lower() in terms and m.group(0).lower() not in dates)
     if not names:
         return []
 
@@ -675,32 +690,37 @@ def _never_said(index: Index, terms: list[str], units: list[_Unit], semantic: bo
 
 def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_days: int,
             project_root: Path | str | None, qvec: Any, embedder: Any, records: bool,
-            record_gate: Gate) -> RecallResult:
+            record_gate: Gate, today: _dt.date) -> RecallResult:
     semantic = qvec is not None
     terms = content_terms(question)
-    if len(terms) <= LONG_QUERY and unknown_names(index, question):
+    # Questions about when are answered from the session records by date. Not for the
+    # prompt hook (its stricter gate): "continue from last time" or "fix what broke
+    # yesterday" names nothing, and SessionStart already lists the recent sessions.
+    dated = bool(records and only in (None, SESSION_TYPE) and index.chunk_count
+                 and record_gate is RECORD_GATE)
+    span = when.span_of(question, today, index.record_days) if dated else None
+    said = (span.words if span is not None else frozenset()) | when.frame_words(question)
+    if len(terms) <= LONG_QUERY and unknown_names(index, question, said):
         # A question about something no session ever named: nothing stored answers it,
         # however alike other memories look (a pasted text is exempt: LONG_QUERY).
         return RecallResult(question, "C", terms=tuple(terms))
     agg = aggregation_types(question)
     if records and (only is None or only == SESSION_TYPE) and index.chunk_count and (
             _SESSIONS_AGG.search(question) or (only == SESSION_TYPE and agg is not None)):
-        return _aggregate_sessions(index, question)
+        return _aggregate_sessions(index, question, span)
     if agg is not None and only != SESSION_TYPE:
         return _aggregate(index, question, agg if not only else (only,), stale_days,
-                          project_root)
+                          project_root, span)
     order = temporal_order(question)
-    if order is not None:
-        # "first", "last time", "recently" say when, not what: they are not evidence.
-        topic = [t for t in terms if t not in _TEMPORAL_WORDS]
-        if (not [t for t in topic if t not in _SESSIONS_AGG_WORDS] and records
-                and only in (None, SESSION_TYPE) and index.chunk_count
-                and record_gate is RECORD_GATE):
-            # "What did we do last time?", "the first session": no topic, only a time.
-            # The session records answer, by date (the latest first for "last"). Not
-            # for the prompt hook (its stricter gate): "continue from last time" names
-            # nothing, and SessionStart already lists the recent sessions.
-            return _sessions_by_date(index, question, order, min(limit, RECORDS_SHOWN))
+    if order is not None or span is not None:
+        # "first", "last time", "in July", "touched" say when, not what: not evidence.
+        topic = [t for t in terms if t not in _TEMPORAL_WORDS and t not in _ACTIVITY_WORDS
+                 and t not in said]
+        if dated and not [t for t in topic if t not in _SESSIONS_AGG_WORDS]:
+            # "What did we do last time?", "the first session", "what did we work on in
+            # July?": no topic, only a time. The session records answer, by date (the
+            # latest first for "last").
+            return _sessions_by_date(index, question, order, limit, span)
         terms = topic or terms
     units: list[_Unit] = []
     passing: list[_Unit] = []
@@ -727,19 +747,34 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         bound = _sessions_of_units(index, framed) if semantic and framed else set()
         passing_chunks = [u for u in chunk_units if record_gate.passes(
             u, semantic, bool(bound) and _session_of_chunk(index, u) in bound)]
+        if dated and (order is not None or span is not None):
+            # A date-ordered answer lists every session about the topic, not only the
+            # best-worded few that the gate saw: "when did we last touch the TUI?" is
+            # answered by the latest session about it, wherever its words rank.
+            seen = {u.key for u in passing_chunks}
+            passing_chunks += [u for u in _dated_chunks(index, terms) if u.key not in seen]
+        if span is not None:
+            passing_chunks = _in_span(index, passing_chunks, span)
         if passing_chunks and units and record_gate is RECORD_GATE:
             passing = _corroborated(index, units, passing, passing_chunks[0], semantic,
                                     bool(unsaid))
     passing = _with_successors(index, passing)
     _complete(index, passing[:limit])
     memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
-    if chunk_units:
+    if span is not None:
+        # "What did we decide about the cache in July?": what was stored or changed then.
+        memories = [m for m in memories
+                    if span.holds(m.stored or "") or span.holds(m.updated or "")]
+    if chunk_units or passing_chunks:
         if (passing_chunks or memories) and record_gate is RECORD_GATE:
             # The memory answers: the remaining places go to records that come near
             # (not for a stricter gate, the prompt hook's, which speaks unasked).
-            passing_chunks += [u for u in chunk_units if u not in passing_chunks
-                               and COMPANION_GATE.passes(u, semantic)]
-        passages = _record_results(index, passing_chunks, terms, qvec, embedder, order,
+            near = [u for u in chunk_units if u not in passing_chunks
+                    and COMPANION_GATE.passes(u, semantic)]
+            passing_chunks += _in_span(index, near, span) if span is not None else near
+        # A range of days is told in date order, oldest first (unless "last" is asked).
+        passages = _record_results(index, passing_chunks, terms, qvec, embedder,
+                                   order or ("first" if span is not None else None),
                                    max(limit, RECORDS_SHOWN))
     if order is not None and passages:
         # "When did we first / what did we do last time": the episodes answer, by date.
@@ -752,10 +787,37 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         room = max(limit - len(curated), 0) if memories else limit
         shown = curated + passages[: min(room, RECORDS_SHOWN)]
     if not shown:
-        return RecallResult(question, "C", terms=tuple(terms))
+        note = f"Nothing stored about that {span.describe()}." if span is not None else None
+        return RecallResult(question, "C", terms=tuple(terms), note=note)
     # The state is the answer's, the first item's: a session record first (a "last time"
     # question) is a record-only answer even when a memory with a moment follows it.
     return RecallResult(question, shown[0].state, tuple(shown), terms=tuple(terms))
+
+
+def _dated_chunks(index: Index, topic: list[str]) -> list[_Unit]:
+    """Every record chunk whose words cover ``topic`` (``RECORD_THRESHOLD``), best first.
+
+    Words alone, as a count of sessions (``_aggregate_sessions``) is: a date order must
+    not grow with sessions that merely resemble the topic. None when a word of the topic
+    was never said in any session: then no session is about all of it.
+    """
+    if not topic or never_said_words(index, topic):
+        return []
+    every = max(SESSIONS_AGG_CANDIDATES, index.chunk_count)
+    return [u for u in _score(index, topic, (SESSION_TYPE,), (), candidates=every, chunks=True)
+            if u.coverage >= RECORD_THRESHOLD and u.ids]
+
+
+def _in_span(index: Index, units: list[_Unit], span: when.Span) -> list[_Unit]:
+    """The record chunks dated inside ``span``."""
+    docs = index.docs(u.ids[0] for u in units if u.ids)
+    return [u for u in units if u.ids and u.ids[0] in docs
+            and span.holds(_day_of(docs[u.ids[0]]))]
+
+
+def _day_of(doc: Doc) -> str:
+    """The day of a record chunk (its turn's; else the record's)."""
+    return str(doc.data.get("date") or doc.data.get("started") or "")
 
 
 def _sessions_of_units(index: Index, units: list[_Unit]) -> set[str]:
@@ -1069,10 +1131,10 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
         # words + meaning): the first session of a topic is often not its best-worded
         # one (main set: a30, a79 gained; never-discussed unchanged).
 
-        def when(group: list[tuple[_Unit, Doc]]) -> str:
+        def by_date(group: list[tuple[_Unit, Doc]]) -> str:
             data = group[0][1].data
             return f"{data.get('date') or ''} {data.get('time') or ''}"
-        picked.sort(key=when, reverse=(order == "last"))
+        picked.sort(key=by_date, reverse=(order == "last"))
     picked = picked[:most]  # a passage costs a line-by-line pass: only for what is shown
     out = []
     for group in picked:
@@ -1241,9 +1303,10 @@ def _successors_first(units: list[_Unit]) -> list[_Unit]:
 
 
 def _aggregate(index: Index, question: str, types: tuple[str, ...], stale_days: int,
-               project_root: Path | str | None) -> RecallResult:
+               project_root: Path | str | None, span: when.Span | None = None) -> RecallResult:
     topic = content_terms(question, keep_type_words=False)
-    topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")]
+    topic = [t for t in topic if t not in ("list", "every", "had", "made", "far", "history")
+             and (span is None or t not in span.words)]
     if topic:
         units = [u for u in _score(index, topic, types or CURATED_TYPES, (), candidates=200)
                  if u.coverage >= THRESHOLD]
@@ -1257,21 +1320,31 @@ def _aggregate(index: Index, question: str, types: tuple[str, ...], stale_days: 
     if topic:
         _complete(index, units)
     memories = [_materialise(index, u, stale_days, project_root) for u in units]
+    if span is not None:
+        # "Which decisions did we make in July?": those stored (or changed) then.
+        memories = [m for m in memories
+                    if span.holds(m.stored or "") or span.holds(m.updated or "")]
+        if not memories:
+            return RecallResult(question, "C", aggregation=True, terms=tuple(topic),
+                                note=f"Nothing stored {span.describe()}.")
     memories.sort(key=_timeline_key)
     # The label is the first item's; each item of another kind carries its own.
     return RecallResult(question, memories[0].state, tuple(memories), aggregation=True,
                         terms=tuple(topic))
 
 
-def _aggregate_sessions(index: Index, question: str) -> RecallResult:
+def _aggregate_sessions(index: Index, question: str,
+                        span: when.Span | None = None) -> RecallResult:
     """Every session whose record covers the question's topic, oldest first (one each).
 
     Words alone decide (the coverage gate of curated memories): a count must not grow
     with sessions that merely resemble the topic. With no topic words ("how many
     sessions have we had?") every recorded session is listed.
     """
+    said = span.words if span is not None else frozenset()
+    # "Which sessions touched the parser?" asks about the parser.
     topic = [t for t in content_terms(question, keep_type_words=False)
-             if t not in _SESSIONS_AGG_WORDS]
+             if t not in _SESSIONS_AGG_WORDS and t not in _ACTIVITY_WORDS and t not in said]
     best: dict[str, tuple[float, Doc]] = {}
     weights: dict[str, float] = {}
     if topic:
@@ -1282,7 +1355,7 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
         docs = index.docs(u.ids[0] for u in units)
         for unit in units:
             doc = docs.get(unit.ids[0])
-            if doc is None:
+            if doc is None or (span is not None and not span.holds(_day_of(doc))):
                 continue
             # Shown: the session's best turn (its open ends only when no turn matched).
             rank = unit.final + (1.0 if doc.data.get("section") == "turn" else 0.0)
@@ -1292,18 +1365,25 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
         weights = {t: max(math.log(1 + total / (1 + index.doc_frequency(t, (SESSION_TYPE,)))),
                           0.2) for t in topic}
     else:
-        for doc in index.docs_of_type((SESSION_TYPE,)):
+        chunks = (index.records_between(span.start.isoformat(), span.end.isoformat())
+                  if span is not None else index.docs_of_type((SESSION_TYPE,)))
+        for doc in chunks:
+            if span is not None and not span.holds(_day_of(doc)):
+                continue
             if doc.path not in best or _turn_rank(doc) < _turn_rank(best[doc.path][1]):
                 best[doc.path] = (1.0, doc)
     if not best:
-        return RecallResult(question, "C", aggregation=True, terms=tuple(topic))
+        note = None
+        if span is not None:
+            note = f"No session {span.describe()}" + (" is about that." if topic else ".")
+        return RecallResult(question, "C", aggregation=True, terms=tuple(topic), note=note)
 
-    def when(item: tuple[float, Doc]) -> tuple[str, str, str]:
+    def by_date(item: tuple[float, Doc]) -> tuple[str, str, str]:
         data = item[1].data
         return (str(data.get("date") or "9999"), str(data.get("time") or ""), item[1].path)
 
     out = []
-    for score, doc in sorted(best.values(), key=when):
+    for score, doc in sorted(best.values(), key=by_date):
         data = doc.data
         text = str(data.get("text", ""))
         passage = (_passage(text, topic, None, None, weights=weights) if topic
@@ -1318,25 +1398,39 @@ def _aggregate_sessions(index: Index, question: str) -> RecallResult:
     return RecallResult(question, "B", tuple(out), aggregation=True, terms=tuple(topic))
 
 
-def _sessions_by_date(index: Index, question: str, order: str, most: int) -> RecallResult:
-    """The ``most`` latest (``order`` "last") or earliest session records, each shown by
-    its description and the opening lines of its first turn: the request and what the
-    agent concluded."""
+def _sessions_by_date(index: Index, question: str, order: str | None, limit: int,
+                      span: when.Span | None = None) -> RecallResult:
+    """Session records by date, each shown by its description and the opening lines of
+    its first turn (in ``span``: its first turn of those days): the request and what the
+    agent concluded.
+
+    Without ``span``: the latest (``order`` "last") or earliest few, as many as asked
+    ("the last three sessions") or up to ``RECORDS_SHOWN``. With it: every session of
+    those days (up to ``SPAN_SHOWN``), oldest first unless "last" is asked.
+    """
     newest = order == "last"
-    # A day can hold several sessions: read a few more records than shown, then order
-    # them by their start time.
+    asked = when.sessions_asked(question)
     heads: dict[str, Doc] = {}
-    for doc in index.records_by_date(most * 3, newest=newest):
+    if span is not None:
+        most = min(asked or SPAN_SHOWN, SPAN_SHOWN)
+        docs = [d for d in index.records_between(span.start.isoformat(), span.end.isoformat())
+                if span.holds(_day_of(d))]
+    else:
+        most = min(asked, SPAN_SHOWN) if asked else min(limit, RECORDS_SHOWN)
+        # A day can hold several sessions: read a few more records than shown, then
+        # order them by their start time.
+        docs = index.records_by_date(most * 3, newest=newest)
+    for doc in docs:
         if doc.path not in heads or _turn_rank(doc) < _turn_rank(heads[doc.path]):
             heads[doc.path] = doc
 
-    def when(doc: Doc) -> tuple[str, str, str]:
+    def by_start(doc: Doc) -> tuple[str, str, str]:
         data = doc.data
         return (str(data.get("started") or data.get("date") or ""),
                 str(data.get("time") or ""), doc.path)
 
     out = []
-    for doc in sorted(heads.values(), key=when, reverse=newest)[:most]:
+    for doc in sorted(heads.values(), key=by_start, reverse=newest)[:most]:
         data = doc.data
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
                             date=str(data.get("date") or ""), time=data.get("time"),
@@ -1347,9 +1441,18 @@ def _sessions_by_date(index: Index, question: str, order: str, most: int) -> Rec
                             project=data.get("project"))
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=1.0, record=rec))
+    if span is None:
+        return RecallResult(question, "B", tuple(out)) if out else RecallResult(question, "C")
     if not out:
-        return RecallResult(question, "C")
-    return RecallResult(question, "B", tuple(out))
+        days = index.record_days()
+        latest = f" The latest recorded session is from {days[0][:10]}." if days else ""
+        return RecallResult(question, "C", note=f"No session is recorded {span.describe()}."
+                            + latest)
+    count = len(heads)
+    shown = f" (the {'latest' if newest else 'first'} {len(out)} shown)" if count > len(out) else ""
+    note = (f"{count} session{'s' if count != 1 else ''} {span.describe()}, "
+            f"{'newest' if newest else 'oldest'} first{shown}:")
+    return RecallResult(question, "B", tuple(out), note=note)
 
 
 def _turn_rank(doc: Doc) -> tuple[bool, int]:
