@@ -55,8 +55,9 @@ EST_FRESH_TOKENS_PER_TURN = 400
 
 
 def _jsonl_under(folder: Path) -> list[Path]:
-    # Subagent transcripts are read as part of their parent session.
-    return [p for p in sorted(folder.rglob("*.jsonl")) if "subagents" not in p.parts]
+    from dualtrace.hooks.transcripts import transcripts_under
+
+    return transcripts_under(folder)
 
 
 def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]:

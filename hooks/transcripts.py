@@ -404,6 +404,21 @@ def _truncated(text: str) -> bool:
     return not text.rstrip().endswith(("]", "}"))
 
 
+# Whole-document transcripts that live under a fixed name in a folder of their own (a
+# Cline task is ``<task id>/api_conversation_history.json``).
+DOCUMENT_FILE_NAMES = ("api_conversation_history.json",)
+
+
+def transcripts_under(folder: Path) -> list[Path]:
+    """The transcripts in a folder tree, for ``backfill FOLDER``: JSON-lines files (a
+    Claude Code session's ``subagents/`` are read with their parent) and the files the
+    JSON-document hosts keep under their fixed names."""
+    found = [p for p in folder.rglob("*.jsonl") if "subagents" not in p.parts]
+    for name in DOCUMENT_FILE_NAMES:
+        found.extend(folder.rglob(name))
+    return sorted(found)
+
+
 def working_directory(path: Path, max_records: int = 200) -> str | None:
     """The directory the session ran in, from the transcript's first records, or None.
 

@@ -261,3 +261,33 @@ def test_real_cline_task_and_feedback_are_the_users_words():
     assert "api_conversation_history.json" in said[1] and len(said) == 2
     assert s.cwd == "/Users/bee/dev/agentlogs" and s.started == "2026-02-12T16:22:08.000Z"
     assert any(c.startswith("cp ") and code == 1 for c, code in commands(s))
+
+
+# ---------------------------------------------------------------------------- not hosts
+
+
+def test_backfill_of_a_folder_finds_cline_tasks_and_pi_sessions(tmp_path: Path):
+    from dualtrace.backfill import discover
+
+    tasks = tmp_path / "tasks"
+    for task in ("1772716500000", "1772716600000"):
+        (tasks / task).mkdir(parents=True)
+        shutil.copy(CLINE, tasks / task / "api_conversation_history.json")
+        (tasks / task / "task_metadata.json").write_text("{}")  # beside it, not a transcript
+    shutil.copy(PI, tasks / "pi.jsonl")
+    found = discover([tasks])
+    assert sorted(p.relative_to(tasks).as_posix() for p in found) == [
+        "1772716500000/api_conversation_history.json",
+        "1772716600000/api_conversation_history.json", "pi.jsonl"]
+    assert {read_transcript(p).host for p in found} == {"cline", "pi"}
+
+
+@pytest.mark.parametrize("name", ["pi", "opencode", "cline"])
+def test_install_refuses_a_format_dualtrace_has_no_hooks_for(state_dir: Path, name: str):
+    proc = run_dualtrace("install", "--agent", name, "--dry-run", ok=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:")
+    assert f"'{name}' is not one of 'claude-code', 'codex', 'letta'" in lines[0]
+    base = state_dir.parent  # the test's HOME and state dir
+    assert not list(base.glob("**/settings*.json")) and not list(base.glob("**/hooks.json"))
