@@ -315,6 +315,7 @@ class Worker:
         record["finished_at"] = time.time()
         record["duration"] = round(record["finished_at"] - started, 3)
         queue.append_line(os.path.join(self.s, queue.RUNS), record)
+        self.log(encode_line(record))
         self.settings_for(job.get("cwd"))  # for _fail, loaded before the lock
         if record.get("deferred_until"):
             self.log(f"{job['id']}: deferred until the budget resets")
@@ -578,6 +579,26 @@ class Worker:
                 sys.stderr.flush()
             except (OSError, ValueError):
                 pass
+
+
+def encode_line(record: dict) -> str:
+    """worker.log's line for one encode: session, backend, time, and what came of it
+    (the commit and its operations, the skip reason, or the error)."""
+    ms = record.get("encode_ms")
+    took = f"{ms:.0f} ms" if isinstance(ms, (int, float)) else \
+        f"{float(record.get('duration') or 0.0) * 1000:.0f} ms"
+    head = (f"encode {record.get('session')} ({record.get('host') or 'hand'}, "
+            f"attempt {record.get('attempt')}): backend {record.get('backend') or '-'}, {took}")
+    if record.get("error"):
+        return f"{head}: failed: {record['error']}"
+    if record.get("commit"):
+        ops = [op for op in record.get("operations") or []
+               if isinstance(op, dict) and op.get("path") and op.get("action") != "skip"]
+        what = ", ".join(f"{op['action']} {op['path']}" for op in ops[:6])
+        more = f" (+{len(ops) - 6} more)" if len(ops) > 6 else ""
+        return f"{head}: commit {str(record['commit'])[:12]}" + \
+            (f": {what}{more}" if what else "")
+    return f"{head}: no commit: {record.get('skipped') or 'nothing to store'}"
 
 
 def sync_key(memdir: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -85,6 +86,18 @@ def test_stop_per_turn_then_session_end_encodes_once(hook_env, state_dir, tmp_pa
     assert len(records) == 2 and records[1]["commit"] is None and records[1]["skipped"]
     assert len(_mem_commits(memdir)) == 1
     assert no_workers_left(state_dir)
+    # worker.log says what each encode did, as README promises (review 7 F22).
+    encodes = [line for line in (state_dir / "logs" / "worker.log").read_text().splitlines()
+               if f" encode {session} " in line]
+    assert len(encodes) == 2, encodes
+    done, again = encodes
+    head = f"encode {session} (claude-code, attempt 1): backend offline, "
+    assert head in done and f": commit {records[0]['commit'][:12]}: store " in done, done
+    assert re.search(r"backend offline, \d+ ms: commit", done), done
+    stored = [op["path"] for op in records[0]["operations"] if op["action"] == "store"]
+    assert stored and all(path in done for path in stored[:6]), done
+    assert f"encode {session} (claude-code, attempt 1): backend -, " in again, again
+    assert again.endswith(f": no commit: {records[1]['skipped']}"), again
 
 
 def test_four_agents_end_twenty_sessions_at_once(hook_env, state_dir, tmp_path):
@@ -200,6 +213,10 @@ def test_failures_back_off_then_park_and_retry_requeues(hook_env, state_dir, tmp
     records = runs(state_dir)
     assert [r["attempt"] for r in records] == [1, 2, 3]
     assert all("transcript not found" in r["error"] for r in records)
+    log = (state_dir / "logs" / "worker.log").read_text()
+    for attempt in (1, 2, 3):
+        assert re.search(rf"encode late \(claude-code, attempt {attempt}\): backend -, \d+ ms: "
+                         r"failed: transcript not found", log), log
     gaps = [b["started_at"] - a["finished_at"] for a, b in zip(records, records[1:], strict=False)]
     assert gaps[0] >= 0.1 and gaps[1] >= 0.2  # exponential backoff
     jobs = queue.list_jobs(str(state_dir))
