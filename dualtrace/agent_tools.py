@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualtrace import words
 from dualtrace.errors import DualtraceError
 from dualtrace.memfs.types import MEMORY_TYPES
 
@@ -237,7 +238,7 @@ class AgentMemory:
         kind = _kind(type)
         if kind is None:
             raise ToolInputError(f"'type' is required: one of {', '.join(TYPES)}")
-        description = _text(description, "description", 500)
+        description = _said(_text(description, "description", 500), kind)
         body = _opt(body, "body", 20000) or description
         why = _opt(why, "why", 2000)
         if why:
@@ -284,7 +285,10 @@ class AgentMemory:
         where = [f"in commit {sha[:10]}"] if sha else []
         if own_sha:
             where.append(f"in your own memory (commit {own_sha[:10]})")
-        return (f"{outcome.action} {outcome.path} [{outcome.tier}, evidence "
+        # A bullet is its own tier (a line in a preferences or conventions file), not
+        # the FULL or RECORD its scores would give a fact.
+        tier = "BULLET" if outcome.action == "bullet" else outcome.tier
+        return (f"{outcome.action} {outcome.path} [{tier}, evidence "
                 f"{outcome.scores.total if outcome.scores else '-'}] {' and '.join(where)}{note}")
 
     def _store(self, *, create: bool = False):
@@ -306,6 +310,25 @@ def _text(value: Any, name: str, limit: int) -> str:
     if len(value) > limit:
         raise ToolInputError(f"'{name}' is longer than {limit} characters")
     return value.strip()
+
+
+# Words that acknowledge or fill but name nothing: "ok", "yes thanks" is no memory.
+FILLER = frozenset("ok okay yes yeah yep sure thanks thank please hi hello hey test todo tbd "
+                   "xx xxx".split())
+
+WHAT = {"decision": "what was decided", "incident": "what happened",
+        "preference": "what the user prefers", "convention": "what the rule is",
+        "pattern": "what the pattern is", "learning": "what was learned"}
+
+
+def _said(description: str, kind: str) -> str:
+    """A description must name something: at least one content word that is no filler
+    (one letter, punctuation, "ok" or "todo" would be stored, scored and recalled)."""
+    if not [w for w in words.content_words(description) if w not in FILLER]:
+        raise ToolInputError(
+            f"'description' must say {WHAT.get(kind, 'what to remember')} in words, "
+            f"got {description[:40]!r}")
+    return description
 
 
 def _opt(value: Any, name: str, limit: int) -> str:

@@ -36,7 +36,7 @@ def test_a_remembered_preference_goes_to_your_own_memory_and_the_project(memdir,
                                                                          state_dir):
     own = state_dir / "user-memory"
     said = _remember(memdir, tmp_path, {"type": "preference", "description": PREFERENCE})
-    assert said.startswith("bullet system/human.md")
+    assert said.startswith("bullet system/human.md [BULLET, evidence ")  # not [FULL ...]
     assert "in your own memory (commit " in said
     assert PREFERENCE in (own / "system" / "human.md").read_text(encoding="utf-8")
     assert "mem: store system/human" in _log(own)

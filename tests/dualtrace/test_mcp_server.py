@@ -168,6 +168,13 @@ def test_bad_inputs_are_clear_tool_errors_and_write_nothing(stocked, tmp_path):
         ("remember", {"type": "rumour", "description": "x"}, "'type' must be one of"),
         ("remember", {"type": "decision", "description": "ok thing", "anchor": "Bad/Anchor"},
          "must be lowercase ASCII words"),
+        # No content word: nothing to store, recall or inject (review 7 F20).
+        ("remember", {"type": "decision", "description": "x"},
+         "'description' must say what was decided in words, got 'x'"),
+        ("remember", {"type": "convention", "description": "ok, thanks!"},
+         "'description' must say what the rule is in words"),
+        ("remember", {"type": "preference", "description": "? - 1 ..."},
+         "'description' must say what the user prefers in words"),
         ("delete", {"target": "decisions/move-session-storage-redis-postgres.md"}, "delete"),
     ]
 
