@@ -229,13 +229,45 @@ def status(memory_dir: Path | None, check: bool) -> None:
                        for run in summary["runs"]]
     for line in queue.format_status(summary):
         click.echo(line)
-    off = config.disabled_by(ws.root)
-    click.echo(f"hooks:      {'disabled (' + off + ')' if off else 'enabled'}")
+    for line in _hooks_lines(ws.root):
+        click.echo(line)
     click.echo(_sync_line(root, settings))
     for line in _spend_lines(settings):
         click.echo(line)
     if check and problems:
         raise DualtraceError(f"{len(problems)} memory file(s) do not parse (listed above)")
+
+
+def _hooks_lines(root: Path | None) -> list[str]:
+    """What really records sessions for this project: the hooks found in each host's
+    settings files (per scope) or an enabled plugin, and the switch that turns them off.
+    With none installed, the first step (install, or an encode by hand)."""
+    import os
+
+    from dualtrace.hooks.install import installed_hooks
+
+    off = config.disabled_by(root)
+    found = installed_hooks(root)
+    home = os.path.expanduser("~")
+
+    def where(agent: str, scope: str, path: Path) -> str:
+        shown = str(path)
+        if shown.startswith(home + os.sep):
+            shown = "~" + shown[len(home):]
+        if scope == "plugin":
+            return f"{agent} plugin (enabled in {shown})"
+        return f"{agent} at {scope} scope ({shown})"
+
+    if not found:
+        state = f"disabled ({off}); none installed" if off else "none installed"
+        return [f"hooks:      {state}: no session is recorded by itself; start with "
+                f"`dualtrace install --agent {registry.DEFAULT}` (or "
+                + ", ".join(a for a in registry.names() if a != registry.DEFAULT)
+                + "), or encode one by hand: `dualtrace encode TRANSCRIPT`"]
+    head = f"disabled ({off}); installed: " if off else "enabled: "
+    lines = [f"hooks:      {head}{where(*found[0])}"]
+    lines += [f"            {where(*item)}" for item in found[1:]]
+    return lines
 
 
 def _sync_line(root: Path, settings: config.Settings) -> str:

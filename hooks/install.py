@@ -272,6 +272,28 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
     return lines
 
 
+def installed_hooks(cwd: str | os.PathLike[str] | None = None) -> list[tuple[str, str, Path]]:
+    """(host, scope, settings file) for every settings file of every host that holds our
+    hooks for the project at ``cwd``, plus (claude-code, "plugin", file) for a settings
+    file that enables the dualtrace plugin. Read only; an unreadable file counts as none
+    (``install`` names its problem)."""
+    found: list[tuple[str, str, Path]] = []
+    home = Path(os.path.expanduser("~"))
+    for agent in AGENTS:
+        for scope in registry.get(agent).SCOPES:
+            try:
+                path = settings_path(agent, scope, cwd)
+                data, _text = read_json_object(path)
+            except (DualtraceError, OSError):
+                continue
+            if remove(data)[1]:
+                found.append((agent, scope, path))
+        finder = getattr(registry.get(agent), "enabled_plugin_files", None)
+        for path in finder(config.project_root(cwd), home) if finder else []:
+            found.append((agent, "plugin", path))
+    return found
+
+
 def _installed_elsewhere(agent: str, scope: str,
                          cwd: str | os.PathLike[str] | None) -> list[str]:
     """A warning for each other scope of this host whose settings already hold our hooks.

@@ -210,13 +210,43 @@ def test_status_says_whether_the_hooks_are_on_and_what_turned_them_off(tmp_path,
     """Review 5, finding 3: a disabled dualtrace's status looked exactly like an enabled one."""
     project = tmp_path / "proj"
     project.mkdir()
-    assert "hooks:      enabled\n" in run_cli("status", cwd=project).output
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    # A fresh HOME has no hooks anywhere: status says so and what to run first (it said
+    # "hooks: enabled" with nothing installed).
+    none = ("hooks:      none installed: no session is recorded by itself; start with "
+            "`dualtrace install --agent claude-code` (or codex, letta), or encode one by "
+            "hand: `dualtrace encode TRANSCRIPT`\n")
+    assert none in run_cli("status", cwd=project).output
+    assert run_cli("install", "--agent", "claude-code", "--no-mcp", cwd=project).exit_code == 0
+    assert run_cli("install", "--agent", "codex", "--scope", "project", "--no-mcp",
+                   cwd=project).exit_code == 0
+    on = ("hooks:      enabled: claude-code at user scope (~/.claude/settings.json)\n"
+          f"            codex at project scope ({project / '.codex' / 'hooks.json'})\n")
+    assert on in run_cli("status", cwd=project).output
+    listed = on.split("enabled: ", 1)[1]
     user = _user_config(state_dir, "enabled = false\n")
-    assert f"hooks:      disabled (enabled = false in {user})\n" in run_cli("status", cwd=project).output
+    assert f"hooks:      disabled (enabled = false in {user}); installed: {listed}" \
+        in run_cli("status", cwd=project).output
     (project / "dualtrace.toml").write_text("enabled = true\n")  # the project's word wins
-    assert "hooks:      enabled\n" in run_cli("status", cwd=project).output
+    assert on in run_cli("status", cwd=project).output
     (project / "dualtrace.toml").write_text("[dualtrace]\nenabled = false\n")
     out = run_cli("status", cwd=project).output
-    assert f"hooks:      disabled (enabled = false in {project / 'dualtrace.toml'})\n" in out
+    assert f"hooks:      disabled (enabled = false in {project / 'dualtrace.toml'}); installed: " \
+        in out
     monkeypatch.setenv("DUALTRACE_DISABLE", "1")
-    assert "hooks:      disabled (DUALTRACE_DISABLE is set)\n" in run_cli("status", cwd=project).output
+    assert "hooks:      disabled (DUALTRACE_DISABLE is set); installed: claude-code at user" \
+        in run_cli("status", cwd=project).output
+    # Uninstalled everywhere: back to the first step; a plugin enabled in the project's
+    # Claude Code settings counts as installed.
+    monkeypatch.delenv("DUALTRACE_DISABLE")
+    (project / "dualtrace.toml").unlink()
+    (state_dir / "config.toml").unlink()
+    assert run_cli("uninstall", "--agent", "claude-code", cwd=project).exit_code == 0
+    assert run_cli("uninstall", "--agent", "codex", "--scope", "project",
+                   cwd=project).exit_code == 0
+    assert none in run_cli("status", cwd=project).output
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"dualtrace@dualtrace": True}}))
+    assert ("hooks:      enabled: claude-code plugin (enabled in "
+            f"{project / '.claude' / 'settings.json'})\n") in run_cli("status", cwd=project).output
