@@ -549,6 +549,9 @@ def forget(memory_dir: Path | None, target: str, reason: str, with_records: bool
             done = retire(store, target, reason=reason, records=with_records)
     finally:
         store.close()
+    if done.kept and done.kept_commit:
+        click.echo(f"committed {', '.join(done.kept)} as written by hand first (commit "
+                   f"{done.kept_commit[:10]}): it was not committed yet")
     for src, dest in done.moved:
         click.echo(f"retired {src} -> {dest}")
     click.echo(f"commit {done.commit[:10]}; undo with `{_revert_hint(store, done.commit[:10])}`")

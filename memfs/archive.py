@@ -66,6 +66,10 @@ def list_memories(store: MemoryStore, *, kind: str | None = None, contains: str 
 class Retired:
     moved: tuple[tuple[str, str], ...]  # (from, to) relative paths
     commit: str
+    # Files written or edited by hand and not committed yet: committed as they were,
+    # first, so that `git revert` of the forget brings back exactly what was retired.
+    kept: tuple[str, ...] = ()
+    kept_commit: str | None = None
 
 
 def retire(store: MemoryStore, target: str, *, reason: str = "",
@@ -126,6 +130,13 @@ def _move(store: MemoryStore, paths: list[str], subject: str, reason: str) -> Re
                + "Restore with `git revert` of this commit, or move the files back.\n")
     done: list[tuple[str, str]] = []
     with store.lock():
+        kept = tuple(store.git.uncommitted([src for src, _ in moves]))
+        kept_sha = None
+        if kept:
+            kept_sha = store.git.commit(
+                list(kept), f"mem: commit {', '.join(kept)} as written by hand (before "
+                "forget)\n\nThe file was not committed yet: kept as it was, so that a "
+                "revert of the forget that follows brings it back.\n")
         try:
             for src, dest in moves:
                 target_path = store.root / dest
@@ -141,4 +152,4 @@ def _move(store: MemoryStore, paths: list[str], subject: str, reason: str) -> Re
         raise DualtraceError(f"nothing to commit for {paths[0]} (is it tracked by git?)")
     # Only the old paths: the archive is not a memory folder and must not be indexed.
     store._after_commit([src for src, _ in moves])
-    return Retired(moves, sha)
+    return Retired(moves, sha, kept, kept_sha)

@@ -455,6 +455,17 @@ class MemoryRepo:
         self._save_stamp(self._index_stamp() if clean else None)
         return self.repo.head.commit.hexsha
 
+    def uncommitted(self, paths: list[str]) -> list[str]:
+        """Those of ``paths`` that are untracked or differ from HEAD (a file written or
+        edited by hand and not committed yet), in the order given."""
+        if not paths:
+            return []
+        out = self.repo.git.execute(
+            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+             "--ignored=no", "--", *paths], with_exceptions=False)
+        changed = {entry[3:] for entry in str(out).split("\0") if len(entry) > 3}
+        return [p for p in paths if p in changed]
+
     def index_is_ours(self) -> bool:
         """True when git's index is exactly as our last commit left it (see commit)."""
         stamp = self._index_stamp()

@@ -127,3 +127,40 @@ def test_answering_no_retires_nothing_and_no_answer_names_yes(tmp_path):
     assert closed.stderr.strip().splitlines()[-1].startswith("Error: ") and "--yes" in closed.stderr
     assert git(memdir, "rev-parse", "HEAD") == head  # nothing retired either way
     assert (memdir / "decisions" / f"{ANCHOR}.md").exists()
+
+
+HAND_WRITTEN = ("---\ndescription: Release builds are signed on the CI runner, never on laptops.\n"
+                "type: decision\nconfidence: HIGH\nstored: 2026-11-01\n---\n\n"
+                "Release builds are signed on the CI runner.\n")
+
+
+def test_forgetting_a_hand_written_file_not_committed_yet_retires_it_and_revert_restores_it(
+        tmp_path):
+    """Review 7 F10: a valid memory file the user wrote by hand (listed and recalled) made
+    forget fail with git's raw "pathspec ... did not match any files"."""
+    memdir = tmp_path / "memory"
+    encoded(memdir)
+    hand = memdir / "decisions" / "release-signing.md"
+    hand.write_text(HAND_WRITTEN)
+    assert "release-signing" in run("list", "--memory-dir", str(memdir)).stdout
+    # A committed memory edited by hand and not committed: its edit is kept the same way.
+    edited = memdir / "decisions" / f"{ANCHOR}.md"
+    edited.write_text(edited.read_text() + "\nEdited by hand: the log level is INFO.\n")
+    out = run("forget", "release-signing", "--yes", "--memory-dir", str(memdir)).stdout
+    assert ("committed decisions/release-signing.md as written by hand first (commit "
+            in out), out
+    assert "retired decisions/release-signing.md -> archive/decisions/release-signing.md" in out
+    assert git(memdir, "status", "--porcelain", "--", "decisions", "archive").strip() == \
+        f"M decisions/{ANCHOR}.md"
+    assert not hand.exists()
+    assert (memdir / "archive/decisions/release-signing.md").read_text() == HAND_WRITTEN
+    assert "release-signing" not in run("list", "--memory-dir", str(memdir)).stdout
+    # The undo forget prints works and brings back exactly what was retired.
+    forget_sha = git(memdir, "rev-parse", "HEAD").strip()
+    git(memdir, "-c", "user.name=t", "-c", "user.email=t@t", "revert", "--no-edit", forget_sha)
+    assert hand.read_text() == HAND_WRITTEN
+    out = run("forget", ANCHOR, "--yes", "--memory-dir", str(memdir)).stdout
+    assert f"committed decisions/{ANCHOR}.md as written by hand first" in out
+    assert "Edited by hand: the log level is INFO." in \
+        (memdir / "archive" / "decisions" / f"{ANCHOR}.md").read_text()
+    assert git(memdir, "status", "--porcelain", "--", "decisions", "archive").strip() == ""
