@@ -637,5 +637,11 @@ def cli_run(*, workspace: config.Workspace, paths: Iterable[Path], backend: str 
         if dry_run:
             click.echo(f"(dry run with {settings.model}{', batch pricing for turn 1' if batch else ''}: "
                        "nothing sent, nothing written)")
+    if not dry_run and summary.count("encoded"):
+        from dualtrace.worker import sync_after_hand_commit
+
+        synced = sync_after_hand_commit(str(target), str(root) if root else None, settings)
+        if synced:
+            click.echo(synced, err=as_json)
     if summary.count("failed"):
         sys.exit(1)

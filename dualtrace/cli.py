@@ -361,6 +361,11 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
         click.echo(f"See it with `{hint_command('log', memory_dir=memory_dir)}` and ask it with "
                    f"`{hint_command('recall', 'your question', memory_dir=memory_dir)}` "
                    "(or `git log -p` in the memory directory).")
+        from dualtrace.worker import sync_after_hand_commit
+
+        synced = sync_after_hand_commit(report.memory_dir, str(ws.root), ws.settings)
+        if synced:
+            click.echo(synced)
     elif not report.skipped or report.operations:
         click.echo("nothing to commit" + (f" ({report.skipped})" if report.skipped else ""))
 
@@ -805,18 +810,34 @@ def remote(ctx: click.Context, memory_dir: Path | None) -> None:
 def remote_add(group_memory_dir: Path | None, memory_dir: Path | None, url: str,
                name: str) -> None:
     """Add a git remote to the memory repository (and register the merge driver)."""
-    from dualtrace.memfs.sync import add_remote, check_remote_name, check_remote_url
+    from dualtrace.memfs.sync import (
+        add_remote,
+        check_remote_name,
+        check_remote_url,
+        probe_remote,
+    )
 
     ws = workspace_for(memory_dir or group_memory_dir)
     # Checked before the store exists: a bad URL must not create a memory directory.
     url = check_remote_url(url, ws.memory_dir)
     check_remote_name(name)
+    # Asked once: a local repository git cannot read is refused; a URL that does not
+    # answer now is added with a warning (a remote can be added offline).
+    unreadable = probe_remote(url)
+    local = Path(url).is_absolute()
+    if unreadable and local:
+        raise DualtraceError(f"git cannot read the repository at {url} ({unreadable}); "
+                             "nothing was added")
     store = resolve_store(ws)
     try:
         add_remote(store, url, name)
     finally:
         store.close()
     click.echo(f"added remote {name} {url}; run `dualtrace sync` to share the memory")
+    if unreadable:
+        click.echo(f"warning: git could not read {url} just now ({unreadable}); if that is "
+                   f"not a network outage, fix it with `git -C {ws.memory_dir} remote set-url "
+                   f"{name} URL`; `dualtrace sync` says what it finds")
 
 
 @cli.command("merge-file", hidden=True)

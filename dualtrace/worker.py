@@ -379,8 +379,12 @@ class Worker:
         settings = self.settings_for(job.get("cwd"))
         if settings.sync != "after-encode":
             return
-        queue.touch(self.s, host="dualtrace", session_id=sync_key(memdir), event="commit",
-                    immediate=True, kind="sync", cwd=job.get("cwd"), memory_dir=memdir)
+        refused = sync_refused(memdir)
+        if refused:
+            self.log(f"sync {memdir}: not queued, the last sync was refused ({refused[:200]}); "
+                     "after-encode syncs resume once `dualtrace sync` succeeds")
+            return
+        queue_sync_job(self.s, memdir, job.get("cwd"))
 
     def sync(self, job: dict, rev: int) -> None:
         from dualtrace.memfs.store import MemoryStore
@@ -400,6 +404,11 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - a failed sync is retried, never fatal
             error = str(exc) if isinstance(exc, DualtraceError) else \
                 f"{type(exc).__name__}: {exc}"
+            if _needs_the_user(exc):
+                # Retrying on a timer cannot help: stop; status says why and what to run.
+                self.log(f"sync {memdir}: refused, not retried: {error}")
+                self._finish(job, rev, None)
+                return
             self.log(f"sync {memdir}: failed: {error}")
             with queue.queue_lock(self.s):
                 current = queue.read_json(queue.job_path(self.s, job["id"]))
@@ -599,6 +608,51 @@ def encode_line(record: dict) -> str:
         return f"{head}: commit {str(record['commit'])[:12]}" + \
             (f": {what}{more}" if what else "")
     return f"{head}: no commit: {record.get('skipped') or 'nothing to store'}"
+
+
+def _needs_the_user(exc: Exception) -> bool:
+    """A sync failure only the person can end (memfs.sync's ``refused``: not this
+    memory's remote, no such remote, a branch to pick, a merge to finish). Offline, a
+    held lock and other git failures may pass by themselves, and are retried."""
+    from dualtrace.memfs.sync import SyncError
+
+    return isinstance(exc, SyncError) and exc.refused
+
+
+def sync_refused(memdir: str) -> str | None:
+    """The error of the memory dir's last sync when it was refused, else None."""
+    from dualtrace.memfs.sync import read_status
+
+    info = read_status(Path(memdir))
+    return str(info["last_error"]) if info.get("refused") and info.get("last_error") else None
+
+
+def sync_after_hand_commit(memdir: str, cwd: str | None, settings: config.Settings) -> str | None:
+    """``sync = "after-encode"`` for a commit made by hand (``dualtrace encode``,
+    ``backfill``): the same sync job a hook's commit gets, run by a background worker
+    started now (it retries when offline); a line to print, or None (no sync wanted)."""
+    from dualtrace.memfs.sync import remotes
+
+    if settings.sync != "after-encode" or not remotes(Path(memdir)):
+        return None
+    refused = sync_refused(memdir)
+    if refused:
+        return (f"sync: not started, the last sync was refused ({refused[:200]}); fix that, "
+                "then run `dualtrace sync`")
+    from dualtrace.hookcmd import ensure_worker
+
+    state = str(config.state_dir())
+    queue.ensure_dirs(state)
+    queue_sync_job(state, memdir, cwd)
+    ensure_worker(state)
+    return "sync: queued (sync = \"after-encode\"); the background worker pushes this commit, " \
+        "`dualtrace status` shows how it went"
+
+
+def queue_sync_job(state: str, memdir: str, cwd: str | None) -> None:
+    """The memory dir's one sync job (``sync_key``), due at once."""
+    queue.touch(state, host="dualtrace", session_id=sync_key(memdir), event="commit",
+                immediate=True, kind="sync", cwd=cwd, memory_dir=memdir)
 
 
 def sync_key(memdir: str) -> str:

@@ -57,11 +57,14 @@ MAX_ROUNDS = 4  # fetch/merge/push again when someone pushed in between
 
 
 class SyncError(DualtraceError):
-    """A sync that could not complete; ``offline`` when the remote was unreachable."""
+    """A sync that could not complete; ``offline`` when the remote was unreachable;
+    ``refused`` when nothing changes until the person acts (a remote that is not this
+    memory, a branch to pick, a merge to finish): retrying on a timer cannot help."""
 
-    def __init__(self, message: str, *, offline: bool = False) -> None:
+    def __init__(self, message: str, *, offline: bool = False, refused: bool = False) -> None:
         super().__init__(message)
         self.offline = offline
+        self.refused = refused
 
 
 @dataclass
@@ -287,6 +290,23 @@ def check_remote_url(url: str, root: Path | None = None) -> str:
     return given if scheme else str(path)
 
 
+def probe_remote(url: str, timeout: float = 20.0) -> str | None:
+    """``git ls-remote`` of ``url`` once: None when git can read it, else git's reason
+    in one line (no prompt: a background-safe environment, as for a sync)."""
+    try:
+        proc = subprocess.run(["git", "ls-remote", "--heads", "--", url], capture_output=True,
+                              env=_env(), timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {timeout:.0f}s"
+    except OSError as exc:
+        return str(exc)
+    if proc.returncode == 0:
+        return None
+    text = proc.stderr.decode("utf-8", "replace").strip() or f"git exited {proc.returncode}"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else text)[:300].removeprefix("fatal: ")
+
+
 def check_remote_name(name: str) -> str:
     proc = subprocess.run(["git", "check-ref-format", f"refs/remotes/{name}/x"],
                           capture_output=True, env=_env(), check=False)
@@ -369,7 +389,11 @@ def status_line(root: Path, mode: str, job: dict | None, now: float | None = Non
         return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
 
     parts = []
-    if info.get("last_error"):
+    if info.get("last_error") and info.get("refused"):
+        # Not retried: the worker stops syncing after encodes until a sync by hand works.
+        parts.append(f"REFUSED {ago(info.get('last_attempt') or now)}: {info['last_error']}; "
+                     "not retried: fix that, then run `dualtrace sync`")
+    elif info.get("last_error"):
         state = "OFFLINE" if info.get("offline") else "FAILING"
         failures = int(info.get("failures") or 1)
         parts.append(f"{state}: {failures} failed attempt{'s' if failures > 1 else ''}, last "
@@ -412,20 +436,28 @@ def sync(store, remote: str | None = None, *, today: str | None = None,
     """
     started = time.perf_counter()
     root = store.root
-    name = pick_remote(root, remote)
-    git = Git(root, store.author)
     now = time.time()
+    try:
+        name = pick_remote(root, remote)
+    except DualtraceError as exc:  # no remote, or not the one the config names
+        _write_status(root, remote=remote or "", last_attempt=now, last_error=str(exc),
+                      offline=False, refused=True,
+                      failures=int(read_status(root).get("failures") or 0) + 1)
+        raise SyncError(str(exc), refused=True) from exc
+    git = Git(root, store.author)
     try:
         with _sync_lock(store):
             report = _sync_rounds(store, git, name, today or _date.today().isoformat(),
                                   allow_unrelated)
     except SyncError as exc:
         _write_status(root, remote=name, last_attempt=now, last_error=str(exc),
-                      offline=exc.offline, failures=int(read_status(root).get("failures") or 0) + 1)
+                      offline=exc.offline, refused=exc.refused,
+                      failures=int(read_status(root).get("failures") or 0) + 1)
         raise
     report.took_ms = round((time.perf_counter() - started) * 1000, 1)
     _write_status(root, remote=name, last_attempt=now, last_ok=time.time(), last_error=None,
-                  offline=False, failures=0, head=report.head, incoming=report.incoming,
+                  offline=False, refused=False, failures=0, head=report.head,
+                  incoming=report.incoming,
                   outgoing=report.outgoing, conflicts=len(report.conflicts))
     return report
 
@@ -473,7 +505,7 @@ def _remote_branch(root: Path, remote: str, branch: str, names: list[str]) -> st
     shown = ", ".join(sorted(names)[:6]) + (", ..." if len(names) > 6 else "")
     raise SyncError(f"{remote} has no branch '{branch}' (it has {shown}); nothing was merged "
                     f"or pushed: pick the branch that holds this memory with `git -C {root} "
-                    f"branch --set-upstream-to {remote}/BRANCH`, then sync again")
+                    f"branch --set-upstream-to {remote}/BRANCH`, then sync again", refused=True)
 
 
 def _sync_rounds(store, git: Git, remote: str, today: str,
@@ -489,7 +521,7 @@ def _sync_rounds(store, git: Git, remote: str, today: str,
         branch = _branch(root)
         if not branch:
             raise SyncError(f"the memory repository {root} has a detached HEAD; check out a "
-                            "branch (e.g. `git switch main`) and retry")
+                            "branch (e.g. `git switch main`) and retry", refused=True)
         report = SyncReport(remote=remote, branch=branch, remote_branch=branch)
         report.recovered = _recover(store, git)
         _preflight(git, root)
@@ -663,7 +695,7 @@ def _vet_unrelated(git: Git, root: Path, remote: str, remote_branch: str, ours: 
         found = (f"it holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}"
                  if foreign else "its .gitignore does not list .dualtrace/")
         raise SyncError(f"{label} is not a dualtrace memory repository ({found}) and shares no "
-                        f"history with this memory; nothing was merged or pushed; {fix}")
+                        f"history with this memory; nothing was merged or pushed; {fix}", refused=True)
     theirs_count = _memory_count(git, theirs, top)
     ours_count = _memory_count(git, ours, _top_entries(git, ours))
     if allow or not theirs_count or not ours_count:
@@ -671,7 +703,7 @@ def _vet_unrelated(git: Git, root: Path, remote: str, remote_branch: str, ours: 
     raise SyncError(f"{label} is another memory ({theirs_count} memory files) with no commit in "
                     f"common with this one ({ours_count}); nothing was merged or pushed; to join "
                     f"the two, `dualtrace sync --allow-unrelated` merges both and loses "
-                    f"nothing; {fix}")
+                    f"nothing; {fix}", refused=True)
 
 
 def _top_entries(git: Git, commit: str) -> dict[str, str]:
@@ -698,7 +730,7 @@ def _preflight(git: Git, root: Path) -> None:
     for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
         if (gitdir / marker).exists():
             raise SyncError(f"the memory repository {root} is in the middle of a merge or "
-                            f"rebase ({marker}); finish or abort it, then run sync again")
+                            f"rebase ({marker}); finish or abort it, then run sync again", refused=True)
     if (gitdir / "index.lock").exists():
         raise SyncError(f"{gitdir / 'index.lock'} exists: another git command is running in "
                         "the memory directory, or one crashed; if none is running, delete "
@@ -830,7 +862,7 @@ def _fast_forward(store, git: Git, old: str, new: str) -> None:
         _journal(store.root).unlink(missing_ok=True)
         why = " ".join((proc.stderr or proc.stdout).decode("utf-8", "replace").split())
         raise SyncError(f"cannot update the memory directory to the merged state: {why[:400]} "
-                        "(commit or undo hand edits to those files, then sync again)")
+                        "(commit or undo hand edits to those files, then sync again)", refused=True)
     if ours_before:
         store.git.mark_index_ours()
     _journal(store.root).unlink(missing_ok=True)
@@ -894,7 +926,7 @@ def _recover(store, git: Git) -> str | None:
             states.add(git.run("cat-file", "blob", f"{rev}:{path}").stdout if present else None)
         if data_now not in states:
             raise SyncError(f"{path} was edited by hand after an interrupted sync; commit or "
-                            f"undo that edit, then delete {journal} and sync again")
+                            f"undo that edit, then delete {journal} and sync again", refused=True)
         (restore if in_old else remove).append(path)
     if restore:
         git.run("checkout", old, "--", *restore)
