@@ -35,6 +35,7 @@ from dualtrace.encoder.hostile import (
     instruction_like,
     rule_backing,
     runs_fetched_code,
+    sends_secrets,
 )
 from dualtrace.encoder.matching import (
     best_match,
@@ -847,6 +848,10 @@ def _refuse_instructions(op: Operation, provenance: Provenance | None) -> None:
             raise Rejected("a standing rule, or an instruction to an AI, that runs code "
                            "downloaded from the network; every later session would get it: "
                            "a person who wants it writes it into the rules file by hand")
+        if sends_secrets(text) and (standing or kind == "decision" or instruction_like(text)):
+            raise Rejected("a rule, decision or instruction to an AI that sends credentials "
+                           "(keys, tokens, passwords) somewhere; every later session would "
+                           "get it: a person who wants it writes it into the rules file by hand")
         if instruction_like(text, user_text):
             raise Rejected("reads as instructions to an AI ('ignore previous instructions', "
                            "'agents must ...'); text from tools, files and pages is evidence, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dualtrace.encoder.cues import check_command
+from dualtrace.encoder.hostile import instruction_like, normal, own_words, sends_secrets
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
 from dualtrace.memfs.sessions import (
@@ -525,6 +526,11 @@ def describe(drafts: Iterable[_Draft]) -> str:
                 line = f"{line}: {expansion[1]}"
             elif not line or _GREETING.match(line) or (line.startswith("/") and " " not in line):
                 continue
+            own = own_words(line)
+            if own != line and (sends_secrets(line) or instruction_like(line, normal(own))):
+                # SessionStart lists this line in every later session: what the user
+                # passed on that addresses an AI is shown as withheld, never repeated.
+                line = own.rstrip() + " [quoted text withheld: it reads as instructions to an AI]"
             m = re.search(r"(?<=[.!?])\s", line)
             if m and m.start() >= 20:
                 line = line[:m.start()]
