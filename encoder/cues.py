@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -210,3 +211,61 @@ def without_opener(sentence: str) -> str:
     """A correction's statement without its "No," / "wait," / "Actually," opener."""
     body = _CORRECTION_OPEN.sub("", sentence.strip())
     return body[0].upper() + body[1:] if body else sentence
+
+
+# A user taking back what they said earlier in the session: "scratch that", "never mind",
+# "on second thought", "forget what I said (about X)", "I take that back", "cancel that",
+# "disregard my last message"; "let's not X", "actually, keep X" and "X after all" take
+# back an earlier statement about the same subject when there is one. "Never mind the
+# lint warnings" (ignore them) and "don't forget that X" (a request to remember) take
+# nothing back, nor does "after all" inside a clause ("after all the refactoring", "close
+# the epic after all 4 subtasks are done").
+_RETRACT_OPENER = r"(?:(?:no|nope|wait|actually|hmm+|ok(?:ay)?|sorry|oh|um+|uh+|so|hold on|ah)\b[\s,.!:;\u2014-]*)*"
+_CLAUSE_END = r"(?=\s*(?:[,.;:!\u2014-]|$))"
+_RETRACT_HEAD = re.compile(
+    rf"^{_RETRACT_OPENER}"
+    r"(?:(?:scratch|strike|cancel|belay|ignore|disregard|undo) (?:that|this)(?: (?:last|idea|plan|one))?"
+    rf"|(?:ignore|disregard) my (?:last|previous|earlier) \w+|never ?mind(?: (?:that|this|it))?{_CLAUSE_END}"
+    rf"|nvm{_CLAUSE_END}|on (?:second|further) thoughts?|i take (?:that|it|this) back"
+    rf"|forget (?:that|it|this|about (?:it|that|this)){_CLAUSE_END}"
+    r"|(?:forget|ignore|disregard) what i (?:said|wrote|told you|asked(?: for)?|suggested|proposed)"
+    r"(?: (?:earlier|before|above|just now))?(?: (?:about|regarding|on) (?P<about>[^,;:.!?\u2014]+))?)"
+    r"(?:\s*[,.;:!\u2014-]+)*\s*", re.I)
+_RETRACT_INLINE = re.compile(
+    rf"^(?P<opened>{_RETRACT_OPENER})"
+    r"(?:(?:let'?s|let us) not\b|.+\bafter all(?=\s*(?:[,.;:!)\u2014-]|$))"
+    r"|(?:let'?s |we(?:'ll| will)? |we |i'?d )?(?:keep|stay (?:with|on)|stick with|leave)\b)", re.I)
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """What a retracting sentence says: the subject it names ("forget what I said about
+    X"), the statement that replaces what it takes back ("we keep MySQL ..."), and whether
+    it points at what was just said ("scratch that") rather than at a named subject."""
+
+    about: str
+    rest: str
+    deictic: bool
+
+
+def retraction(sentence: str) -> Retraction | None:
+    """The retraction ``sentence`` makes (see above), else None. An inline form ("let's
+    not X", "actually, keep X") is only a candidate: it takes something back only when an
+    earlier statement shares its subject (the caller decides)."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return None
+    head = _RETRACT_HEAD.match(text)
+    if head is not None:
+        rest = text[head.end():].strip()
+        rest = rest[0].upper() + rest[1:] if rest else ""
+        return Retraction((head.group("about") or "").strip(), rest, deictic=not head.group("about"))
+    inline = _RETRACT_INLINE.match(text)
+    if inline is None:
+        return None
+    if re.match(r"(?:keep|stay|stick|leave|let'?s keep|we(?:'ll| will)? keep|we keep|i'?d)",
+                text[inline.end("opened"):], re.I) and not inline.group("opened") \
+            and not re.search(r"\bafter all\b", text, re.I):
+        return None  # "Keep the tests small": a plain instruction, nothing taken back
+    rest = text[inline.end("opened"):].strip()
+    return Retraction("", rest[0].upper() + rest[1:] if rest else "", deictic=False)

@@ -18,6 +18,7 @@ from dualtrace.encoder.cues import (
     correction_kind,
     fixed_by_rerun,
     is_agreement,
+    retraction,
     run_key,
 )
 from dualtrace.encoder.session import Event, Session
@@ -50,6 +51,8 @@ _USER_SIGNAL = re.compile(
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
     r"|we(?:'re| are) (?:moving|migrating|dropping|adopting|replacing|switching|swapping|standardi[sz]ing)"
+    r"|we(?:'re| are) going to (?:move|migrate|switch|use|adopt|replace|drop)"
+    r"|we(?:'re| are)? (?:sticking with|staying (?:with|on)|keeping)"
     r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
     r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
 )
@@ -165,6 +168,13 @@ def evaluate(session: Session) -> GateVerdict:
                           if correction_kind(s)), None)
             if fixed is not None:
                 signal_reasons.append(f"the user corrected the work: '{fixed[:80]}' (at {_hhmm(e.ts)})")
+                break
+            # "scratch that: we keep MySQL", "forget what I said about X": what the user
+            # settles on changed within the session
+            back = next((s for s in re.split(r"(?<=[.!?])\s+|\n+", e.text.strip())
+                         if (r := retraction(s)) is not None and (r.deictic or r.about)), None)
+            if back is not None:
+                signal_reasons.append(f"the user took back what they said: '{back[:80]}' (at {_hhmm(e.ts)})")
                 break
             m = _USER_SIGNAL.search(e.text)
             if m:

@@ -75,6 +75,88 @@ def distinct_subjects(a: str, b: str) -> bool:
     return bool(na - nb) and bool(nb - na)
 
 
+def same_word(a: str, b: str) -> bool:
+    """Two stemmed tokens are one word's forms: equal, one the other's start ("cach" /
+    "cache"), or sharing their first six letters ("migrat" in migration / migrating);
+    "service" and "server" stay two words."""
+    if a == b:
+        return True
+    short, long_ = sorted((a, b), key=len)
+    return (len(short) >= 4 and long_.startswith(short)) or (len(short) >= 6 and a[:6] == b[:6])
+
+
+# ------------------------------------------------------------------ a choice's scope
+
+# What a decision applies to: the phrase after "for" / "in" / "across" / "within" in its
+# statement (not "on": "work on X", "build on X" name the work, not where a choice holds) ("PostgreSQL for the billing service", "Redis for caching", "SQLite in
+# the tests"), read before its reason ("because ...") and never an idiom ("for now", "in
+# order to", "on second thought") or a goal ("for performance").
+_SCOPE = re.compile(
+    r"\b(?:for|in|across|within)\s+(?:(?:the|our|all|every|each|this|its|a|an|both|new)\s+)*"
+    r"([a-z0-9][\w.+#/-]*(?:\s+(?!(?:too|as|also|because|since|so|but|and|or|instead|rather|with|to|from"
+    r"|over|by|for|in|on|until|when|where|which|that|is|are|was|were|will|we|it|now)\b)[a-z0-9][\w.+#/-]*){0,3})", re.I)
+_NOT_SCOPE = frozenset({
+    "now", "time", "order", "favor", "favour", "place", "example", "general", "end", "second", "later",
+    "future", "purpose", "sure", "instance", "case", "fact", "short", "addition", "particular", "practice",
+    "theory", "turn", "advance", "part", "detail", "reference", "free", "good", "real", "today", "while",
+    "performance", "speed", "consistency", "simplicity", "safety", "security", "reliability", "clarity",
+    "readability", "compatibility", "correctness", "convenience", "cost", "sanity", "quarter", "sprint",
+    "week", "month", "year", "release", "mind", "thought", "top", "front", "line", "sight", "progress"})
+_REASON_CUT = re.compile(r"\b(?:because|since|so that|due to|given that|as it|as they|the reason)\b|[:;(\u2014]| -- ", re.I)
+_EXTENDS = re.compile(r"\b(?:too|as well|also)\b", re.I)
+
+
+def scope_of(text: str) -> set[str]:
+    """The tokens of what a decision applies to (see above); empty when it names none."""
+    said = _REASON_CUT.split(text, maxsplit=1)[0]
+    for m in _SCOPE.finditer(said):
+        words = [w.strip(".-/") for w in m.group(1).lower().split()]
+        words = [w for w in words if w and w not in STOPWORDS]
+        if words and words[0] not in _NOT_SCOPE:
+            return {stem(w) for w in words if w not in _NOT_SCOPE}
+    return set()
+
+
+def distinct_scopes(a: str, b: str) -> bool:
+    """True when two decisions apply one choice to different things: "PostgreSQL for the
+    billing service" and "PostgreSQL for the analytics warehouse too" (scopes that share
+    no word), or a statement that extends a choice ("... for analytics too", "as well")
+    beside one that names no scope. The same scope ("PostgreSQL for billing", "sticking
+    with PostgreSQL for billing: ...") is one subject."""
+    sa, sb = scope_of(a), scope_of(b)
+    if sa and sb:
+        return not any(same_word(x, y) for x in sa for y in sb)
+    extends_a = bool(sa) and bool(_EXTENDS.search(_REASON_CUT.split(a, maxsplit=1)[0]))
+    extends_b = bool(sb) and bool(_EXTENDS.search(_REASON_CUT.split(b, maxsplit=1)[0]))
+    return (extends_a and not sb) or (extends_b and not sa)
+
+
+def shared_choice(a: str, b: str) -> bool:
+    """Two decisions of :func:`distinct_scopes` that name the same choice (a word of
+    theirs outside both scopes: "postgresql"): related memories, not one."""
+    sa, sb = scope_of(a), scope_of(b)
+    ta = {t for t in tokens(_REASON_CUT.split(a, maxsplit=1)[0]) if t not in sa and len(t) > 2}
+    tb = {t for t in tokens(_REASON_CUT.split(b, maxsplit=1)[0]) if t not in sb and len(t) > 2}
+    return bool((ta & tb) - _CHOICE_VERBS)
+
+
+def same_scope(a: str, b: str) -> bool:
+    """Two decisions that make the same choice for the same thing, one scope within the
+    other ("PostgreSQL for billing" / "sticking with PostgreSQL for the billing service:
+    ..."): one subject, whatever else their wording says (a new reason)."""
+    sa, sb = scope_of(a), scope_of(b)
+    if not sa or not sb:
+        return False
+    small, big = sorted((sa, sb), key=len)
+    return (all(any(same_word(x, y) for y in big) for x in small) and shared_choice(a, b)
+            and not distinct_subjects(a, b))
+
+
+_CHOICE_VERBS = frozenset({"decid", "decide", "chose", "choose", "go", "going", "adopt", "switch", "move",
+                           "keep", "stick", "stay", "pick", "settl", "opted", "want", "run", "store",
+                           "standardiz", "standardis", "we'll", "let's", "lets", "will"})
+
+
 def similarity(a: str, b: str) -> float:
     """Overlap coefficient-ish score in [0, 1] between two short subject strings."""
     ta, tb = tokens(a), tokens(b)

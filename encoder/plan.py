@@ -40,10 +40,13 @@ from dualtrace.encoder.hostile import (
 from dualtrace.encoder.matching import (
     best_match,
     distinct_failures,
+    distinct_scopes,
     distinct_subjects,
     failure_keys,
     names,
     same_failure,
+    same_scope,
+    shared_choice,
 )
 from dualtrace.encoder.operations import (
     MomentDraft,
@@ -353,6 +356,8 @@ class PlanBuilder:
             op = self._backed_decision(op, self.ctx.provenance)
         if existing is not None:
             return self._store_as_update(op, existing)
+        if op.type == "decision":
+            op = replace(op, related=self._kin(op))
         if op.supersedes:
             old = self.current(op.supersedes)
             if not isinstance(old, Fact) or old.type != "decision":
@@ -436,6 +441,16 @@ class PlanBuilder:
             op = replace(op, confidence="MEDIUM")
         return op
 
+    def _kin(self, op: Store) -> tuple[str, ...]:
+        """``op.related`` plus the decisions that make the same choice for another subject
+        ("PostgreSQL for the billing service" beside "... for the analytics warehouse
+        too"): each its own file, the new one ``related`` to the earlier."""
+        said = f"{op.anchor.replace('-', ' ')} {op.description}"
+        kin = [f.path for f in self.facts()
+               if f.type == "decision" and not f.superseded_by and f.path != op.supersedes
+               and distinct_scopes(said, f.description) and shared_choice(op.description, f.description)]
+        return tuple(dict.fromkeys([*op.related, *kin]))[:MAX_RELATED]
+
     def _related(self, paths: tuple[str, ...]) -> tuple[str, ...]:
         """``related`` as stored memory paths: each one confined, never through a link,
         and naming a memory that exists (or that this session writes)."""
@@ -481,6 +496,8 @@ class PlanBuilder:
                 return False
             if distinct_subjects(said, f"{held.anchor.replace('-', ' ')} {held.description}"):
                 return True
+            if op.type == "decision" and distinct_scopes(op.description, held.description):
+                return True
             return op.type == "incident" and distinct_failures(mine, f"{held.description}\n{held.body}")
 
         if not held_by_other(anchor):
@@ -514,13 +531,23 @@ class PlanBuilder:
             # two different failures are never one incident recurring, however alike
             # their wording ("`pytest` failed: ...")
             and not (op.type == "incident" and distinct_failures(mine, f"{f.description}\n{f.body}"))
+            # one choice for another subject is a decision of its own (see _kin)
+            and not (op.type == "decision" and distinct_scopes(op.description, f.description))
         ]
         key = best_match(f"{op.anchor.replace('-', ' ')} {op.description}", candidates,
                          SIMILAR_THRESHOLD)
+        if key is None and op.type == "decision":
+            # the same choice for the same thing, said with a new reason
+            key = next((path for path, _said in reversed(candidates)
+                        if same_scope(op.description, self._description_of(path))), None)
         if key is None:
             return None
         match = self.current(key)
         return match if isinstance(match, Fact) else None
+
+    def _description_of(self, path: str) -> str:
+        found = self.current(path)
+        return found.description if isinstance(found, Fact) else ""
 
     def _new_moment(self, kind: str, anchor: str, description: str, draft: MomentDraft,
                     linked_fact: str, confidence: str) -> Moment:

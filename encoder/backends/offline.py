@@ -38,10 +38,12 @@ from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import (
     AGREEMENT_STRONG,
     REMEMBER,
+    Retraction,
     correction_kind,
     fixed_by_rerun,
     is_agreement,
     is_dump,
+    retraction,
     without_opener,
 )
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
@@ -49,8 +51,11 @@ from dualtrace.encoder.matching import (
     STOPWORDS,
     best_match,
     distinct_failures,
+    distinct_scopes,
     distinct_subjects,
     own_words,
+    same_scope,
+    same_word,
     spread_of,
     tokens,
 )
@@ -81,6 +86,9 @@ LEAD = {
         r"\b(?:we(?:'re| are)? (?:switching|moving|migrating|going)\b[^.;]{0,40}?\b(?:to|from|over|back)\b"
         r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
         r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
+        # a choice kept ("we're sticking with PostgreSQL for billing", "we keep MySQL")
+        r"|we(?:'re| are)? (?:keep(?:ing)?|sticking with|staying (?:with|on))|we(?:'ll| will) (?:stick with|stay (?:with|on))"
+        r"|let'?s (?:keep|stick with|stay (?:with|on))"
         r"|going with|settled on|opted (?:for|to)|we chose|standardi[sz]e on|replac(?:e|ing) \S+ with"
         r"|switch(?:ing|ed)? (?:from \S+ )?to|we(?:'re| are) (?:dropping|adopting)"
         # a sentence that opens with the revision ("I changed my mind about X: ..."); one
@@ -106,7 +114,8 @@ LEAD = {
 RATIONALE = re.compile(
     r"\b(?:because|the reason|main driver|driver (?:was|is)|since|due to|so that|in order to"
     r"|(?:that|which|this) is why|that'?s why|motivation|root cause|the problem (?:was|is)|couldn'?t"
-    r"|can'?t|caused by|otherwise)\b", _I)
+    r"|can'?t|caused by|otherwise"
+    r"|too (?:risky|slow|expensive|costly|complex|complicated|fragile|brittle|heavy|late|big|high|much work))\b", _I)
 ALTERNATIVE = re.compile(
     r"\b(?:instead of|rather than|looked at|considered|alternatives?|we could have|options?"
     r"|trade-?offs?|worst of both|pros and cons|versus|but that|over keeping|compared to)\b", _I)
@@ -153,7 +162,8 @@ _CODEISH = re.compile(
     r"|\w+\(\)|[A-Za-z_]\w*\.[A-Za-z_][\w.]*[A-Za-z]|[A-Z][A-Z0-9_]{2,})\b")
 _SUBJECT_AFTER = re.compile(
     r"\b(?:switching to|switch(?:ed)? to|moving to|migrat(?:ing|ed) to|mov(?:e|ed) to|go with|going with|use|using|adopt"
-    r"|standardi[sz]e on|settled on|opted for|decided to|replac(?:e|ing) \S+ with|from now on,?|always|never)\s+(.+)", _I)
+    r"|standardi[sz]e on|settled on|opted for|decided to|replac(?:e|ing) \S+ with|from now on,?|always|never"
+    r"|(?:we(?:'re| are)? |let'?s |we(?:'ll| will) )(?:keep(?:ing)?|stick(?:ing)? with|stay(?:ing)? (?:with|on)))\s+(.+)", _I)
 _SUBJECT_STOP = re.compile(r"\b(?:instead of|rather than|because|since|so that|but|and then|for)\b|[,.;:(—–]| -- ", _I)
 _VERBISH = re.compile(r"\b(?:is|are|was|were|keeps?|throws?|throwing|fails?|failing|returns?|crash\w*"
                       r"|breaks?|hangs?|times out|started|stopped)\b", _I)
@@ -170,6 +180,7 @@ GENERIC = STOPWORDS | {
     "amended", "amending", "amendment", "superseding", "done", "right", "perfect", "great",
     "explicit", "full", "exactly", "policy", "contract", "new", "shape", "then", "must",
     "should", "only", "every", "any", "first", "last", "whether", "into", "onto",
+    "sticking", "stick", "staying", "stay",
 }
 
 
@@ -195,6 +206,13 @@ class Candidate:
     # The user asked for it to be remembered ("remember that ...", "note for the future:
     # ..."): the strongest signal a user gives, stored whatever its scores say.
     explicit: bool = False
+    # Taken back later in the session ("scratch that", "never mind"): never stored.
+    retracted: bool = False
+    # What this statement replaces, taken back in the same session (the history it keeps).
+    took_back: list[str] = field(default_factory=list)
+    # Said as a revision ("scratch that: ...", "on second thought, ..."): it revises a
+    # decision an earlier session stored on its subject, as "instead" would.
+    revises: bool = False
 
     @property
     def text(self) -> str:
@@ -242,6 +260,12 @@ GENERAL = re.compile(r"\b(?:always|never|every\w*|in general|generally|whenever|
                      r"|by default|in (?:all|any|every) (?:\w+ )?(?:projects?|repos?|cases?|code)|all (?:my|our|the) )", _I)
 
 
+# "Never mind the flaky e2e tests for now, focus on the API": the user sets a failure aside;
+# it is no report of one
+_DISMISS = re.compile(r"^(?:(?:ok(?:ay)?|so|and|also)\W+)?(?:never ?mind|ignore|forget about|don'?t worry about"
+                      r"|skip|leave)\s+(?:the|those|these|that|this|all)\b", _I)
+
+
 def lead_type(sentence: str) -> str | None:
     if GOAL.search(sentence):
         return "decision"
@@ -250,6 +274,8 @@ def lead_type(sentence: str) -> str | None:
         return corrected
     for kind in PRIORITY:
         if LEAD[kind].search(sentence):
+            if kind == "incident" and _DISMISS.match(sentence):
+                continue
             if kind == "preference" and not re.match(
                     r"^(?:(?:also|and|oh|btw|ps|by the way|fwiw|incidentally)\W+)?(?:i\b|my\b|please\b|personally\b)",
                     sentence, _I):
@@ -294,6 +320,95 @@ def remembered(sentence: str) -> tuple[str, str] | None:
     return "learning", rest
 
 
+_CHOICES = ("decision", "convention", "preference")
+# words that say what is done to a subject, not which subject: "let's not add X" and
+# "we decided to add Y" share no subject
+_NO_SUBJECT = GENERIC | {"add", "make", "change", "remove", "create", "update", "fix", "run", "put",
+                         "set", "get", "go", "stay", "stick", "leave", "after", "all", "bother",
+                         "said", "say", "idea", "plan", "thing", "one", "that", "this", "decid",
+                         "decide", "chose", "choos", "agreed", "agree"}
+
+
+def _subject_tokens(text: str) -> set[str]:
+    return {t for t in tokens(text) if t not in _NO_SUBJECT and len(t) > 2}
+
+
+def _shares_subject(a: set[str], b: set[str]) -> bool:
+    """A word in common, counting one word's forms ("cache" / "caching") as one."""
+    return any(same_word(x, y) for x in a for y in b)
+
+
+def _retracted(candidates: list[Candidate], back: Retraction, index: int, session,
+               earlier: str) -> Candidate | None:
+    """The earlier statement of this session a retraction takes back (``earlier``: what
+    this message said before it).
+
+    "Forget what I said about X": the latest statement about X. "Scratch that" / "never
+    mind": what the user's words point at - the latest message (this one first) that
+    shares a subject word with the replacement ("scratch that: we keep MySQL for billing"
+    -> the billing decision), else the message just before; its last statement, if it
+    made one (a message that stated nothing has nothing to take back). An inline form
+    ("let's not X", "actually, keep X") takes back only a statement about its own subject.
+    """
+    pool = [c for c in candidates if not c.retracted and c.role in ("user", "stack", "assistant")]
+    if not pool:
+        return None
+
+    def latest_about(text: str) -> Candidate | None:
+        words = _subject_tokens(text)
+        return next((c for c in reversed(pool) if _shares_subject(words, _subject_tokens(c.text))), None)
+
+    if back.about:
+        return latest_about(back.about)
+    if not back.deictic:
+        return latest_about(back.rest) if back.rest else None
+    said = [(i, e.text) for i, e in enumerate(session.events[:index])
+            if e.kind == "user" and e.agent is None and not work.is_trivial(work.prose(e.text))]
+    said.append((index, earlier))
+    words = _subject_tokens(back.rest)
+    shared = [i for i, text in said if text and words and _shares_subject(words, _subject_tokens(text))]
+    at: int | None = shared[-1] if shared else (
+        index if earlier.strip() else (said[-2][0] if len(said) > 1 else None))
+    if at is None:
+        return None
+    upto = next((i for i, _t in said if i > at), len(session.events))
+    mine = [c for c in pool if at <= c.event_index < upto]
+    return mine[-1] if mine else None
+
+
+# why the user took it back, not what they want instead: "it's too expensive for us"
+_ONLY_WHY = re.compile(r"(?:it|that|this|they|which)(?:'s|'re| is| was| would| will| are| seems?| looks?)\b"
+                       r"|(?:because|since|as|too)\b", _I)
+
+
+def _replacement(statement: str, target: Candidate, index: int, ts: str | None) -> Candidate | None:
+    """The statement that replaces a retracted one, as a memory of the retracted one's
+    type (a decision taken back and replaced is still a decision: "scratch that: we keep
+    MySQL for billing"); None when it says nothing of its own ("never mind.") or only why
+    it was taken back ("forget what I said about X, it's too expensive")."""
+    # "let's not; merge commits are fine": what is left once the "not" has taken it back
+    bare = re.sub(r"^(?:let'?s|let us) not\s*[;,.:\u2014-]+\s*", "", statement, flags=_I)
+    statement = bare[:1].upper() + bare[1:] if bare else statement
+    if len(work.content_words(statement)) < 2 or statement.rstrip().endswith("?"):
+        return None
+    if lead_type(statement) is None and (_ONLY_WHY.match(statement) or RATIONALE.match(statement)):
+        return None
+    kind = target.type if target.type in _CHOICES else lead_type(statement)
+    if kind is None:
+        return None
+    return Candidate(kind, [statement], event_index=index, ts=ts,
+                     took_back=[*target.took_back, " ".join(target.lead)], revises=True)
+
+
+def _names_a_choice(sentence: str) -> bool:
+    """A decision cue followed by what was chosen ("we decided to rotate the password
+    monthly"), not one that points back ("we decided that because ...")."""
+    if not LEAD["decision"].search(sentence):
+        return False
+    m = _SUBJECT_AFTER.search(sentence)
+    return m is not None and bool(_clean_words(_SUBJECT_STOP.split(m.group(1))[0]))
+
+
 def segment(session) -> list[Candidate]:
     """Candidate events from the user's messages, with support from the assistant."""
     candidates: list[Candidate] = []
@@ -302,8 +417,32 @@ def segment(session) -> list[Candidate]:
             continue
         if event.kind == "user":
             current: Candidate | None = None
+            pending: Candidate | None = None  # taken back; its replacement may follow
             said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
+            earlier: list[str] = []  # this message's sentences before the current one
             for sentence in sentences(said):
+                earlier.append(sentence)
+                revising = False
+                back = retraction(sentence)
+                if back is not None:
+                    target = _retracted(candidates, back, index, session, " ".join(earlier[:-1]))
+                    if target is not None:
+                        target.retracted = True
+                        current = _replacement(back.rest, target, index, event.ts) if back.rest else None
+                        pending = target if current is None else None
+                        if current is not None:
+                            candidates.append(current)
+                        continue
+                    if back.deictic:
+                        if not back.rest:
+                            continue  # "never mind." with nothing to take back
+                        sentence, revising = back.rest, True  # "never mind, we'll use X": its statement
+                if pending is not None and remembered(sentence) is None:
+                    current = _replacement(sentence, pending, index, event.ts)
+                    pending = None
+                    if current is not None:
+                        candidates.append(current)
+                        continue
                 asked = remembered(sentence)
                 if asked is not None:
                     current = Candidate(asked[0], [asked[1]], event_index=index, ts=event.ts,
@@ -322,13 +461,21 @@ def segment(session) -> list[Candidate]:
                 kind = lead_type(sentence)
                 supports = bool(RATIONALE.search(sentence) or ALTERNATIVE.search(sentence)
                                 or CONFIRM.search(sentence))
-                if current is not None and (kind is None or kind == current.type or
-                                            (supports and kind not in ("preference", "convention"))):
+                # a sentence that states a decision of its own ("Also, we decided to rotate
+                # the password monthly") is its own candidate, whatever came before it in the
+                # message (a failure report, another decision); a decision's reason that
+                # names a failure ("the old one kept timing out because ...") supports it
+                own = (kind == "decision" and current is not None and _names_a_choice(sentence)
+                       and (current.type != "decision"
+                            or not _shares_subject(_subject_tokens(RATIONALE.split(sentence)[0]),
+                                                   _subject_tokens(RATIONALE.split(current.lead[0])[0]))))
+                if current is not None and not own and (kind is None or kind == current.type or
+                                                        (supports and kind not in ("preference", "convention"))):
                     (current.lead if kind == current.type and not supports else current.support).append(sentence)
                 elif kind is not None:
                     if correction_kind(sentence):
                         sentence = without_opener(sentence)  # "wait, the base path is ..."
-                    current = Candidate(kind, [sentence], event_index=index, ts=event.ts)
+                    current = Candidate(kind, [sentence], event_index=index, ts=event.ts, revises=revising)
                     candidates.append(current)
         elif event.kind == "assistant" and event.detail != "thinking":
             settled = agreement(session, index, event)
@@ -1135,6 +1282,8 @@ class OfflineBackend:
                     c.extra = [ln for ln in (w.body_text or "").split("\n\n")
                                if ln.startswith(("The user added", "The agent found", "Outcome"))]
         worked = kept
+        # what the user took back is gone now that the work it asked for was matched to it
+        candidates = [c for c in candidates if not c.retracted]
         if worked:
             # What the agent did at the user's request carries that request: an assistant
             # recap of the work would be a second memory of one subject.
@@ -1252,8 +1401,14 @@ class OfflineBackend:
         text = f"{subject} {one_line(' '.join(parts), 240)}"
         live = [(f.path, f"{f.anchor.replace('-', ' ')} {_first_statement(f)[:240] or f.description}")
                 for f in builder.facts() if f.type == cand.type and not f.superseded_by
-                and not (cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(f)))]
+                and not (cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(f)))
+                and not (cand.type == "decision" and distinct_scopes(" ".join(cand.lead), f.description))]
         key = best_match(text, live, SIMILAR_THRESHOLD)
+        if key is None and cand.type == "decision":
+            # the same choice for the same thing, said with a new reason
+            said = " ".join(cand.lead)
+            key = next((f.path for f in reversed(builder.facts()) if f.type == "decision"
+                        and not f.superseded_by and same_scope(said, f.description)), None)
         return next((f for f in builder.facts() if f.path == key), None) if key else None
 
     @staticmethod
@@ -1306,6 +1461,7 @@ class OfflineBackend:
         if rest:
             lines.append("Context: " + " ".join(rest[:3]))
         lines.extend(cand.extra)
+        lines += [f"Taken back earlier in the same session: \"{one_line(t, 300)}\"" for t in cand.took_back[-2:]]
         if cand.idents:
             lines.append("Code: " + ", ".join(f"`{i}`" for i in cand.idents[:8]))
         if facts.files:
@@ -1321,13 +1477,15 @@ class OfflineBackend:
     def contradicted(cand: Candidate, builder: PlanBuilder) -> Fact | None:
         """A stored decision this one reverses ("switching back", "no longer", "instead")."""
         said = " ".join([cand.text, *cand.problem])
-        if cand.type != "decision" or not REVERSAL.search(said):
+        if cand.type != "decision" or not (REVERSAL.search(said) or cand.revises):
             return None
         mine = {t for t in tokens(cand.text) if t not in GENERIC}
         best, best_score = None, 0.0
         for fact in builder.facts():
             if fact.type != "decision" or fact.superseded_by:
                 continue
+            if distinct_scopes(" ".join(cand.lead), fact.description):
+                continue  # a choice for another subject revises nothing of this one
             theirs = {t for t in tokens(f"{fact.anchor.replace('-', ' ')} {fact.description}")
                       if t not in GENERIC}
             shared = mine & theirs
@@ -1365,6 +1523,8 @@ class OfflineBackend:
         for fact in live:
             if distinct_subjects(subject, f"{fact.anchor.replace('-', ' ')} {fact.description}"):
                 continue  # boilerplate shared, the named subjects differ
+            if cand.type == "decision" and distinct_scopes(" ".join(cand.lead), fact.description):
+                continue  # the same choice for another subject: its own decision
             if cand.type == "incident" and distinct_failures(_failure_text(cand), _fact_text(fact)):
                 continue  # another test, error or rule failed: a new incident, not a recurrence
             if cand.role == "stack" and not (set((cand.subject or "").split()) & set(fact.anchor.split("-"))):
@@ -1430,7 +1590,9 @@ class OfflineBackend:
         marker = f"commit {sha[:10]}" if sha else facts.date
         prior = ""
         alt = next((s for s in cand.support if ALTERNATIVE.search(s)), None)
-        if alt:
+        if cand.took_back:
+            prior = f"Said first, then taken back: \"{one_line(cand.took_back[-1], 180)}\""
+        elif alt:
             prior = one_line(alt, 200)
         after = ""
         if facts.commits and facts.commits[-1][1].strip():
