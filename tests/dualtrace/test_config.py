@@ -92,3 +92,22 @@ def test_a_tunable_of_the_wrong_type_is_a_clear_error(tmp_path, state_dir):
     (state_dir / "config.toml").write_text('api_retries = "many"\n')
     with pytest.raises(DualtraceError, match="api_retries must be an integer"):
         config.load_settings(None)
+
+
+def test_no_config_file_means_no_toml_parser_import(tmp_path, state_dir):
+    """Most commands find no config file; the TOML parser (its regexes, ~2-3 ms of every
+    command) is imported only when a file is there to parse."""
+    import os
+    import sys
+
+    project = tmp_path / "p"
+    project.mkdir()
+    code = ("import sys; from pathlib import Path; from dualtrace import config; "
+            "config.load_settings(Path(sys.argv[1])); print('tomllib' in sys.modules)")
+    env = {**os.environ, "DUALTRACE_HOME": str(state_dir)}
+    run = lambda: subprocess.run([sys.executable, "-c", code, str(project)], env=env,  # noqa: E731
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    assert run() == "False"
+    (project / "dualtrace.toml").write_text('model = "m-project"\n')
+    assert run() == "True"
+    assert config.load_settings(project).model == "m-project"
