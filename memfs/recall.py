@@ -31,7 +31,14 @@ from pathlib import Path
 
 from dualtrace import words
 from dualtrace.memfs import when
-from dualtrace.memfs.index import CURATED_TYPES, SESSION_TYPE, Doc, Index, spelling_variants
+from dualtrace.memfs.index import (
+    CURATED_TYPES,
+    SESSION_TYPE,
+    Doc,
+    Index,
+    embed_text,
+    spelling_variants,
+)
 
 TYPE_CHECKING = False  # typing: ~4 ms of every prompt hook's imports
 if TYPE_CHECKING:
@@ -202,6 +209,29 @@ _SESSIONS_AGG_WORDS = frozenset(
 # (400 chunks missed 196 of 490 sessions on a 1k-record store, docs/BENCHMARKS.md).
 SESSIONS_AGG_CANDIDATES = 400  # the floor; a bigger index is read whole
 _HOW = re.compile(r"\bhow (long|many|much|often)\b")
+# The kind of answer a question asks for, and how a text that gives one looks: "how long do
+# we keep events on the bus?" is answered by "keep Kafka topics for 30 days", not by the
+# decision that names the event bus (review 7 F21). A curated memory that holds no such
+# thing ranks below one that does (``ANSWER_KIND_FACTOR``); ranking only, the gates decide
+# whether anything answers.
+# A number with a unit ("30 days", "15m", "90s"), or a number word with a unit word ("a
+# month", "two weeks"): one-letter units only right after digits ("and" is no "a" + "d").
+_NUMBER_WORDS = (r"(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                 r"fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|few|several)")
+_UNIT_WORDS = r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|quarters?|years?)"
+_DURATION = (rf"\b\d+(?:[.,]\d+)?\s*(?:ms|s|secs?|m|mins?|h|hrs?|d|w|y|{_UNIT_WORDS})\b|"
+             rf"\b{_NUMBER_WORDS}[\s-]+{_UNIT_WORDS}\b|\b(?:forever|indefinitely)\b")
+ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (re.compile(q, re.I), re.compile(a, re.I)) for q, a in (
+        (r"\bhow long\b", _DURATION),
+        (r"\bhow (?:often|frequently)\b",
+         r"\bevery\b|\b(?:hourly|daily|nightly|weekly|monthly|yearly|annually)\b|"
+         rf"\b(?:\d+|{_NUMBER_WORDS})\s+times?\b|\b(?:once|twice)\b|\bper\s+{_UNIT_WORDS}\b"),
+        (r"\bhow (?:many|much)\b", r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|"
+                                  r"ten|eleven|twelve|twenty|thirty|hundred|thousand|million|"
+                                  r"dozen|half|double|twice)\b"),
+    ))
+ANSWER_KIND_FACTOR = 0.6
 _FILE_REF = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
     r"cpp|hpp|cs|swift|sql|sh|toml|ya?ml|json|ini|cfg|md))\b")
@@ -728,7 +758,8 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     unsaid: list[str] = []
     if only != SESSION_TYPE:
         types = (only,) if only else CURATED_TYPES
-        units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False)
+        units = _score(index, terms, types, routed_types(question), qvec=qvec, chunks=False,
+                       wants=answer_kind(question))
         unsaid = _never_said(index, terms, units, semantic, MEMORY_GATE)
         passing = [u for u in units if MEMORY_GATE.passes(u, semantic, bool(unsaid))]
         framed = [u for u in units if unsaid and u not in passing
@@ -852,9 +883,17 @@ def _corroborated(index: Index, units: list[_Unit], passing: list[_Unit],
                              for i in u.ids if i in made_in)]
 
 
+def answer_kind(question: str) -> re.Pattern[str] | None:
+    """How a text that answers ``question`` looks ("how long" -> a duration), if it says."""
+    for asks, gives in ANSWER_KINDS:
+        if asks.search(question):
+            return gives
+    return None
+
+
 def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
            routed: tuple[str, ...], candidates: int = CANDIDATES, *, qvec: Any = None,
-           chunks: bool = False) -> list[_Unit]:
+           chunks: bool = False, wants: re.Pattern[str] | None = None) -> list[_Unit]:
     if not terms and qvec is None:
         return []
     idf, known = _term_weights(index, terms, types)
@@ -879,7 +918,7 @@ def _score(index: Index, terms: list[str], types: tuple[str, ...] | None,
         for unit in ranked:
             unit.fused = 0.0
     _cover(index, ranked, known, idf, chunks)
-    _final(index, ranked, denominator, routed, chunks)
+    _final(index, ranked, denominator, routed, chunks, wants)
     scale = math.log(1 + (index.count(types) or 1) / 1.5)  # the IDF of a one-document word
     for unit in ranked:
         unit.rare = unit.mass / scale
@@ -987,11 +1026,16 @@ def _cover(index: Index, ranked: list[_Unit], known: list[str], idf: dict[str, f
 
 
 def _final(index: Index, ranked: list[_Unit], denominator: float, routed: tuple[str, ...],
-           chunks: bool) -> None:
+           chunks: bool, wants: re.Pattern[str] | None = None) -> None:
     """The lexical score: bm25, coverage and aboutness, the routed type's boost, and the
-    penalty of a superseded memory."""
+    penalties of a superseded memory and of one without the kind of answer asked for."""
     best = max((u.bm25 for u in ranked), default=0.0) or 1.0
     superseded = index.superseded(u.key for u in ranked) if not chunks else {}
+    lacking: set[str] = set()
+    if wants is not None and not chunks and ranked:
+        docs = index.docs(i for u in ranked for i in u.ids)
+        lacking = {u.key for u in ranked
+                   if not any(wants.search(embed_text(docs[i])) for i in u.ids if i in docs)}
     for unit in ranked:
         unit.mass = unit.coverage
         unit.coverage = min(unit.coverage, denominator) / denominator
@@ -1000,6 +1044,8 @@ def _final(index: Index, ranked: list[_Unit], denominator: float, routed: tuple[
                       + ABOUT_WEIGHT * unit.about)
         if routed and unit.type in routed:
             unit.final += ROUTE_BOOST
+        if unit.key in lacking:
+            unit.final *= ANSWER_KIND_FACTOR
         unit.superseded_by = superseded.get(unit.key)
         if unit.superseded_by:
             unit.final *= SUPERSEDED_FACTOR  # still shown (as history) when it passes
