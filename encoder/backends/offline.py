@@ -69,7 +69,7 @@ from dualtrace.encoder.plan import (
     Update,
 )
 from dualtrace.errors import PathError
-from dualtrace.memfs.anchors import make_anchor
+from dualtrace.memfs.anchors import MAX_ANCHOR, make_anchor
 from dualtrace.memfs.formats import Fact, Scores
 
 _I = re.I
@@ -661,6 +661,8 @@ def _constraint_candidates(notes: work.Compacted, where: str, at: int) -> list[C
 # agent's report), but as a task the user asked for, never as a settled HIGH decision.
 HOW = re.compile(r"\b(?:not|no|never|only|just|without|instead|rather|unless|if|but|must|always"
                  r"|(?:do|does|is|are|was|were|wo|should|could|would|ca)n'?t)\b", _I)
+# a request that names the means ("Use these models to ...", "Switch the client to httpx")
+MEANS = re.compile(r"^(?:help (?:me )?(?:to )?)?(?:use|switch|migrate)\b", _I)
 
 
 def states_choice(request: str, followups: Iterable[str] = ()) -> bool:
@@ -668,6 +670,8 @@ def states_choice(request: str, followups: Iterable[str] = ()) -> bool:
     ("continue" or "thanks, now update the docs" during the work are no choice)."""
     said = [*sentences(request)[:3], *(x for f in followups for x in sentences(f)[:3])]
     for sentence in said:
+        if MEANS.search(work.unpolite(sentence)):
+            return True
         if (GOAL.search(sentence) or STACK.search(sentence) or LEAD["decision"].search(sentence)
                 or LEAD["convention"].search(sentence) or RATIONALE.search(sentence)
                 or ALTERNATIVE.search(sentence) or HOW.search(sentence)):
@@ -675,10 +679,40 @@ def states_choice(request: str, followups: Iterable[str] = ()) -> bool:
     return False
 
 
-def as_task(lead: str) -> str:
-    """A bare request as the description of the work it caused: "Task: add a function ..."."""
+# A request that states no choice is one of two things (review 7 F7: a third of what the
+# offline encoder wrote on real sessions was such a request filed as a decision):
+# - the project's goal or brief: it creates the project ("Create a TODO app with Next.js",
+#   "Build a CLI that ..."), it is an epic of the project's tracker, it had the work write a
+#   plan, or the work was a feature of the project's own (several commits, many files, or
+#   long enough to be compacted). That is a fact about the project: what it sets out to be
+#   and how the feature was built (files, commits, the agent's account, a compacted
+#   summary's design points), stored as "Project goal: ..." (MEDIUM, the user's words).
+# - a one-off task with no lasting choice ("Add a function called X and a test for it"):
+#   the session record keeps the request and what the agent did; no fact is written.
+_CREATES = re.compile(
+    r"^(?:create|build|make|scaffold|set up|setup|bootstrap|start|write|develop|implement|generate|port)\b"
+    r"[^.;:]{0,60}?\b(?:apps?|application|project|service|website|web ?site|site|library|package|tool|cli"
+    r"|game|bot|api|server|dashboard|extension|plugin|prototype|mvp)\b", _I)
+_EPIC = re.compile(r"\bepics?\b", _I)
+_PLAN_DOC = re.compile(r"(?:^|/)(?:plans?|roadmap|spec|specification|design|proposal|rfc|adr)[\w.-]*\.(?:md|txt|rst)$",
+                       _I)
+FEATURE_COMMITS = 2
+FEATURE_FILES = 8
+
+
+def is_project_goal(t: work.Task, lead: str, request: str = "", spans_compaction: bool = False) -> bool:
+    """Whether a request that states no choice is the project's goal or brief (see above)."""
+    if _CREATES.search(lead) or _EPIC.search(lead) or _EPIC.search(request):
+        return True
+    if t.changed and all(_PLAN_DOC.search(f) for f in t.changed):
+        return True  # the work was the plan
+    return spans_compaction or len(t.commits) >= FEATURE_COMMITS or len(t.changed) >= FEATURE_FILES
+
+
+def as_task(lead: str, label: str = "Project goal") -> str:
+    """A bare request as the description of the goal it set: "Project goal: create ..."."""
     head = lead[:1].lower() + lead[1:] if lead[:2].istitle() or lead[1:2].islower() else lead
-    return work.clean_sentence(f"Task: {head}", 200)
+    return work.clean_sentence(f"{label}: {head}", 200)
 
 
 def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
@@ -704,6 +738,8 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
     subject = " ".join(_polar_content(lead)[:8])
     description, confidence = lead, None
     if not answer and not states_choice(lead if vague else said, t.followups):
+        if not is_project_goal(t, lead, request, spans):
+            return None  # a one-off task: the session record keeps it
         description, confidence = as_task(lead), "MEDIUM"
     lines = [f"The user asked (session {where}): {_quote(said, 600)}"]
     lines += [f"The user added: \"{_quote(f, 300)}\"" for f in t.followups[:5]]
@@ -777,7 +813,7 @@ def _arc_candidate(arc: work.Arc, where: str, session) -> Candidate:
     else:
         by = " (the user's run)" if arc.origin == "pasted" else ""
         lines = [f"`{one_line(arc.command, 100)}` failed{by} (session {where}): {arc.error_line}"]
-    if arc.cause:
+    if arc.cause and work.states_cause(arc.cause, arc.signature):
         lines.append(f"Cause (as the agent stated): {_quote(arc.cause, 400)}")
     if arc.fix_files:
         lines.append("Fix: edited " + ", ".join(f"`{f}`" for f in arc.fix_files[:8]))
@@ -812,10 +848,9 @@ _CAUSE_LEAD = re.compile(
     r"|(?:(?:i see|i found|found|here'?s|that'?s) the (?:issue|problem|bug)[.:!]?\s*)?"
     r"(?:the (?:root )?(?:issue|problem|bug|cause|reason)(?: here)? (?:is|was)(?: that)?:?\s+"
     r"|root cause:?\s+|this is because\s+|it fails because\s+))", _I)
-# A cause the agent states, not a step it plans ("I need to ...", "needs to ...").
-_STATED_CAUSE = re.compile(
-    r"\b(?:because|the (?:root )?(?:issue|problem|bug|cause|reason) (?:is|was)|root cause|caused by"
-    r"|doesn'?t (?:include|have|exist)|(?:is|are) not (?:being )?\w+ed|instead of)\b", _I)
+
+
+_PROGRESS = re.compile(r"\s+(?:(?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+)?\[\s*\d{1,3}%\]\s*$")
 
 
 def incident_description(arc: work.Arc) -> str:
@@ -823,6 +858,7 @@ def incident_description(arc: work.Arc) -> str:
     test's file) and the agent's stated cause; never the raw output (a dumped value that
     happens to hold the word "error" is not the failure)."""
     shown = re.sub(r"(?:[\w.-]*/)+([\w.-]+\.\w{1,5})", r"\1", arc.error_line)
+    shown = _PROGRESS.sub("", shown)  # pytest -v's "FAILED [ 20%]": the runner's progress
     if not shown or is_dump(shown):
         shown = arc.signature
     head = f"`{_short_command(arc.command)}` failed" if arc.command else "The user reported"
@@ -835,8 +871,7 @@ def incident_description(arc: work.Arc) -> str:
     whole = work.clean_sentence(f"{head}: {shown}", 200)
     failure = whole.rstrip(".")
     cause = ""
-    if arc.cause and (_STATED_CAUSE.search(arc.cause) or work.CONSEQUENCE.search(arc.cause)) \
-            and not is_dump(arc.cause):
+    if arc.cause and work.states_cause(arc.cause, arc.signature) and not is_dump(arc.cause):
         cause = _CAUSE_LEAD.sub("", work.clean_sentence(arc.cause, 400)).strip()
     if cause:
         cause = cause[0].lower() + cause[1:] if cause[1:2].islower() else cause
@@ -1116,6 +1151,63 @@ _MIND_LEAD = re.compile(r"^(?:so,? )?(?:i|we)(?:'ve| have)? chang\w* (?:my|our) 
                         r"|^(?:on second thought|change of plans?)[:;,]?\s*", _I)
 
 
+# What an anchor is made of: the subject's content words, each once, whole, in order.
+# A redaction placeholder names the redactor's work, not the subject ("use OpenAI key
+# [REDACTED:openai-key] for embeddings" is about the OpenAI key); a file's extension is a
+# fragment of its name ("test_tui_expansion.py" -> test tui expansion); a word glued from
+# words already there ("TestTimelineBrowser" beside test_timeline_browser) repeats them;
+# and an anchor never ends on a word that leads into a cut-off phrase ("... page rather").
+_PLACEHOLDER = re.compile(r"\[REDACTED(?::[^\]\s]*)?\]|\bREDACTED\b(?::[\w.-]+)?", _I)
+_EXTENSION = re.compile(r"(?<=[A-Za-z0-9_])\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|rb|go|rs|ex|exs|java|kt|cc?|h|cpp|hpp|cs"
+                        r"|php|swift|sql|md|json|ya?ml|toml|sh|html?|css|heex|lock|txt)\b", _I)
+_NO_END = STOPWORDS | {"rather", "called", "named", "instead", "whether", "like", "versus", "redacted"}
+
+
+def _glued(word: str, others: set[str]) -> bool:
+    """``word`` is two or more of ``others`` written together."""
+    if len(word) < 6:
+        return False
+    ends = [False] * (len(word) + 1)
+    ends[0] = True
+    for i in range(len(word)):
+        if ends[i]:
+            for o in others:
+                if len(o) >= 2 and len(o) < len(word) and word.startswith(o, i):
+                    ends[i + len(o)] = True
+    return ends[len(word)]
+
+
+def anchor_words(subject: str) -> str:
+    """The words of ``subject`` an anchor is made of (see above); "" when none is left.
+    A compound name keeps all its parts ("with_span/3", "end-to-end"); a little word on
+    its own ("the", "with") is no content word."""
+    from dualtrace.config import slugify
+
+    out: list[str] = []
+    for token in re.findall(r"[^\s,;()\[\]{}<>\"'`]+", _PLACEHOLDER.sub(" ", subject)):
+        token = token.strip(".:!?")
+        if re.search(r"[/_]|::|^[a-z0-9-]+\.\w+$", token):
+            token = _EXTENSION.sub("", token)  # a file's name, not its extension
+        for part in re.split(r"::|/", token):
+            compound = bool(re.search(r"\w[-_.]\w|[a-z][A-Z]", part))
+            seen = set(out)  # a word repeats another token's, not its own ("end-to-end")
+            for w in slugify(part, 200).split("-"):
+                if not w or w == "redacted" or (w in seen and not w.isdigit()):
+                    continue
+                if not compound and w in STOPWORDS and w not in _PARTICLES:
+                    continue
+                out.append(w)
+    out = [w for w in out if not _glued(w, set(out) - {w})]
+    kept: list[str] = []
+    for w in out:
+        if len("-".join([*kept, w])) > MAX_ANCHOR:
+            break
+        kept.append(w)
+    while len(kept) > 1 and kept[-1] in _NO_END:
+        kept.pop()
+    return " ".join(kept)
+
+
 def subject_of(c: Candidate) -> str:
     """The words a memory's anchor is made of; a word said twice in a row ("decimal.Decimal")
     is said once."""
@@ -1172,7 +1264,7 @@ def one_sentence(parts: list[str], limit: int = 200) -> str:
     a clause or word boundary (never inside a word, no trailing "...")."""
     out = ""
     for part in parts:
-        part = " ".join(part.split()).rstrip(" .;")
+        part = work.first_sentence(part).rstrip(" .;")
         if not part:
             continue
         if out and re.match(r"[A-Z][a-z]", part) and not re.match(r"I\b", part):
@@ -1372,7 +1464,7 @@ class OfflineBackend:
             )]
         body = cand.body_text if cand.body_text is not None else self.body(cand, facts)
         try:
-            anchor = make_anchor(subject)
+            anchor = make_anchor(anchor_words(subject))
         except PathError:
             return [Skip(f"no usable subject for {cand.type}")]
         return [Store(

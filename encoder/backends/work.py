@@ -136,6 +136,24 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_SPLIT.split(" ".join(text.split())) if len(s.strip()) > 2]
 
 
+# A person types the next sentence in lower case too ("... rather than regenerating it.
+# also we don't need to check ..."): a period after a plain word, then a plain lower-case
+# word, ends a sentence, unless the period closes an abbreviation.
+_LOWER_NEXT = re.compile(r"(?<=[a-z]{2}[.!?])\s+(?=[a-z]+[\s,'\u2019])")
+_ABBREVIATION = re.compile(r"\b(?:etc|vs|cf|al|approx|incl|resp|esp|ca|viz|fig|no|ch|sec|ver|vol)[.]$", _I)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``, a lower-case next sentence included (see above)."""
+    text = " ".join(text.split())
+    first = sentences(text)[:1]
+    text = first[0] if first else text
+    for m in _LOWER_NEXT.finditer(text):
+        if not _ABBREVIATION.search(text[: m.start()]):
+            return text[: m.start()]
+    return text
+
+
 def clean_sentence(text: str, limit: int = 200) -> str:
     """One clean sentence of at most ``limit`` chars, cut at a clause or word boundary."""
     text = " ".join(text.replace("**", "").replace("__", "").split())
@@ -144,8 +162,7 @@ def clean_sentence(text: str, limit: int = 200) -> str:
     text = unpolite(text)
     if text[:1].islower():
         text = text[0].upper() + text[1:]
-    first = sentences(text)[:1]
-    text = first[0] if first else text
+    text = first_sentence(text)
     if len(text) > limit:
         cut = text[:limit]
         for sep in ("; ", ": ", ", ", " - ", " ("):
@@ -353,10 +370,19 @@ _ERROR_TYPE = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Failure))\b(?::\s*([^\n
 _RULE = re.compile(r"\b(?:error|warning)\[([\w-]+)\]:?\s*([^\n]{0,120})")
 _LOCATED = re.compile(r"([\w./-]+\.\w{1,5}):\d+(?::\d+)?\s*[-:]\s*(?:error|warning)[:\s]+([^\n]{3,140})", _I)
 _ASSERT = re.compile(r"^\s*E\s+(.{3,140})$", re.M)
+# Words that state why something failed. A step the agent plans ("Now I need to understand
+# how ...", "the fix is to ...") states no cause, however close to the failure it stands.
 _CAUSE = re.compile(
-    r"\b(?:because|the (?:issue|problem|bug|cause|reason) (?:is|was)|there'?s the bug|root cause|caused by"
-    r"|fails? because|failing because|is failing since|the fix is|doesn'?t (?:include|have|exist)"
-    r"|(?:is|are) not (?:being )?\w+ed|instead of|i need to|needs? to)\b", _I)
+    r"\b(?:because|due to|caused by|the (?:root )?(?:issue|problem|bug|cause|reason|culprit)(?: here)? (?:is|was)"
+    r"|there'?s the bug|root cause|fails? because|failing because|is failing since|stems from"
+    r"|doesn'?t (?:include|have|exist)|instead of"
+    # "X is not being used", "it's not being called", "the flag wasn't set"
+    r"|(?:\b(?:is|are|was|were) (?:not|never)|['\u2019](?:s|re) not|\b(?:isn|aren|wasn|weren)['\u2019]?t)"
+    r" (?:being |getting )?(?:\w+(?:ed|en)|set|put|run|sent|read|built|found|kept|shown|thrown)"
+    r")\b", _I)
+# "X was Y, so Z": a state and what it led to.
+_STATE_SO = re.compile(r"\b(?:is|are|was|were|had|has|returned|returns)\b[^.;!?]{2,120}?,?\s+so\s+(?!that\b)\w+",
+                       _I)
 
 
 @dataclass
@@ -731,14 +757,21 @@ CONSEQUENCE = re.compile(r"(?:,|;|\band)\s+(?:so|hence|therefore|thus)\b|\bwhich
                           r"|\bthat'?s why\b|\bis why\b", _I)
 
 
-def _cause_of(text: str, signature: str = "") -> str:
-    """The agent's sentence about why the check failed: a stated cause ("because", "the
-    issue is"), or a sentence that explains the failure it names by what leads to it."""
+def states_cause(sentence: str, signature: str = "") -> bool:
+    """Whether ``sentence`` says why something failed: a cause word ("because", "due to",
+    "caused by", "the problem was"), a state and what it led to ("the cache was stale, so
+    the lookup ..."), or a consequence that names the failure ("..., so it raises
+    ZeroDivisionError"). A planned step without such words ("I need to ...") is no cause."""
+    if _CAUSE.search(sentence) or _STATE_SO.search(sentence) and not _PLAN.search(sentence):
+        return True
     names = [w for w in signature.split() if re.search(r"_|[a-z][A-Z]|Error$|Exception$", w)]
+    return bool(CONSEQUENCE.search(sentence) and any(n in sentence for n in names))
+
+
+def _cause_of(text: str, signature: str = "") -> str:
+    """The agent's sentence about why the check failed (see :func:`states_cause`)."""
     for sent in sentences(_FENCE.sub(" ", text)):
-        if not 20 <= len(sent) <= 400:
-            continue
-        if _CAUSE.search(sent) or (CONSEQUENCE.search(sent) and any(n in sent for n in names)):
+        if 20 <= len(sent) <= 400 and states_cause(sent, signature):
             return sent
     return ""
 

@@ -57,7 +57,7 @@ def test_a_stated_cause_and_only_related_commits(encode):
     encode(*SP, "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
     (inc,) = facts(encode.memdir, "incident")
     assert inc.status == "resolved"
-    assert inc.path == "incidents/sync-session-file-2-idempotent-repeated-sync-duplicate-messages.md"
+    assert inc.path == "incidents/sync-session-file-2-idempotent-repeated-duplicate-messages.md"
     assert "Cause (as the agent stated): The idempotency test is failing because" in inc.body
     assert "uuid" in inc.body
     # the session made several commits; only one touched the fix's files
@@ -102,8 +102,9 @@ def test_compacted_epic_is_remembered_with_its_constraints(encode):
     report = encode(*SP, "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
     assert report.gates["min_tier"] in ("RECORD", "FULL")
     (decision,) = facts(encode.memdir, "decision")
-    # a bare "implement the epic" request: the work is remembered as the task it was (MEDIUM)
-    assert decision.description.startswith("Task: implement spotter-gqc")
+    # a bare "implement the epic" request: the epic is the project's goal, and the work is
+    # remembered under it (MEDIUM): files, commits, the compacted summary's design points
+    assert decision.description.startswith("Project goal: implement spotter-gqc")
     assert decision.confidence == "MEDIUM"
     assert "annotation_message_ref.ex" in decision.body
     learned = {f.description for f in facts(encode.memdir, "learning")}
@@ -336,7 +337,7 @@ def test_what_a_fix_broke_is_part_of_that_fix_one_incident(encode):
     report = encode(*CCL, "937c6e6b-27e7-4edd-86f1-ad28f9731841.jsonl")
     paths = [op["path"] for op in report.operations if op.get("path")]
     (inc,) = facts(encode.memdir, "incident")
-    assert paths == [inc.path] == ["incidents/invalid-assignment-test-tui-expansion-py.md"]
+    assert paths == [inc.path] == ["incidents/invalid-assignment-test-tui-expansion.md"]
     assert inc.status == "resolved"
     assert "Fix: edited `test/test_tui_expansion.py`" in inc.body
     broke = next(ln for ln in inc.body.splitlines() if ln.startswith("Then the fix broke:"))
