@@ -726,8 +726,10 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     # Questions about when are answered from the session records by date. Not for the
     # prompt hook (its stricter gate): "continue from last time" or "fix what broke
     # yesterday" names nothing, and SessionStart already lists the recent sessions.
+    # Nor for a pasted text (LONG_QUERY): "the rollout for yesterday's release broke ..."
+    # in a bug report asks about the bug, not about yesterday's sessions (sde-bench).
     dated = bool(records and only in (None, SESSION_TYPE) and index.chunk_count
-                 and record_gate is RECORD_GATE)
+                 and record_gate is RECORD_GATE and len(terms) <= LONG_QUERY)
     span = when.span_of(question, today, index.record_days) if dated else None
     said = (span.words if span is not None else frozenset()) | when.frame_words(question)
     if len(terms) <= LONG_QUERY and unknown_names(index, question, said):

@@ -237,3 +237,14 @@ def test_real_sessions_what_did_we_work_on_in_july(ccl_memory):
     assert sorted(listed) == july
     assert [m.record.date for m in result.memories] == sorted(m.record.date
                                                               for m in result.memories)
+
+
+def test_a_pasted_report_that_names_a_day_is_not_a_question_about_that_day(store):
+    """sde-bench: "the rollout for yesterday's release ..." in a pasted bug report asks about
+    the bug (a long text, LONG_QUERY), not for yesterday's sessions."""
+    report = ("Since yesterday's release the flamegraph exporter takes forty seconds again on "
+              "big profiles, the speedscope JSON it writes is truncated, customers complain "
+              "that folding stacks never finishes and the dashboard times out last week too")
+    result = recall(store, report, today=TODAY)
+    assert result.note is None
+    assert {"a1", "a4"} & set(_sessions(result)), result.render()
