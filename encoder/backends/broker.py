@@ -7,8 +7,8 @@ by a random token, as one JSON line per call. The broker runs the call through
 *this* process - the one that holds the store's lock and the session's grounding -
 validates it. Answers are ``{"text": ..., "is_error": bool}``.
 
-Bounds enforced here, whatever the child does: at most ``max_calls`` calls, and
-nothing is accepted after ``finish``.
+Bounds enforced here, whatever the child does: at most ``max_calls`` calls (then only
+``finish``), and nothing is accepted after ``finish``.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Broker:
         name = str(request.get("tool") or "")
         with self._lock:  # one call at a time: the builder is not thread-safe
             self.calls += 1
-            if self.calls > self.max_calls:
+            if self.calls > self.max_calls and name != "finish":  # as its answer says
                 text, is_error = (f"tool-call cap reached ({self.max_calls}); call finish", True)
             elif self.tools.finished:
                 text, is_error = ("the run is finished; no more calls are accepted", True)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, api_tokens, spend
-from dualtrace.encoder.backends.anthropic import MemoryTools, system_text, user_text
+from dualtrace.encoder.backends.anthropic import NUDGE, MemoryTools, system_text, user_text
 from dualtrace.encoder.backends.pricing import cost_usd
 from dualtrace.errors import BackendError
 
@@ -120,23 +120,37 @@ class ClaudeCliBackend:
         from dualtrace.encoder.backends.broker import Broker
 
         settings = request.settings
-        usage = Usage(model=settings.model, requests=1)
+        usage = Usage(model=settings.model)  # requests: one per claude -p run
         tools = MemoryTools(builder)
-        spend.check(settings, self.name)  # one claude -p run is one request to us
-        budget = spend.remaining_usd(settings)  # and it may not spend more than is left
+        prompt = user_text(request)
         with Broker(tools, max_calls=max(1, settings.max_turns) * CALLS_PER_TURN) as broker, \
                 tempfile.TemporaryDirectory(prefix="dualtrace-claude-") as cwd:
             config_path = os.path.join(cwd, ".dualtrace-mcp.json")
             fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(mcp_config(broker.address, broker.token), fh)
-            argv = command(settings, system_text("tools") + _TOOL_NOTE, config_path,
-                           max_budget_usd=budget)
-            result = self._run(argv, user_text(request), cwd)
-        _add_usage(usage, result, settings.model)
-        spend.record_usage(self.name, usage)
+            result = self._request(settings, config_path, prompt, cwd, usage)
+            if self._text_only(result, tools):
+                # It answered in text and proposed nothing: nothing would be stored and no
+                # one would know (as with the anthropic backend). One more run, with its
+                # text and the request to use the tools; claude -p has no tool_choice.
+                usage.notes.append("the model answered in text without using its tools: "
+                                   "asked once more to use them")
+                said = str(result.get("result") or "")[:2000]
+                result = self._request(
+                    settings, config_path, prompt + "\n\nYour answer to this session was "
+                    "text only:\n<your-answer>\n" + said + "\n</your-answer>\n\n" + NUDGE,
+                    cwd, usage)
         usage.turns = int(result.get("num_turns") or 0)
         subtype = str(result.get("subtype") or "success")
+        why = {"error_max_turns": f"max_turns ({settings.max_turns}) reached",
+               "error_max_budget_usd": "the spending budget was reached"}.get(subtype)
+        if self._text_only(result, tools):
+            why = "it answered in text again"
+        if why and not tools.proposals:
+            # Never a silent empty result: the hooks' fallback encodes offline instead.
+            raise BackendError(f"claude -p proposed nothing for the session ({why}; no "
+                               "store, update, skip or finish call)")
         if subtype == "error_max_turns":
             usage.notes.append(f"max_turns ({settings.max_turns}) reached before finish: "
                                f"{tools.accepted} accepted operation(s) kept")
@@ -153,6 +167,29 @@ class ClaudeCliBackend:
         if tools.summary:
             usage.notes.append(f"model summary: {tools.summary}")
         return usage
+
+    def _request(self, settings: Settings, config_path: str, prompt: str, cwd: str,
+                 usage: Usage) -> dict[str, Any]:
+        """One ``claude -p`` run within what the spending guard allows; its usage added."""
+        spend.check(settings, self.name)  # one claude -p run is one request to us
+        budget = spend.remaining_usd(settings)  # and it may not spend more than is left
+        argv = command(settings, system_text("tools") + _TOOL_NOTE, config_path,
+                       max_budget_usd=budget)
+        result = self._run(argv, prompt, cwd)
+        run = Usage(model=settings.model, requests=1)
+        _add_usage(run, result, settings.model)
+        spend.record_usage(self.name, run)
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            setattr(usage, key, getattr(usage, key) + getattr(run, key))
+        usage.cost_usd = round(usage.cost_usd + run.cost_usd, 6)
+        usage.requests += 1
+        return result
+
+    @staticmethod
+    def _text_only(result: dict[str, Any], tools: MemoryTools) -> bool:
+        """A run that ended on its own (success) with no store/update/skip/finish call."""
+        return not tools.proposals and not result.get("is_error") \
+            and str(result.get("subtype") or "success") == "success"
 
     def _run(self, argv: list[str], prompt: str, cwd: str) -> dict[str, Any]:
         settings = self.settings

@@ -11,6 +11,7 @@ does) with the MCP SDK's client, and plays a scripted tool sequence:
                           "result": "final text", "usage": {...}, "cost": 0.01,
                           "sleep": seconds}
 
+``"runs": [{...}, ...]`` instead gives each invocation its own of those keys, in order.
 One list per model turn; ``--max-turns`` caps the turns played (the result is then
 ``error_max_turns``, as Claude Code reports it). A tool outside ``--allowedTools`` is
 denied without reaching the server. Every call and its answer is appended to
@@ -139,8 +140,17 @@ def main() -> int:
         with open(log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
 
+    # "runs": one script per invocation, in order (a backend that runs claude -p again).
+    runs = script.get("runs")
+    if runs:
+        started = 0
+        if os.path.exists(log_path):
+            with open(log_path, encoding="utf-8") as fh:
+                started = sum(1 for line in fh if '"event": "start"' in line)
+        script = {**script, **runs[min(started, len(runs) - 1)]}
     problems = checks(args)
     log({"event": "start", "problems": problems, "prompt_chars": len(prompt),
+         "prompt_tail": prompt[-1500:],
          "max_budget_usd": args.max_budget_usd, "model": args.model,
          "system_mentions_tools": "mcp__dualtrace__store_memory" in (args.system_prompt or "")})
     if problems:

@@ -130,10 +130,12 @@ def test_turn_cap_keeps_accepted_operations(tmp_path, claude):
 
 
 def test_tool_call_cap_in_the_broker(tmp_path, claude):
-    claude.script([[{"tool": T("search_memory"), "input": {"query": "x"}}] * 10])
+    claude.script([[{"tool": T("search_memory"), "input": {"query": "x"}}] * 10
+                   + [{"tool": T("finish"), "input": {}}]])
     usage, _, _ = run(tmp_path, claude.path, max_turns=1)  # cap: 1 turn x 8 calls
     errors = [c["is_error"] for c in claude.calls()]
-    assert errors == [False] * 8 + [True] * 2
+    assert errors == [False] * 8 + [True] * 2 + [False]  # finish, as the cap's answer asks
+    assert "tool-call cap reached (8); call finish" in claude.calls()[8]["text"]
     assert "tool-call cap (8) reached" in usage.notes
 
 
@@ -210,3 +212,46 @@ def test_spending_guard_bounds_the_child(tmp_path, claude):
     with pytest.raises(spend.BudgetExceeded, match="daily model budget reached"):
         run(tmp_path, claude.path)
     assert len(claude.log()) == log_before  # claude was never started
+
+
+def test_a_text_only_answer_is_asked_once_more_and_its_proposals_kept(tmp_path, claude):
+    """The gap fb7ebe1 closed for the anthropic backend: a run that answers in text and
+    calls no tool ended with nothing proposed, and the session was committed as if
+    nothing in it were worth keeping."""
+    claude.script([], runs=[
+        {"turns": [[{"tool": T("search_memory"), "input": {"query": "session storage"}}]],
+         "result": "We decided to move session storage to Postgres.", "cost": 0.01},
+        {"turns": [[{"tool": T("store_memory"), "input": DECISION},
+                    {"tool": T("finish"), "input": {"summary": "one decision"}}]],
+         "cost": 0.02},
+    ])
+    usage, builder, _ = run(tmp_path, claude.path)
+    first, second = [r for r in claude.log() if r.get("event") == "start"]
+    assert "use the tools" not in first["prompt_tail"]
+    assert "<your-answer>\nWe decided to move session storage to Postgres.\n</your-answer>" \
+        in second["prompt_tail"] and "Nothing is stored from text: use the tools" \
+        in second["prompt_tail"]
+    assert "decisions/session-storage-postgres.md" in builder.pending
+    assert usage.requests == 2 and usage.cost_usd == 0.03
+    assert "the model answered in text without using its tools: asked once more to use " \
+        "them" in usage.notes
+
+
+@pytest.mark.parametrize("second", [
+    {"turns": [], "result": "Still only words."},
+    {"turns": [[{"tool": T("search_memory"), "input": {"query": "x"}}]] * 5},
+], ids=["text-again", "searches-until-max-turns"])
+def test_nothing_proposed_after_the_second_run_is_a_backend_error(tmp_path, claude, second):
+    claude.script([], runs=[{"turns": [], "result": "Only words."}, second])
+    with pytest.raises(BackendError, match=r"claude -p proposed nothing for the session \("
+                                           r"(it answered in text again|max_turns \(2\) "
+                                           r"reached); no store, update, skip or finish call"):
+        run(tmp_path, claude.path, max_turns=2)
+    assert len([r for r in claude.log() if r.get("event") == "start"]) == 2
+
+
+def test_a_finish_alone_is_a_proposal_not_text_only(tmp_path, claude):
+    claude.script([[{"tool": T("finish"), "input": {"summary": "nothing worth keeping"}}]])
+    usage, builder, _ = run(tmp_path, claude.path)
+    assert len([r for r in claude.log() if r.get("event") == "start"]) == 1
+    assert not builder.pending and usage.requests == 1
