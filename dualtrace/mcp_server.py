@@ -47,6 +47,7 @@ from pydantic import ValidationError  # noqa: E402
 from dualtrace import __version__  # noqa: E402
 from dualtrace.agent_tools import TYPES, AgentMemory  # noqa: E402
 from dualtrace.errors import DualtraceError  # noqa: E402
+from dualtrace.mcp_warm import semantic_fingerprint  # noqa: E402
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                   idempotent_hint=True, open_world_hint=False)
@@ -145,6 +146,10 @@ class MemoryTools:
         self.memory = memory
         self._lock = threading.Lock()  # one call (or the warm-up) at a time
         self._warm: threading.Thread | None = None
+        # A session lasts as long as the host's: the semantic extra may be installed (or
+        # removed) meanwhile, and the embedder this process loaded once would stay. Taken
+        # by the warm-up (it imports the embedder module: not before the handshake).
+        self._semantics: tuple[object, ...] | None = None
 
     def warm_up(self) -> None:
         if self._warm is None:
@@ -156,6 +161,7 @@ class MemoryTools:
         with self._lock:
             start = time.perf_counter()
             try:
+                self._semantics = semantic_fingerprint()
                 self.memory.warm_up()
             except Exception as exc:  # noqa: BLE001 - the first call reports it to the agent
                 print(f"dualtrace mcp: warm-up failed: {exc}", file=sys.stderr, flush=True)
@@ -179,10 +185,27 @@ class MemoryTools:
             return f"missing required argument {missing[0]!r} for {name}", True
         fn: Callable[..., str] = getattr(self.memory, name)
         with self._lock:
+            if name in ("recall", "search", "remember"):
+                self._recheck_semantics()
             try:
                 return fn(**arguments), False
             except DualtraceError as exc:
                 return str(exc), True
+
+
+    def _recheck_semantics(self) -> None:
+        """Drop the loaded embedder (or the absence of one) when the semantic extra's
+        packages or weights changed since: the next call loads what is installed now."""
+        now = semantic_fingerprint()
+        if self._semantics is None or now == self._semantics:
+            self._semantics = now
+            return
+        from dualtrace.memfs import embed
+
+        embed.reset()
+        self._semantics = now
+        print("dualtrace mcp: the semantic extra changed since the session started; the "
+              "embedder is loaded again", file=sys.stderr, flush=True)
 
 
 def memory_server(memory: AgentMemory) -> Server[Any]:

@@ -23,8 +23,12 @@ The child is forked before any thread or event loop exists in the warm server, a
 builds everything per session after the fork (memory dir, index, redactor). If the
 ``dualtrace mcp`` process dies (the host killed it), the child sees its socket close and
 exits. Before each fork the warm server re-checks the files of every module it loaded
-(dualtrace's and the SDK's): after an upgrade it refuses the session (the client serves
-it in process) and exits. It exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600)
+(dualtrace's and the SDK's), and where the semantic extra's packages and the embedder's
+weights are (``semantic_fingerprint``, taken after the preload: installing or removing
+``dualtrace[semantic]`` imports nothing by name): after an upgrade or such an install it
+refuses the session (the client serves it in process) and exits. A session's server
+re-checks the same before each recall, search and remember, and loads the embedder again
+when it changed. It exits after ``DUALTRACE_MCP_IDLE`` seconds (default 600)
 with no session. ``mcp_warm = false`` in the user config or ``DUALTRACE_MCP_WARM=0``
 turns all of this off; fallbacks are logged in ``<state>/logs/mcp.log``. Standard library only at module
 level: this runs on every host start.
@@ -455,6 +459,58 @@ def _loaded_files() -> dict[str, int]:
     return out
 
 
+# What semantic recall runs on, none of it imported by name (the embedder locates its
+# package and reads the weights itself): a package installed, upgraded or removed after
+# the preload does not show in ``_loaded_files``.
+SEMANTIC_PACKAGES = ("wordllama", "simsimd")
+
+
+def semantic_fingerprint() -> tuple[object, ...]:
+    """Where the semantic extra's packages are found now, and the size and mtime of the
+    embedder's weights and tokenizer files (None each when absent). Taken after the
+    preload; a different value later means the embedder this process holds (or holds
+    none of) is not the one a new process would load. ~0.1 ms; no import is executed."""
+    import importlib.util
+
+    from dualtrace.memfs import embed
+
+    importlib.invalidate_caches()  # a package installed since: path finders look again
+    out: list[object] = []
+    package = None
+    for name in SEMANTIC_PACKAGES:
+        try:
+            spec = sys.modules[name].__spec__ if name in sys.modules else \
+                importlib.util.find_spec(name)
+        except (ImportError, ValueError, AttributeError):
+            spec = None
+        where = None
+        if spec is not None:
+            where = spec.origin if spec.has_location else None
+            if spec.submodule_search_locations:
+                where = next(iter(spec.submodule_search_locations), where)
+        if name == "wordllama":
+            package = where
+        # A module file's stamp (an upgrade replaces it); a package folder's would move
+        # with its __pycache__, so only its place counts (its weights are stamped below).
+        out.append((name, where, _stamp(where) if where and os.path.isfile(where) else None))
+    if package:
+        stem = f"{embed.WORDLLAMA_CONFIG}"
+        for rel in (os.path.join("weights", f"{stem}_{embed.WORDLLAMA_DIM}.safetensors"),
+                    os.path.join("tokenizers", f"{stem}_tokenizer_config.json")):
+            out.append((rel, _stamp(os.path.join(package, rel))))
+    return tuple(out)
+
+
+def _stamp(path: str | None) -> tuple[int, int] | None:
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def _stale(loaded: dict[str, int]) -> str | None:
     for path, mtime in loaded.items():
         try:
@@ -464,6 +520,16 @@ def _stale(loaded: dict[str, int]) -> str | None:
         if now != mtime:
             return path
     return None
+
+
+def _semantic_change(before: tuple[object, ...], now: tuple[object, ...]) -> str:
+    """Which entry of the fingerprint moved, in a few words for the log."""
+    was = {str(item[0]): item for item in before if isinstance(item, tuple)}
+    for item in now:
+        if isinstance(item, tuple) and was.get(str(item[0])) != item:
+            gone = item[1] is None if len(item) == 3 else item[-1] is None
+            return f"{item[0]}: {'now absent' if gone else 'installed or changed'}"
+    return "an entry is gone"
 
 
 def _take_lock(path: str) -> IO[str] | None:
@@ -507,6 +573,7 @@ def serve_forever(path: str, state: str) -> None:
 
     faults.point("warm-listen")
     loaded = _loaded_files()
+    semantics: tuple[object, ...] | None = None  # semantic_fingerprint() after the preload
     preloaded = False  # after the first fork: the session that started us waits for it
     listener, bound = _listen(path)
     def stop(*_: object) -> None:
@@ -536,11 +603,16 @@ def serve_forever(path: str, state: str) -> None:
                 if not preloaded:
                     preloaded = _preload_checked(state, path)
                     loaded = {**_loaded_files(), **loaded}  # keep what the start saw
+                    semantics = semantic_fingerprint()
                 continue
             if not _same_user(conn):
                 conn.close()
                 continue
             changed = _stale(loaded)
+            if changed is None and semantics is not None:
+                now = semantic_fingerprint()
+                if now != semantics:
+                    changed = f"the semantic extra ({_semantic_change(semantics, now)})"
             if changed:  # upgraded or edited: never serve old code; the client serves itself
                 log(state, f"warm server stopping: {changed} changed since it started")
                 conn.close()
@@ -560,6 +632,7 @@ def serve_forever(path: str, state: str) -> None:
             if not preloaded:
                 preloaded = _preload_checked(state, path)
                 loaded = {**_loaded_files(), **loaded}  # keep what the start saw
+                semantics = semantic_fingerprint()
     except SystemExit:
         why = "stopped"  # a preloaded library started a thread (SIGTERM leaves in stop)
         raise
