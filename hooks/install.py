@@ -2,7 +2,8 @@
 
 Rules: other tools' hooks and keys are never touched; the file's indentation is
 kept; a second install changes nothing; every write is atomic and preceded by a
-backup (``<file>.dualtrace.bak``); uninstall removes only our handlers (recognised
+backup (``<file>.dualtrace.bak``, in the state directory for a file inside a git work
+tree: ``backup_path``); uninstall removes only our handlers (recognised
 by their ``dualtrace ... hook`` command) and deletes the file again if install
 created it. Timeouts use each host's unit (Claude Code and Codex: seconds, Letta:
 milliseconds).
@@ -32,6 +33,39 @@ BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
 UNINSTALL_BACKUP_SUFFIX = ".dualtrace-uninstall.bak"  # as it was before uninstall
 SHARED_COMMAND = "dualtrace"  # project scope: what each teammate's PATH resolves
 _CREATED_MARK = "installs.json"
+
+
+def backup_path(path: Path, suffix: str = BACKUP_SUFFIX) -> Path:
+    """Where the copy of ``path`` taken before install (``suffix`` BACKUP_SUFFIX) or
+    uninstall goes: beside a file of the person's own (``~/.claude/settings.json``); in
+    the state directory for a file inside a git work tree (project and local scope:
+    ``.claude/``, ``.mcp.json``, ``.codex/``), where a backup would be committed with the
+    next ``git add -A``: ``<state>/backups/<repo>-<hash>/<path in the repo><suffix>``."""
+    top = _work_tree(path.parent)
+    if top is None:
+        return path.with_name(path.name + suffix)
+    import hashlib
+
+    key = hashlib.sha256(str(top).encode("utf-8")).hexdigest()[:8]
+    return config.state_dir() / "backups" / f"{top.name}-{key}" / \
+        (path.relative_to(top).as_posix() + suffix)
+
+
+def _work_tree(folder: Path) -> Path | None:
+    """The git work tree ``folder`` is in (the nearest parent with a ``.git``), or None."""
+    folder = folder.absolute()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def write_backup(path: Path, suffix: str = BACKUP_SUFFIX) -> Path:
+    """Copy ``path`` to its backup (``backup_path``), creating the folder; the path."""
+    backup = backup_path(path, suffix)
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, backup)
+    return backup
 
 
 def settings_path(agent: str, scope: str, cwd: str | os.PathLike[str] | None = None) -> Path:
@@ -339,9 +373,7 @@ def _install_hooks(agent: str, scope: str, *, dry_run: bool,
     if dry_run:
         return lines
     if old_text is not None:
-        backup = path.with_name(path.name + BACKUP_SUFFIX)
-        shutil.copy2(path, backup)
-        lines.append(f"  backup: {backup}")
+        lines.append(f"  backup: {write_backup(path)}")
     else:
         _created(path, True)
     _write(path, _dump(new, old_text))
@@ -379,10 +411,11 @@ def _uninstall_hooks(agent: str, scope: str, *, dry_run: bool,
     # The pre-install backup stays as it is (it holds the person's original file); the
     # state before this uninstall gets its own. When what is left is exactly the
     # original's content, the original text comes back byte for byte (its formatting).
-    undo = path.with_name(path.name + UNINSTALL_BACKUP_SUFFIX)
-    shutil.copy2(path, undo)
-    lines.append(f"  backup: {undo}")
-    original = _original_text(path.with_name(path.name + BACKUP_SUFFIX), new)
+    lines.append(f"  backup: {write_backup(path, UNINSTALL_BACKUP_SUFFIX)}")
+    original = _original_text(backup_path(path), new)
+    legacy = path.with_name(path.name + BACKUP_SUFFIX)  # where older installs kept it
+    if original is None and backup_path(path) != legacy:
+        original = _original_text(legacy, new)
     if original is not None:
         lines.append("  restored the file's original text (from its pre-install backup)")
     _write(path, original if original is not None else _dump(new, old_text))

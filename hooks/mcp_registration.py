@@ -32,7 +32,7 @@ from typing import Any
 from dualtrace import config
 from dualtrace.atomic import write_json, write_text
 from dualtrace.errors import DualtraceError
-from dualtrace.hooks.install import module_argv, read_json_object
+from dualtrace.hooks.install import module_argv, read_json_object, write_backup
 
 NAME = "dualtrace"
 BACKUP_SUFFIX = ".dualtrace.bak"  # the file as it was before install
@@ -315,14 +315,13 @@ def _remember(agent: str, scope: str, root: Path, on: bool) -> None:
 # ------------------------------------------------------------------ files
 
 def _write(path: Path, text: str, old: str | None, suffix: str = BACKUP_SUFFIX) -> list[str]:
-    """Write ``path`` after a copy of its old text: ``.dualtrace.bak`` before install,
+    """Write ``path`` after a copy of its old text (install.backup_path: in the state
+    directory for a file in a git work tree): ``.dualtrace.bak`` before install,
     ``.dualtrace-uninstall.bak`` before uninstall (which must not overwrite the
     pre-install copy with the installed file, as hooks/install.py keeps them apart)."""
     lines = []
     if old is not None:
-        backup = path.with_name(path.name + suffix)
-        shutil.copy2(path, backup)
-        lines.append(f"  backup: {backup}")
+        lines.append(f"  backup: {write_backup(path, suffix)}")
     else:
         _created(path, True)
     write_text(path, text, fsync=False, keep_mode=True)

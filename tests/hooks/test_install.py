@@ -58,7 +58,7 @@ def test_install_merges_next_to_other_hooks_and_uninstall_restores(project):
     assert "note: project scope is shared" in proc.stdout
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     assert settings.read_text().splitlines()[1].startswith("    \"")  # indent kept
-    assert (settings.parent / ("settings.json" + inst.BACKUP_SUFFIX)).read_text() == original
+    assert inst.backup_path(settings).read_text() == original
     # Idempotent: a second install writes nothing.
     before = settings.read_text()
     mtime = settings.stat().st_mtime_ns
@@ -199,3 +199,49 @@ def test_installing_at_a_second_scope_warns_that_the_hooks_would_run_twice(proje
     # Both files hold the hooks: the warning says so, it does not undo the user's choice.
     for name in ("settings.json", "settings.local.json"):
         assert inst.remove(json.loads((project / ".claude" / name).read_text()))[1]
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file() and ".git" not in p.relative_to(root).parts)
+
+
+def test_project_scope_backups_stay_out_of_the_repository(project, state_dir):
+    """Review 7 F15: install + uninstall --scope project left settings.json.dualtrace.bak
+    and settings.json.dualtrace-uninstall.bak in .claude/, untracked, for `git add -A`."""
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(OTHERS, indent=4) + "\n"
+    settings.write_text(original)
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").write_text('{"hooks": {}}\n')
+    for agent in ("claude-code", "codex"):
+        proc = cli("install", "--agent", agent, "--scope", "project", cwd=project)
+        assert proc.returncode == 0, proc.stderr
+    assert _files(project) == [".claude/settings.json", ".codex/config.toml",
+                               ".codex/hooks.json", ".mcp.json"]
+    backups = state_dir / "backups"
+    kept = inst.backup_path(settings)
+    assert kept.read_text() == original and backups in kept.parents
+    undo = inst.backup_path(settings, inst.UNINSTALL_BACKUP_SUFFIX)
+    assert f"backup: {undo}" in cli("uninstall", "--scope", "project", cwd=project).stdout
+    assert cli("uninstall", "--agent", "codex", "--scope", "project",
+               cwd=project).returncode == 0
+    assert _files(project) == [".claude/settings.json", ".codex/hooks.json"]
+    assert settings.read_text() == original
+    assert undo.is_file() and kept.read_text() == original
+    # A file outside any repository (user scope) keeps its backup beside it.
+    mine = state_dir.parent / "home" / ".claude" / "settings.json"
+    assert inst.backup_path(mine) == mine.with_name("settings.json" + inst.BACKUP_SUFFIX)
+
+
+def test_uninstall_restores_from_a_backup_an_older_install_left_beside_the_file(project):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = json.dumps(OTHERS, indent=4) + "\n"
+    settings.write_text(original)
+    assert cli("install", "--scope", "project", "--no-mcp", cwd=project).returncode == 0
+    legacy = settings.with_name("settings.json" + inst.BACKUP_SUFFIX)
+    inst.backup_path(settings).rename(legacy)  # where versions before this one kept it
+    assert cli("uninstall", "--scope", "project", cwd=project).returncode == 0
+    assert settings.read_text() == original  # byte for byte, from the old backup
