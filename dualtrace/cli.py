@@ -238,7 +238,7 @@ def status(memory_dir: Path | None, check: bool) -> None:
         raise DualtraceError(f"{len(problems)} memory file(s) do not parse (listed above)")
 
 
-def _hooks_lines(root: Path | None) -> list[str]:
+def _hooks_lines(root: Path) -> list[str]:
     """What really records sessions for this project: the hooks found in each host's
     settings files (per scope) or an enabled plugin, and the switch that turns them off.
     With none installed, the first step (install, or an encode by hand)."""

@@ -306,24 +306,26 @@ def install(agent: str = "claude-code", scope: str = "user", *, dry_run: bool = 
     return lines
 
 
-def installed_hooks(cwd: str | os.PathLike[str] | None = None) -> list[tuple[str, str, Path]]:
+def installed_hooks(root: Path) -> list[tuple[str, str, Path]]:
     """(host, scope, settings file) for every settings file of every host that holds our
-    hooks for the project at ``cwd``, plus (claude-code, "plugin", file) for a settings
-    file that enables the dualtrace plugin. Read only; an unreadable file counts as none
+    hooks for the project at ``root`` (already resolved: the Workspace's, so a command
+    resolves its project once), plus (claude-code, "plugin", file) for a settings file
+    that enables the dualtrace plugin. Read only; an unreadable file counts as none
     (``install`` names its problem)."""
     found: list[tuple[str, str, Path]] = []
     home = Path(os.path.expanduser("~"))
     for agent in AGENTS:
-        for scope in registry.get(agent).SCOPES:
+        host = registry.get(agent)
+        for scope in host.SCOPES:
+            path = host.settings_path(scope, root, home)
             try:
-                path = settings_path(agent, scope, cwd)
                 data, _text = read_json_object(path)
             except (DualtraceError, OSError):
                 continue
             if remove(data)[1]:
                 found.append((agent, scope, path))
-        finder = getattr(registry.get(agent), "enabled_plugin_files", None)
-        for path in finder(config.project_root(cwd), home) if finder else []:
+        finder = getattr(host, "enabled_plugin_files", None)
+        for path in finder(root, home) if finder else []:
             found.append((agent, "plugin", path))
     return found
 
