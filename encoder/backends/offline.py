@@ -600,6 +600,79 @@ def first_line(text: str) -> str:
     return ""
 
 
+# ----------------------------------------------------------------- failures the user reports
+
+# A failure report that names several failures ("the DB login fails and the deploy is
+# broken; fix both"): one clause per failure.
+_FAILURE_CLAUSES = re.compile(r";\s*|,\s*(?:and\s+)?|\s+(?:and|but|plus|also)\s+(?=(?:the|our|my|a|an|this|that|its)\b)", _I)
+_ENV_PREFIX = re.compile(r"^(?:(?:export\s+)?\w+=(?:'[^']*'|\"[^\"]*\"|\S*)\s*(?:&&|;)?\s*)+")
+
+
+def _bare_command(command: str) -> str:
+    """A command without the variables set before it: the same command run again with a
+    new password or token (``PGPASSWORD=... psql ...``) is the same check."""
+    return " ".join(_ENV_PREFIX.sub("", command.strip()).split())
+
+
+def _command_words(command: str) -> set[str]:
+    return _subject_tokens(re.sub(r"[^\w]+", " ", _bare_command(command)))
+
+
+def _per_failure(cand: Candidate, session) -> list[Candidate]:
+    """A user's failure report as one incident per failure it names *and the session
+    shows*: each clause matched to the failing command its own words name ("the deploy"
+    and ``./deploy.sh``, "the billing DB login" and ``psql -U billing``), resolved when that
+    same command passes later in the session. A report whose failures no two commands
+    show stays one incident (with the command that matches it, if one does)."""
+    events = session.events
+    failed = [i for i in range(cand.event_index, len(events)) if events[i].kind == "command"
+              and events[i].agent is None and events[i].failed and events[i].command]
+    if not failed:
+        return [cand]
+
+    def matched(text: str, taken: set[int]) -> int | None:
+        words = _subject_tokens(text)
+        scored = [(sum(any(same_word(w, x) for x in _command_words(events[i].command or "")) for w in words), i)
+                  for i in failed if i not in taken]
+        best = max(scored, key=lambda s: (s[0], -s[1]), default=(0, -1))
+        return best[1] if best[0] >= 1 else None
+
+    lead = cand.lead[0]
+    clauses = [c.strip(" .") for c in _FAILURE_CLAUSES.split(lead) if c and LEAD["incident"].search(c)]
+    pairs: list[tuple[str, int]] = []
+    taken: set[int] = set()
+    for clause in clauses if len(clauses) >= 2 else []:
+        at = matched(clause, taken)
+        if at is not None:
+            taken.add(at)
+            pairs.append((clause, at))
+    if len(pairs) < 2:
+        at = matched(lead, set())
+        return [_with_command(cand, at, session) if at is not None else cand]
+    return [_with_command(Candidate("incident", [work.clean_sentence(clause[0].upper() + clause[1:], 200)],
+                                    support=list(cand.support) if n == 0 else [],
+                                    event_index=cand.event_index, ts=cand.ts), at, session)
+            for n, (clause, at) in enumerate(pairs)]
+
+
+def _with_command(cand: Candidate, i: int, session) -> Candidate:
+    """``cand`` with the failing command ``events[i]`` it is about: its failure line and
+    signature, and resolved when the same command passes later."""
+    events = session.events
+    command = _bare_command(events[i].command or "")
+    sig, line = work.signature_of(events[i].result or "")
+    cand.extra.append(f"`{one_line(command, 100)}` failed: {line or error_line_of(events[i].result or '')}")
+    passed = next((j for j in range(i + 1, len(events)) if events[j].kind == "command"
+                   and events[j].agent is None and not events[j].failed
+                   and _bare_command(events[j].command or "") == command), None)
+    if passed is not None:
+        cand.extra.append(f"Resolved: `{one_line(command, 100)}` passed afterwards")
+        cand.status, cand.confidence = "resolved", "HIGH"  # the re-run is the proof
+    if sig:
+        cand.extra.append(f"Failure signature: {sig}")
+    return cand
+
+
 # ----------------------------------------------------------------- what the agent did
 
 MAX_TASKS = 3
@@ -1376,6 +1449,10 @@ class OfflineBackend:
         worked = kept
         # what the user took back is gone now that the work it asked for was matched to it
         candidates = [c for c in candidates if not c.retracted]
+        # a user's failure report: one incident per failure it names, each with its command
+        candidates = [x for c in candidates
+                      for x in (_per_failure(c, session) if c.type == "incident" and c.role == "user"
+                                and c.body_text is None else [c])]
         if worked:
             # What the agent did at the user's request carries that request: an assistant
             # recap of the work would be a second memory of one subject.
