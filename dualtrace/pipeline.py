@@ -170,11 +170,13 @@ def encode_session(
         advance()
         return _done(report, started, timings)
 
-    redacted, digest, verdict = _condense(session, settings, budget, report, lap, t)
+    whole = _whole_session(path, host, session, last_assistant_message) \
+        if (cursor.offset or 0) > 0 else session
+    redacted, whole, digest, verdict = _condense(session, whole, settings, budget, report, lap, t)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
         if not dry_run:
-            _record_gated(path, workspace, redacted, report, cursor.offset or 0, session.cursor)
+            _record_gated(path, workspace, whole, report, cursor.offset or 0, session.cursor)
         advance()
         return _done(report, started, timings)
 
@@ -188,7 +190,7 @@ def encode_session(
             report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
             advance(done_to)
             return _done(report, started, timings)
-        _encode_into(store, backend, redacted, digest, verdict, settings, fallback, path, host,
+        _encode_into(store, backend, redacted, whole, digest, verdict, settings, fallback, path,
                      (f"Dualtrace-Range: {key} {start}-{session.cursor}",), dry_run, report, lap)
     finally:
         store.close()
@@ -200,26 +202,34 @@ def encode_session(
     return _done(report, started, timings)
 
 
-def _record_gated(path: Path, workspace: config.Workspace, redacted: Session,
+def _record_gated(path: Path, workspace: config.Workspace, whole: Session,
                   report: EncodeReport, range_start: int, range_end: int) -> None:
     """A session the gates skip still gets its record when the user asked for something
-    (or it is a later part of a recorded session): nothing said is lost."""
+    (or it is a later part of a recorded session): nothing said is lost. ``whole``: the
+    redacted session from its first line (the record is rebuilt from all of it)."""
     settings, memory_dir = workspace.settings, workspace.memory_dir
     if settings.session_records != "off" and (
-            _worth_recording(redacted) or _has_record(memory_dir, settings,
-                                                      redacted.session_id)):
-        _record_alone(path, memory_dir, settings, redacted, report, project=workspace.project,
+            _worth_recording(whole) or _has_record(memory_dir, settings, whole.session_id)):
+        _record_alone(path, memory_dir, settings, whole, report, project=workspace.project,
                       range_start=range_start, range_end=range_end)
 
 
-def _condense(session: Session, settings: Settings, budget: int | None, report: EncodeReport,
-              lap: Callable[[str, float], float], t: float):
-    """Redact the session, digest it and run the gates (each timed into the report)."""
+def _condense(part: Session, whole: Session, settings: Settings, budget: int | None,
+              report: EncodeReport, lap: Callable[[str, float], float], t: float):
+    """Redact the session, digest it and run the gates (each timed into the report).
+
+    ``whole`` is the session from its first line to the part's end (``part`` itself for
+    a first part): it is what gets redacted (a secret seen in an earlier part is masked
+    in this one too, and the record is rebuilt from it). The encoder's session is the
+    part with the turns it continues (``encoder.parts.window``). Returns (the encoder's
+    session, the whole, redacted; the digest; the gates' verdict)."""
     from dualtrace.encoder import gates as gates_mod
     from dualtrace.encoder.digest import build_digest
+    from dualtrace.encoder.parts import window
     from dualtrace.encoder.redact import Redactor
 
-    redacted, counts = clean_session(session, Redactor(settings.redact_patterns))
+    whole, counts = clean_session(whole, Redactor(settings.redact_patterns))
+    redacted = whole if whole is part else window(whole, part)
     report.redactions = dict(counts)
     t = lap("redact", t)
     digest = build_digest(redacted, budget or settings.digest_budget)
@@ -228,12 +238,12 @@ def _condense(session: Session, settings: Settings, budget: int | None, report: 
     verdict = gates_mod.evaluate(redacted)
     report.gates = _plain(verdict)
     lap("gates", t)
-    return redacted, digest, verdict
+    return redacted, whole, digest, verdict
 
 
-def _encode_into(store, backend, redacted, digest, verdict, settings: Settings,
-                 fallback: str | None, path: Path, host: str | None,
-                 range_trailer: tuple[str, ...], dry_run: bool, report: EncodeReport,
+def _encode_into(store, backend, redacted, whole, digest, verdict, settings: Settings,
+                 fallback: str | None, path: Path, range_trailer: tuple[str, ...],
+                 dry_run: bool, report: EncodeReport,
                  lap: Callable[[str, float], float]) -> None:
     """Under the store's lock: the backend proposes, the plan is written in one commit
     (or shown as a diff for a dry run); the report gets the operations."""
@@ -259,8 +269,7 @@ def _encode_into(store, backend, redacted, digest, verdict, settings: Settings,
         engine, builder, usage = _run_backend(engine, store, context, redacted, digest,
                                               verdict, settings, fallback, path, report)
         if settings.session_records != "off":
-            _attach_record(builder, redacted, store, settings, report,
-                           whole=lambda: _whole_session(path, host, settings))
+            _attach_record(builder, whole, store, settings, report)
         report.backend = engine.name
         report.usage = usage.to_dict()
         report.operations = [o.to_dict() for o in builder.outcomes]
@@ -425,20 +434,21 @@ def _has_record(memory_dir: Path, settings: Settings, session_id: str | None) ->
     return find_record(memory_dir, session_id) is not None
 
 
-def _whole_session(path: Path, host: str | None, settings: Settings):
-    """The whole transcript, redacted: for a record first written at a later part."""
-    from dualtrace.encoder.redact import Redactor
-    from dualtrace.hooks.transcripts import read_transcript
+def _whole_session(path: Path, host: str | None, part: Session,
+                   last_assistant_message: str | None) -> Session:
+    """The transcript from its first line to where ``part`` (read from a cursor) ended,
+    named like the part: a later part's record is rebuilt from all of it, and the
+    encoder sees the turns the part continues."""
+    from dualtrace.hooks.transcripts import format_for_host, read_transcript
 
-    session = read_transcript(path, cursor=0, fmt=host)
-    if not session.session_id:
-        session = replace(session, session_id=safe_session_id(path.stem))
-    return clean_session(session, Redactor(settings.redact_patterns))[0]
+    session = read_transcript(path, cursor=0, fmt=format_for_host(host),
+                              last_assistant_message=last_assistant_message, stop=part.cursor)
+    return replace(session, session_id=part.session_id)
 
 
-def _attach_record(builder, session, store, settings: Settings, report: EncodeReport,
-                   whole=None) -> None:
-    """The session record rides in the plan: same commit as the facts (or local state)."""
+def _attach_record(builder, session, store, settings: Settings, report: EncodeReport) -> None:
+    """The session record rides in the plan: same commit as the facts (or local state).
+    ``session``: the whole session so far, redacted (the record is rebuilt from it)."""
     from dualtrace.encoder.records import record_for
     from dualtrace.encoder.redact import Redactor
     from dualtrace.memfs.sessions import find_record, substantive
@@ -446,9 +456,6 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     redactor = Redactor(settings.redact_patterns)
     local = settings.session_records == "local"
     recorded = bool(session.session_id) and find_record(store.root, session.session_id) is not None
-    if whole is not None and report.cursor[0] > 0 and session.session_id and not recorded:
-        # Earlier parts fell below the noise gate: the record starts from the beginning.
-        session = whole()
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,

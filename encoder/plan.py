@@ -524,6 +524,9 @@ class PlanBuilder:
                          and same_failure(mine, f"{f.description}\n{f.body}")), None)
             if twin is not None:
                 return twin
+            opened = self._opened_earlier()
+            if opened is not None:
+                return opened
         candidates = [
             (f.path, f"{f.anchor.replace('-', ' ')} {f.description}")
             for f in self.facts()
@@ -548,6 +551,28 @@ class PlanBuilder:
     def _description_of(self, path: str) -> str:
         found = self.current(path)
         return found.description if isinstance(found, Fact) else ""
+
+    def _opened_earlier(self) -> Fact | None:
+        """The incident an earlier part of this very session opened from the user's report
+        alone (it names no failure yet and is still investigating), when the report is in
+        what this encode reads: the failure found now is the one reported. A part boundary
+        had cut the episode in two, and its second half used to store a second incident
+        while the first stayed open for good (review 7, F4)."""
+        sid = self.ctx.session_id
+        if not sid:
+            return None
+        for f in self.facts():
+            if (f.type != "incident" or f.status != "investigating" or f.path in self.pending
+                    or tuple(f.sessions) != (sid,)):
+                continue
+            signature, tests, errors = failure_keys(f"{f.description}\n{f.body}")
+            if signature or tests or errors:
+                continue  # it names its failure: the matching above decides
+            said = _USER_STATED.search(f.body)
+            report = (said.group(1) if said else f.description).strip().rstrip(".")
+            if len(report) >= 12 and self.ctx.grounding.has(report[:160]):
+                return f
+        return None
 
     def _new_moment(self, kind: str, anchor: str, description: str, draft: MomentDraft,
                     linked_fact: str, confidence: str) -> Moment:
@@ -841,6 +866,10 @@ class PlanBuilder:
             return None
         change = self._record_change()
         return None if change is None else (change[0], change[2])
+
+# How the offline encoder quotes the report an incident was opened from.
+_USER_STATED = re.compile(r"(?m)^The user stated \(session [^)]*\): (.+)$")
+
 
 def _op_texts(op: Operation) -> list[str]:
     """Every text field of an operation that can reach a memory file."""

@@ -462,11 +462,11 @@ def _open_ends(log: _Log, check_list: list[Check], turns: list[Turn]) -> list[st
     return open_ends
 
 
-def build(session: Session, *, first_turn: int = 1) -> Built:
-    """The record's parts for ``session`` (its turns numbered from ``first_turn``)."""
+def build(session: Session) -> Built:
+    """The record's parts for ``session``: its turns, checks, commits and open ends."""
     log = _Log(_Rel(session.cwd))
     drafts = _turn_drafts(session)
-    turns = [_turn(d, first_turn + n, log, session) for n, d in enumerate(drafts)]
+    turns = [_turn(d, 1 + n, log, session) for n, d in enumerate(drafts)]
     check_list = _check_list(log)
     # What the session was about: the first request the agent answered (a question left
     # at "OK." is not what a session that then fixed a test was about).
@@ -540,38 +540,7 @@ def describe(drafts: Iterable[_Draft]) -> str:
     return ""
 
 
-# ------------------------------------------------------------------ merge and budget
-
-
-def merge(old: SessionRecord | None, new: SessionRecord) -> SessionRecord:
-    """Part N of a session: append its turns to the existing record, merge the fields."""
-    if old is None:
-        return new
-    checks: dict[str, Check] = {c.command: c for c in old.checks}
-    for c in new.checks:
-        prev = checks.get(c.command)
-        checks[c.command] = (Check(c.command, prev.runs + c.runs, prev.failed + c.failed, c.outcome)
-                             if prev else c)
-    memories = dict(old.memories)
-    for path, action in new.memories:
-        memories.setdefault(path, action)
-    starts = [t for t in (old.started, new.started) if t]
-    ends = [t for t in (old.ended, new.ended) if t]
-    seen_commits = {(c.sha, c.message) for c in old.commits}
-    return replace(
-        old,
-        host=new.host or old.host, branch=new.branch or old.branch,
-        project=old.project or new.project,
-        started=min(starts) if starts else None, ended=max(ends) if ends else None,
-        description=old.description or new.description,
-        commits=(old.commits + tuple(c for c in new.commits
-                                     if (c.sha, c.message) not in seen_commits))[-MAX_COMMITS:],
-        files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed))[:MAX_FILES],
-        checks=tuple(checks.values())[-MAX_CHECKS:], memories=tuple(memories.items()),
-        turns=old.turns + new.turns, open_ends=new.open_ends, parts=old.parts + 1,
-        omitted=old.omitted + new.omitted, summary=_summaries(old.summary, new.summary),
-        summary_by=new.summary_by or old.summary_by,
-    )
+# ------------------------------------------------------------------ parts and budget
 
 
 SUMMARY_PARAGRAPHS = 3
@@ -771,11 +740,13 @@ def _water_level(lengths: list[int], target: int) -> int:
 
 def _kept_memories(root: Path, earlier: SessionRecord,
                    memories: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """``memories`` after the earlier record's own that still exist (theirs first)."""
+    """``memories`` after the earlier record's own that still exist (theirs first; a
+    memory stored in an earlier part and updated now stays "stored" by this session)."""
     now = dict(memories)
     kept = [(path, action) for path, action in earlier.memories
-            if path not in now and (root / path).is_file()]
-    return (*kept, *memories)
+            if path in now or (root / path).is_file()]
+    known = {path for path, _action in kept}
+    return (*kept, *((path, action) for path, action in memories if path not in known))
 
 
 def record_for(session: Session, root: Path, *, project: str | None,
@@ -785,10 +756,15 @@ def record_for(session: Session, root: Path, *, project: str | None,
                ) -> tuple[SessionRecord, str]:
     """The record of ``session`` after this encode, and its rendered text.
 
-    ``session`` is the (redacted) part being encoded now; when the session already has
-    a record (an earlier part), the new turns are appended to it in place. ``fresh``
-    (the part starts at the transcript's beginning: ``encode --force``, a re-created
-    memory directory) rewrites the record from this session instead, at the same path.
+    ``session`` is the whole (redacted) session so far, from the transcript's first line
+    to the end of the part being encoded now. When the session already has a record (an
+    earlier part), the record is rebuilt from the whole session at the same path: the
+    record after all parts is the record of one encode of the whole transcript (a turn
+    cut by a part boundary stays one turn; a check that failed in one part and passed in
+    the next is one check; open ends are those at the end). What the record keeps of the
+    earlier parts: the memories they stored (still existing), the model's summary
+    paragraphs, and the count of parts. ``fresh`` (``encode --force``, a re-created
+    memory directory) starts the count and the summaries again.
     ``summary``: (backend, paragraph) a model backend wrote for this part, already
     checked like a moment (PlanBuilder.set_summary); the offline encoder never writes one.
     """
@@ -803,12 +779,11 @@ def record_for(session: Session, root: Path, *, project: str | None,
         except (OSError, UnicodeDecodeError, DualtraceError):
             old = None  # unreadable: rewritten from this part (git keeps the old text)
     memories = tuple(memories)
-    if fresh and old is not None:
-        # Rewritten from the start, the record still lists what this session stored
-        # before: a re-read (--force, a copy of the transcript) often finds nothing new.
+    if old is not None:
+        # A re-read often finds nothing new: the record still lists what this session
+        # stored before (in an earlier part, or before ``--force``).
         memories = _kept_memories(root, old, memories)
-        old = None
-    built = build(session, first_turn=(len(old.turns) + 1) if old else 1)
+    built = build(session)
     rel = existing_rel or free_path(root, sid, session.started, local=local)
     new = SessionRecord(
         path=rel, session=sid, host=session.host, project=project, branch=session.git_branch,
@@ -817,7 +792,11 @@ def record_for(session: Session, root: Path, *, project: str | None,
         memories=memories, turns=tuple(built.turns), open_ends=tuple(built.open_ends),
         summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
-    record = _fit_file(merge(old, new), budget)
+    if old is not None and not fresh:
+        new = replace(new, project=old.project or project, parts=old.parts + 1,
+                      summary=_summaries(old.summary, new.summary),
+                      summary_by=new.summary_by or old.summary_by)
+    record = _fit_file(new, budget)
     text = render_record(record)
     if redact is not None:
         # Everything above came from redacted events; one more pass over the rendered file
@@ -826,4 +805,4 @@ def record_for(session: Session, root: Path, *, project: str | None,
     return record, text
 
 
-__all__ = ["Built", "build", "describe", "fit", "is_check", "merge", "record_for"]
+__all__ = ["Built", "build", "describe", "fit", "is_check", "record_for"]

@@ -136,9 +136,12 @@ class LineReader:
     """
 
     def __init__(self, path: Path, cursor: int = 0, max_line: int = MAX_LINE_BYTES,
-                 skip_types: frozenset[bytes] = frozenset()) -> None:
+                 skip_types: frozenset[bytes] = frozenset(), stop: int | None = None) -> None:
         self.path = path
         self.cursor = cursor
+        # Read no line that starts at or after ``stop`` (the end of an earlier read: the
+        # whole session up to where a part ended, while the host appends more).
+        self.stop = stop
         self.max_line = max_line
         self.end = cursor
         self.skipped = 0
@@ -172,6 +175,8 @@ class LineReader:
             fh.seek(self.cursor)
             pos = self.cursor
             while True:
+                if self.stop is not None and pos >= self.stop:
+                    break
                 line = fh.readline(self.max_line + 1)
                 if not line:
                     break
@@ -304,9 +309,11 @@ class DocumentReader:
     document's other keys; ``{}`` for a bare array).
     """
 
-    def __init__(self, path: Path, cursor: int = 0, max_bytes: int = MAX_DOCUMENT_BYTES) -> None:
+    def __init__(self, path: Path, cursor: int = 0, max_bytes: int = MAX_DOCUMENT_BYTES,
+                 stop: int | None = None) -> None:
         self.path = path
         self.cursor = cursor
+        self.stop = stop  # as LineReader's: no element that ends after it
         self.max_bytes = max_bytes
         self.end = cursor
         self.skipped = 0
@@ -351,6 +358,8 @@ class DocumentReader:
                 return
             done += len(text[counted:after].encode("utf-8", errors="surrogatepass"))
             counted = after
+            if self.stop is not None and done > self.stop:
+                return
             self.lines += 1
             if done > self.cursor:
                 self.end = done
@@ -475,10 +484,12 @@ def read_transcript(
     fmt: str | None = None,
     last_assistant_message: str | None = None,
     max_line: int = MAX_LINE_BYTES,
+    stop: int | None = None,
 ) -> Session:
     """Read a transcript (or its unread tail from ``cursor``) into a :class:`Session`.
 
-    Raises TranscriptError for a missing, empty or unrecognized file. Reading past
+    ``stop``: read only the lines that start before this offset (the file may have grown
+    since an earlier read ended there). Raises TranscriptError for a missing, empty or unrecognized file. Reading past
     the end (cursor at EOF) is not an error: it returns a session with no events.
     """
     p = Path(path)
@@ -503,9 +514,10 @@ def read_transcript(
     reader_module = importlib.import_module(READERS[fmt])
     reader: LineReader | DocumentReader
     if getattr(reader_module, "DOCUMENT", False):
-        reader = DocumentReader(p, cursor)
+        reader = DocumentReader(p, cursor, stop=stop)
     else:
-        reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES)
+        reader = LineReader(p, cursor, max_line, skip_types=reader_module.PREFILTER_TYPES,
+                            stop=stop)
     session = reader_module.read(reader, last_assistant_message=last_assistant_message)
     # The id names commits, records and cursors: anyone can write it into a transcript.
     safe = safe_session_id(session.session_id)
