@@ -212,11 +212,20 @@ _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 
 
-# Housekeeping commands that ask the agent nothing (a bare "/clear" is not a request).
-_HOUSEKEEPING = frozenset({"/clear", "/exit", "/quit", "/cost", "/help", "/status", "/model",
-                           "/config", "/resume", "/login", "/logout", "/doctor", "/permissions",
-                           "/hooks", "/mcp", "/ide", "/vim", "/terminal-setup", "/release-notes",
-                           "/export", "/context", "/agents", "/usage", "/theme", "/fast"})
+# Claude Code's own commands that ask the agent nothing: they act on the session or the
+# tool (a bare "/clear", "/compact", "/model sonnet", "/add-dir ../lib"). Their arguments
+# are settings for the host ("/compact keep the API decisions" instructs the summarizer),
+# never a request, so the whole command is dropped. A custom command (.claude/commands)
+# and the built-ins that prompt the agent (/init, /review, /security-review,
+# /pr_comments) are requests: their arguments are kept (#12 item 1).
+_HOUSEKEEPING = frozenset({
+    "/clear", "/exit", "/quit", "/cost", "/help", "/status", "/model", "/config", "/resume",
+    "/login", "/logout", "/doctor", "/permissions", "/hooks", "/mcp", "/ide", "/vim",
+    "/terminal-setup", "/release-notes", "/export", "/context", "/agents", "/usage", "/theme",
+    "/fast", "/compact", "/add-dir", "/memory", "/rewind", "/rename", "/plugin",
+    "/install-github-app", "/statusline", "/output-style", "/privacy-settings", "/bashes",
+    "/todos", "/upgrade", "/bug", "/feedback", "/migrate-installer", "/stats", "/tasks",
+    "/sandbox"})
 
 
 # "Stop hook feedback:" (also SubagentStop and other events' hooks) opens the text
@@ -237,7 +246,7 @@ def clean_user_text(text: str) -> str:
             args = _COMMAND_ARGS.search(text)
             command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
             typed = f"{command} {args.group(1).strip()}".strip() if args else command
-            if typed in _HOUSEKEEPING:
+            if command in _HOUSEKEEPING:
                 typed = ""
         text = _TAG_RE.sub("", text)
         text = _OPEN_TAG_RE.sub("", text)
