@@ -7,6 +7,7 @@ strips it and recalled memories are never encoded again as if they were new.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from dualtrace import words
@@ -203,12 +204,22 @@ def _recent_sessions(infos: list[Any]) -> list[str]:
         what = info.description or "(no request recorded)"
         if len(what) > 140:
             what = what[:137] + "..."
-        line = f"- {info.date or 'undated'} {info.session[:8]}: {what} -> {info.outcome}"
+        outcome = info.outcome
         if info.open_end:
+            # The outcome counts the open ends ("...; open end", "...; 2 open ends"): the
+            # first one's words take the count's place instead of repeating the label.
             end = " ".join(info.open_end.split())
-            line += f"; open end: {end[:160] + '...' if len(end) > 160 else end}"
-        lines.append(line)
+            end = end[:160] + "..." if len(end) > 160 else end
+            head, _, last = outcome.rpartition("; ")
+            count = _OPEN_ENDS.fullmatch(last)
+            n = int(count.group(1) or 1) if count else 1
+            label = "open end" if n == 1 else f"{n} open ends, the first"
+            outcome = "; ".join(p for p in ((head if count else outcome), f"{label}: {end}") if p)
+        lines.append(f"- {info.date or 'undated'} {info.session[:8]}: {what} -> {outcome}")
     return lines
+
+
+_OPEN_ENDS = re.compile(r"(?:(\d+) )?open ends?")
 
 
 def own_preferences_context(user_memory: Path, settings: Any) -> str | None:

@@ -329,7 +329,7 @@ def test_session_start_lists_the_last_three_sessions(memdir, tmp_path):
     lines = [ln for ln in block.splitlines() if ln.startswith("- ")]
     assert [ln[2:12] for ln in lines] == ["2026-03-23", "2026-03-22", "2026-03-21"]
     assert lines[0] == ("- 2026-03-23 3b6f1c2e: /fix the flaky auth test -> 1 commit; pytest -q "
-                        "tests/test_auth.py passed; open end; open end: agent: \"I haven't "
+                        "tests/test_auth.py passed; open end: agent: \"I haven't "
                         "checked the staging logs yet.\"")
     assert len(text) <= config.Settings().session_start_chars
 
