@@ -800,8 +800,15 @@ def record_for(session: Session, root: Path, *, project: str | None,
     text = render_record(record)
     if redact is not None:
         # Everything above came from redacted events; one more pass over the rendered file
-        # catches a secret split across two events and joined by the layout.
-        text = redact(text)
+        # catches a secret split across two events and joined by the layout. Not the
+        # session id: it names the record (find_record), the commits and the cursor, and
+        # a host's random id (OpenCode's ``ses_...``) reads as high-entropy.
+        line = re.search(r"(?m)^session: .*$", text)
+        if line is None:
+            text = redact(text)
+        else:
+            text = (redact(text[:line.start()]) + line.group(0)
+                    + redact(text[line.end():]))
     return record, text
 
 

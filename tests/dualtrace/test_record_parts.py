@@ -67,6 +67,11 @@ CORPUS_SESSIONS = [
     ("claude-code", "claude-reliability", "coverage-test-fix", "transcript.jsonl"),
     ("agentlogs", "codex", "crud.jsonl"),
     ("agentlogs", "claudecode", "images.jsonl"),
+    # JSON documents (the host rewrites the whole file): a cut is a document still being
+    # written. OpenCode's random session id must survive the record's last redaction pass,
+    # or each part starts a record of its own.
+    ("agentlogs", "opencode", "all-tools.json"),
+    ("agentlogs", "cline", "crud.json"),
 ]
 
 
@@ -88,6 +93,7 @@ def test_a_real_session_encoded_in_parts_has_the_record_of_one_encode(parts, tmp
     # Every memory the one encode wrote is found by the parts too (its anchor may differ),
     # and nothing a part stored stays listed as this session's if it is gone.
     assert len(list((tmp_path / "parts").glob("*/*.md"))) >= len(list(whole.glob("*/*.md")))
+    assert "REDACTED" not in record.session  # named by its own id
     listed = {path for path, _ in record.memories}
     assert all((tmp_path / "parts" / path).is_file() for path in listed)
 
