@@ -172,11 +172,13 @@ def encode_session(
 
     whole = _whole_session(path, host, session, last_assistant_message) \
         if (cursor.offset or 0) > 0 else session
+    from_start = whole is not session or not cursor.offset  # else: another session came first
     redacted, whole, digest, verdict = _condense(session, whole, settings, budget, report, lap, t)
     if verdict.skip_backend:
         report.skipped = "gates: " + ("; ".join(verdict.reasons) or "no activity and no signal")
         if not dry_run:
-            _record_gated(path, workspace, whole, report, cursor.offset or 0, session.cursor)
+            _record_gated(path, workspace, whole, report, cursor.offset or 0, session.cursor,
+                          from_start)
         advance()
         return _done(report, started, timings)
 
@@ -190,7 +192,8 @@ def encode_session(
             report.skipped = f"already committed (range {start}-{done_to}); cursor recovered"
             advance(done_to)
             return _done(report, started, timings)
-        _encode_into(store, backend, redacted, whole, digest, verdict, settings, fallback, path,
+        _encode_into(store, backend, redacted, (whole, from_start), digest, verdict, settings,
+                     fallback, path,
                      (f"Dualtrace-Range: {key} {start}-{session.cursor}",), dry_run, report, lap)
     finally:
         store.close()
@@ -203,7 +206,8 @@ def encode_session(
 
 
 def _record_gated(path: Path, workspace: config.Workspace, whole: Session,
-                  report: EncodeReport, range_start: int, range_end: int) -> None:
+                  report: EncodeReport, range_start: int, range_end: int,
+                  from_start: bool = True) -> None:
     """A session the gates skip still gets its record when the user asked for something
     (or it is a later part of a recorded session): nothing said is lost. ``whole``: the
     redacted session from its first line (the record is rebuilt from all of it)."""
@@ -211,7 +215,7 @@ def _record_gated(path: Path, workspace: config.Workspace, whole: Session,
     if settings.session_records != "off" and (
             _worth_recording(whole) or _has_record(memory_dir, settings, whole.session_id)):
         _record_alone(path, memory_dir, settings, whole, report, project=workspace.project,
-                      range_start=range_start, range_end=range_end)
+                      range_start=range_start, range_end=range_end, from_start=from_start)
 
 
 def _condense(part: Session, whole: Session, settings: Settings, budget: int | None,
@@ -241,7 +245,8 @@ def _condense(part: Session, whole: Session, settings: Settings, budget: int | N
     return redacted, whole, digest, verdict
 
 
-def _encode_into(store, backend, redacted, whole, digest, verdict, settings: Settings,
+def _encode_into(store, backend, redacted, whole: tuple[Session, bool], digest, verdict,
+                 settings: Settings,
                  fallback: str | None, path: Path, range_trailer: tuple[str, ...],
                  dry_run: bool, report: EncodeReport,
                  lap: Callable[[str, float], float]) -> None:
@@ -269,7 +274,7 @@ def _encode_into(store, backend, redacted, whole, digest, verdict, settings: Set
         engine, builder, usage = _run_backend(engine, store, context, redacted, digest,
                                               verdict, settings, fallback, path, report)
         if settings.session_records != "off":
-            _attach_record(builder, whole, store, settings, report)
+            _attach_record(builder, *whole, store, settings, report)
         report.backend = engine.name
         report.usage = usage.to_dict()
         report.operations = [o.to_dict() for o in builder.outcomes]
@@ -443,10 +448,15 @@ def _whole_session(path: Path, host: str | None, part: Session,
 
     session = read_transcript(path, cursor=0, fmt=format_for_host(host),
                               last_assistant_message=last_assistant_message, stop=part.cursor)
+    if session.session_id and part.session_id and session.session_id != part.session_id:
+        # The file holds another session before this part (a transcript appended to):
+        # the part alone is this session's; its record appends the part's turns.
+        return part
     return replace(session, session_id=part.session_id)
 
 
-def _attach_record(builder, session, store, settings: Settings, report: EncodeReport) -> None:
+def _attach_record(builder, session, from_start: bool, store, settings: Settings,
+                   report: EncodeReport) -> None:
     """The session record rides in the plan: same commit as the facts (or local state).
     ``session``: the whole session so far, redacted (the record is rebuilt from it)."""
     from dualtrace.encoder.records import record_for
@@ -459,7 +469,7 @@ def _attach_record(builder, session, store, settings: Settings, report: EncodeRe
     record, text = record_for(
         session, store.root, project=store.project, memories=builder.memories_touched(),
         local=local, budget=settings.session_record_budget, fresh=report.cursor[0] == 0,
-        redact=redactor.redact, summary=builder.summary)
+        redact=redactor.redact, summary=builder.summary, whole=from_start)
     if not recorded and not substantive(record):
         return  # the noise gate for records (memfs.sessions.substantive)
     turns = len(record.turns)
@@ -538,7 +548,7 @@ __all__ = ["EncodeReport", "commit_plan", "encode_session", "DualtraceError"]
 def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
                   report: EncodeReport, *, project: str, range_start: int | None = None,
                   range_end: int | None = None, facts: list | None = None,
-                  backfill: bool = False) -> None:
+                  backfill: bool = False, from_start: bool = True) -> None:
     """Write (or update) a session record with no memory operation: its own commit.
 
     Used for a later part of a recorded session that falls below the noise gate, and by
@@ -576,7 +586,8 @@ def _record_alone(path: Path, memory_dir: Path, settings: Settings, session,
             record, text = record_for(session, store.root, project=store.project,
                                       memories=memories, local=local,
                                       budget=settings.session_record_budget,
-                                      redact=redactor.redact, fresh=not range_start)
+                                      redact=redactor.redact, fresh=not range_start,
+                                      whole=from_start)
             if existing is None and not records.substantive(record):
                 # A question and an "OK.": nothing a later session could use, and
                 # asked again, its own words would answer it (review 7, F1).

@@ -8,8 +8,8 @@ encoder then never sees the failure and the fix together, and the incident store
 the first part stays "investigating" (review 7, F4).
 
 So the encoder sees a part from the start of the turn the part continues, and from the
-turn of a check that was still failing when the earlier part ended (a few turns back at
-most). The overlap was encoded before: the plan finds its memories again and makes them
+turn of a check that was still failing when the earlier part ended and that the part runs
+again (a few turns back at most). The overlap was encoded before: the plan finds its memories again and makes them
 updates or skips, never duplicates (as it does for ``encode --force``).
 """
 
@@ -56,15 +56,22 @@ def _turn_start(events: tuple[Event, ...], i: int) -> int:
     return j
 
 
+def _check_of(e: Event) -> str | None:
+    if e.kind != "command" or e.agent is not None:
+        return None
+    return check_command(e.command or e.text or "")
+
+
 def _failing_at(events: tuple[Event, ...], end: int) -> list[int]:
-    """Indexes of the last failed run of each check whose last run before ``end`` failed."""
+    """Indexes of the last failed run of each check whose last run before ``end`` failed
+    and that runs again from ``end`` on (this part may fix it, or see it fail again)."""
     last: dict[str, tuple[int, bool]] = {}
     for i, e in enumerate(events[:end]):
-        if e.kind == "command" and e.agent is None:
-            key = check_command(e.command or e.text or "")
-            if key is not None:
-                last[key] = (i, e.failed)
-    return [i for i, failed in last.values() if failed]
+        key = _check_of(e)
+        if key is not None:
+            last[key] = (i, e.failed)
+    again = {key for e in events[end:] if (key := _check_of(e)) is not None}
+    return [i for key, (i, failed) in last.items() if failed and key in again]
 
 
 def context_start(whole: Session, start: int) -> int:

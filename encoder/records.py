@@ -462,11 +462,11 @@ def _open_ends(log: _Log, check_list: list[Check], turns: list[Turn]) -> list[st
     return open_ends
 
 
-def build(session: Session) -> Built:
-    """The record's parts for ``session``: its turns, checks, commits and open ends."""
+def build(session: Session, *, first_turn: int = 1) -> Built:
+    """The record's parts for ``session`` (its turns numbered from ``first_turn``)."""
     log = _Log(_Rel(session.cwd))
     drafts = _turn_drafts(session)
-    turns = [_turn(d, 1 + n, log, session) for n, d in enumerate(drafts)]
+    turns = [_turn(d, first_turn + n, log, session) for n, d in enumerate(drafts)]
     check_list = _check_list(log)
     # What the session was about: the first request the agent answered (a question left
     # at "OK." is not what a session that then fixed a test was about).
@@ -541,6 +541,39 @@ def describe(drafts: Iterable[_Draft]) -> str:
 
 
 # ------------------------------------------------------------------ parts and budget
+
+
+def merge(old: SessionRecord | None, new: SessionRecord) -> SessionRecord:
+    """Part N of a session read alone: append its turns to the existing record, merge
+    the fields. Only for a part whose transcript holds another session before it (see
+    ``record_for``'s ``whole``); a turn cut at the boundary stays cut in two there."""
+    if old is None:
+        return new
+    checks: dict[str, Check] = {c.command: c for c in old.checks}
+    for c in new.checks:
+        prev = checks.get(c.command)
+        checks[c.command] = (Check(c.command, prev.runs + c.runs, prev.failed + c.failed, c.outcome)
+                             if prev else c)
+    memories = dict(old.memories)
+    for path, action in new.memories:
+        memories.setdefault(path, action)
+    starts = [t for t in (old.started, new.started) if t]
+    ends = [t for t in (old.ended, new.ended) if t]
+    seen_commits = {(c.sha, c.message) for c in old.commits}
+    return replace(
+        old,
+        host=new.host or old.host, branch=new.branch or old.branch,
+        project=old.project or new.project,
+        started=min(starts) if starts else None, ended=max(ends) if ends else None,
+        description=old.description or new.description,
+        commits=(old.commits + tuple(c for c in new.commits
+                                     if (c.sha, c.message) not in seen_commits))[-MAX_COMMITS:],
+        files_changed=tuple(dict.fromkeys(old.files_changed + new.files_changed))[:MAX_FILES],
+        checks=tuple(checks.values())[-MAX_CHECKS:], memories=tuple(memories.items()),
+        turns=old.turns + new.turns, open_ends=new.open_ends, parts=old.parts + 1,
+        omitted=old.omitted + new.omitted, summary=_summaries(old.summary, new.summary),
+        summary_by=new.summary_by or old.summary_by,
+    )
 
 
 SUMMARY_PARAGRAPHS = 3
@@ -753,7 +786,7 @@ def record_for(session: Session, root: Path, *, project: str | None,
                memories: Iterable[tuple[str, str]], local: bool = False,
                budget: int = DEFAULT_BUDGET, redact: Callable[[str], str] | None = None,
                fresh: bool = False, summary: tuple[str, str] | None = None,
-               ) -> tuple[SessionRecord, str]:
+               whole: bool = True) -> tuple[SessionRecord, str]:
     """The record of ``session`` after this encode, and its rendered text.
 
     ``session`` is the whole (redacted) session so far, from the transcript's first line
@@ -767,6 +800,9 @@ def record_for(session: Session, root: Path, *, project: str | None,
     memory directory) starts the count and the summaries again.
     ``summary``: (backend, paragraph) a model backend wrote for this part, already
     checked like a moment (PlanBuilder.set_summary); the offline encoder never writes one.
+    ``whole`` False: ``session`` is only the part being encoded (its transcript holds
+    another session before it, so the whole file is not this session's): its turns are
+    appended to the record (``merge``).
     """
     sid = session.session_id or "unknown"
     existing_rel = find_record(root, sid)
@@ -779,11 +815,12 @@ def record_for(session: Session, root: Path, *, project: str | None,
         except (OSError, UnicodeDecodeError, DualtraceError):
             old = None  # unreadable: rewritten from this part (git keeps the old text)
     memories = tuple(memories)
-    if old is not None:
+    append = old is not None and not whole and not fresh
+    if old is not None and not append:
         # A re-read often finds nothing new: the record still lists what this session
         # stored before (in an earlier part, or before ``--force``).
         memories = _kept_memories(root, old, memories)
-    built = build(session)
+    built = build(session, first_turn=len(old.turns) + 1 if append and old else 1)
     rel = existing_rel or free_path(root, sid, session.started, local=local)
     new = SessionRecord(
         path=rel, session=sid, host=session.host, project=project, branch=session.git_branch,
@@ -792,7 +829,9 @@ def record_for(session: Session, root: Path, *, project: str | None,
         memories=memories, turns=tuple(built.turns), open_ends=tuple(built.open_ends),
         summary=summary[1] if summary else None, summary_by=summary[0] if summary else None,
     )
-    if old is not None and not fresh:
+    if append:
+        new = merge(old, new)
+    elif old is not None and not fresh:
         new = replace(new, project=old.project or project, parts=old.parts + 1,
                       summary=_summaries(old.summary, new.summary),
                       summary_by=new.summary_by or old.summary_by)
@@ -812,4 +851,4 @@ def record_for(session: Session, root: Path, *, project: str | None,
     return record, text
 
 
-__all__ = ["Built", "build", "describe", "fit", "is_check", "record_for"]
+__all__ = ["Built", "build", "describe", "fit", "is_check", "merge", "record_for"]
