@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from dualtrace import words
 from dualtrace.encoder.session import Event, Session
 from dualtrace.errors import DualtraceError
 from dualtrace.markers import INJECT_CLOSE, INJECT_OPEN  # noqa: F401  (re-exported)
@@ -169,6 +170,35 @@ def _high_entropy_value(key: str, value: str) -> bool:
     return len(value) >= 20 and _looks_random(value) and _entropy(value) >= 4.0
 
 
+# Words a value is named with that are not one: versions, algorithms, units, sizes.
+_NOT_A_CREDENTIAL = re.compile(
+    r"(?i)^(?:sha-?\d+|md5|base\d+|utf-?\d+|oauth\d|https?\d?|ipv\d|x86(?:[_-]64)?|arm64|"
+    r"aes-?\d+|rsa-?\d+|[hrep]s\d{3}|ed25519|v?\d+(?:\.\d+)+\S*|"
+    r"\d+(?:ms|s|m|h|d|days?|hours?|mins?|kb|mb|gb|k|px|x|%|st|nd|rd|th))$")
+
+
+def _labelled_value(value: str) -> bool:
+    """A value after a credential label ("the token is V") that is one: letters and
+    digits in one word, not a version, an algorithm, a size, a path or a placeholder."""
+    return (len(value) >= 6 and any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+            and not _PLACEHOLDER_VALUES.match(value) and not _NOT_A_CREDENTIAL.match(value)
+            and not value.startswith(("/", "~", "./", "http", "[REDACTED")) and "://" not in value
+            and "(" not in value)
+
+
+# Words that make a phrase after "passphrase is" prose, not the passphrase itself.
+_PROSE_WORDS = words.STOPWORDS | frozenset(
+    "stored kept saved set required missing expired wrong rotated needed shared changed "
+    "same different long short weak strong new old vault file env manager please".split())
+
+
+def _passphrase_words(value: str) -> bool:
+    """Several plain words after a passphrase label: "correct horse battery staple",
+    not "stored in the vault" or "too short"."""
+    parts = re.split(r"[\s\-]+", value.strip())
+    return 3 <= len(parts) <= 12 and not any(p.lower() in _PROSE_WORDS for p in parts)
+
+
 # --------------------------------------------------------------------------- own rules
 
 @dataclass(frozen=True)
@@ -300,16 +330,46 @@ def _header_and_prose_rules(rules: _Rules) -> None:
     # "credentials: deploy:S3cr3tPw9". Only the second part goes; a pair of plain words
     # ("login is email / password") is prose.
     add("password",
-        r"(?:login|logins|credentials?|creds)\b(?:\s+(?:is|are|was|were))?\s*:?\s+[\"'`]?"
+        r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds)\b"
+        r"(?:\s+(?:is|are|was|were|with|as|using))?\s*:?\s+[\"'`]?"
         r"[A-Za-z0-9_.@\-]{1,64}(?:\s*/\s*|:)([^\s\"'`/]{4,126}[^\s\"'`/.,;:?)\]])"
         r"(?=[\s\"'`.,;:?)\]]|$)",
-        1, flags=re.I, anchors=("login", "cred"),
+        1, flags=re.I, anchors=("login", "log", "sign", "cred"),
         check=lambda v: _secret_value(v) and any(c.isalpha() for c in v)
         and any(not c.isalpha() for c in v))
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"
         r"[\"'`]?([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",
         1, flags=re.I, check=_random_token, anchors=("api", "access", "token", "secret", "credential"))
+    # A value the user labels as a credential in prose: "the API key is 3f9a8b7c6d5e4f3a",
+    # "our secret is 'blue42omaha'", "the admin PIN is 483920", "the recovery code:
+    # 7H2K-9Q4M-X8ZP". The label alone proves nothing ("the token is expired", "the key is
+    # to keep it simple", "the secret is good tests", "the API key is in Vault"): the
+    # value must look like one (_labelled_value; a PIN or code label also takes digits).
+    _between = r"\b(?:\s+(?:for|of|to|on)\s+[^\n:.;,]{1,40}?)?(?:\s+(?:is|was|=)\s+|\s*[:=]\s*)"
+    _one = r"[\"'`]?([^\s\"'`]{4,127}[^\s\"'`.,;:!?)\]])"
+    add("secret-value",
+        r"(?:(?:api|access|secret|license|licence|private|signing|encryption|master|deploy|auth|"
+        r"product|activation|client|app)[ _\-]?key|tokens?|secrets?|credentials?)" + _between + _one,
+        1, flags=re.I, check=_labelled_value,
+        anchors=("api", "access", "secret", "license", "licence", "private", "signing",
+                 "encryption", "master", "deploy", "auth", "product", "activation", "client",
+                 "app", "token", "cred"))
+    # A bare "key" only with "is" ("the key is 3f9a8b7c6d5e4f3a"): `key: v1-deps` is config.
+    add("secret-value", r"key\s+(?:is|was)\s+" + _one, 1, flags=re.I, check=_labelled_value,
+        anchors=("key",))
+    add("secret-value",
+        r"(?:pin(?:\s+(?:code|number))?|passcode|otp|(?:recovery|backup|access|security|"
+        r"verification|unlock|one[ -]time|2fa|mfa|door|alarm|safe)\s+codes?)" + _between + _one,
+        1, flags=re.I, check=lambda v: bool(re.fullmatch(r"\d{4,12}", v)) or _labelled_value(v),
+        anchors=("pin", "passcode", "otp", "recovery", "backup", "access", "security",
+                 "verification", "unlock", "one", "2fa", "mfa", "door", "alarm", "safe"))
+    # A passphrase of several words: "the VPN passphrase: correct horse battery staple".
+    add("password",
+        r"(?:passphrase|pass\s+phrase|seed\s+phrase|recovery\s+phrase|mnemonic)" + _between
+        + r"[\"'`]?([A-Za-z0-9][^\n\"'`,;.!?()\[\]]{4,200}[^\s\"'`,;.!?()\[\]])",
+        1, flags=re.I, check=_passphrase_words,
+        anchors=("passphrase", "pass", "seed", "recovery", "mnemonic"))
     # A call that sets a secret-named key: define('DB_PASSWORD', 'v'), setdefault("API_KEY", "v").
     add("secret-value", r"\(\s*[\"'][A-Za-z0-9_.\-]*(?i:pass|secret|token|key)[A-Za-z0-9_.\-]*[\"']\s*,\s*"
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})')", hint=("(",), check=_secret_value)
