@@ -17,7 +17,7 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 - duplicate: a memory that captures an expectation another live memory of the same type
   and project already captured (of its own session: in full or in part; of an earlier
   session: in full; superseded memories do not count), or a bullet written twice;
-- grounding violation: a file path, backticked command, error name or commit sha in the
+- grounding violation: a file path, backticked token (verbatim), error name or commit sha in the
   text a session added that does not occur in that session's transcript (or subagents);
 - resolved: an expected incident fixed in its session whose memory says status resolved;
 - superseded: a revision whose earlier decision got ``superseded_by``.
@@ -232,12 +232,16 @@ def grounded(kind: str, token: str, hay: str) -> bool:
         t = t.rstrip(".\u2026").rstrip()
     if t in hay:
         return True
+    if t.startswith("~/"):
+        # the redactor writes a home directory as ~ (encoder/redact.py): ~/x is
+        # /home/<name>/x or /Users/<name>/x of the transcript
+        return re.search(r"/(?:home|users)/[^/\s\"]+" + re.escape(t[1:]), hay) is not None
     if kind == "file":
         # a project-relative path of an absolute path in the transcript, or a basename
         return t.rsplit("/", 1)[-1] in hay and any(part in hay for part in t.split("/") if part)
-    if kind == "code":
-        # backticked prose of several words: each word must occur
-        return all(w in hay for w in re.findall(r"[\w.-]{3,}", t))
+    # A backticked token (a command, a code name) is quoted: it must occur verbatim, as
+    # the reviewer's checker asks; a paraphrase of a command that never ran as written is
+    # a violation even when each of its words occurs somewhere.
     return False
 
 
