@@ -49,7 +49,12 @@ run rerun test tests testing check checks fix fixes failing fails failed broken 
 go ahead keep going proceed start stop resume commit push pull merge rebase build lint
 format deploy retry try again please thanks thank ok okay yes yeah sure next finish done
 everything
-""".split())
+""".split()) | frozenset("""
+hey hi hello claude codex assistant help like look looking think thoughts opinion something
+anything stuff thing things error errors issue issues problem problems update updates edit
+""".split())  # what a developer says to the agent around a request (review 8 F7): "Hey
+# Claude, what do you think?", "I'd like your help with something", "please have a look";
+# fact bodies that quote such a request would win every one of them.
 
 
 def names_a_subject(prompt: str) -> bool:

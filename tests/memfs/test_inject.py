@@ -161,7 +161,11 @@ def test_hooks_exit_zero_when_the_index_is_broken_or_memory_missing(store, tmp_p
 
 
 @pytest.mark.parametrize("prompt", ["run the tests", "Run the tests again please",
-                                    "fix the failing test", "continue", "commit and push"])
+                                    "fix the failing test", "continue", "commit and push",
+                                    "Hey Claude, what do you think?",
+                                    "I'd like your help with something",
+                                    "Hello, please have a look", "fix these errors",
+                                    "can you update these tests?"])
 def test_a_prompt_that_only_says_what_to_do_injects_nothing(store, prompt):
     """Issue 11 item 4: never for generic prompts. They name no subject, and every
     incident mentions a test, so any memory would be a guess."""
