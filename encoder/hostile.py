@@ -54,7 +54,7 @@ _HARD = (
     r"|<\|im_(?:start|end)\|>")
 # Instructions to the agent that a user may give themselves ("Claude must always run
 # ruff"): stored when the user said them, withheld when only a tool output did.
-_SOFT = (r"\bfrom\s+now\s+on,?\s+(?:you|" + _AI + r")\s+(?:must|will|should|are)\b"
+_SOFT = (r"\bfrom\s+now\s+on,?\s+(?:you|agents?|" + _AI + r")\s+(?:must|will|should|are)\b"
          r"|\b(?:note|message|notice|instructions?|attention|reminder)\s+(?:to|for)\s+"
          r"(?:the\s+|any\s+|all\s+)?" + _AI + r"\b"
          r"|\b(?:attention|note|notice|warning)\s*,?\s+(?:the\s+|all\s+|any\s+)?" + _AI
@@ -124,7 +124,7 @@ def sends_secrets(text: str) -> bool:
 # evidence the user shows, not the user's own instructions.
 _PASTE_INTRO = re.compile(
     r"\b(?:here(?:'s|\s+is|\s+are)|below\s+is|this\s+is|i\s+got|i\s+received|we\s+got|"
-    r"we\s+received|forwarding|pasting|pasted|attached|copied|quoting)\b[^.!?\n:]{0,80}?"
+    r"we\s+received|forwarding|forwarded|fwd|fw|pasting|pasted|attached|copied|quoting)\b[^.!?\n:]{0,80}?"
     r"\b(?:e-?mails?|messages?|mail|notes?|issues?|tickets?|bug\s+reports?|reports?|comments?|"
     r"reviews?|texts?|docs?|documents?|pages?|logs?|outputs?|chats?|slack|threads?|posts?|"
     r"letters?|memos?|repl(?:y|ies)|responses?|requests?|announcements?|readme|files?|"
