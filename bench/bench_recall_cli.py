@@ -17,10 +17,6 @@ so that every command sees the same machine noise, each of these runs ``--runs``
 - with ``--warm``: ``dualtrace recall Q`` answered by a running warm server's fork (a
   state dir of its own, where a warm server was started for the run)
 
-Every state dir (one per build) is first left as a commit of the worker leaves it
-(``Embedder.prepare``: the float32 token table, where the build has one), and each
-command runs once untimed (the vocabulary cache, the page cache).
-
 Questions are drawn like bench_recall's (a different one each run; a third of them
 never-stored). Reported: median and p90 in ms, and each median as a ratio to the
 ``python -c pass`` median of the same run (the machine is shared and noisy), plus the
@@ -132,17 +128,8 @@ def run(tmp: Path) -> None:
         copy = store / "baseline-memory"
         if not copy.is_dir():
             shutil.copytree(root, copy, symlinks=True)
-        # A state dir of its own: the builds' caches there may differ in format, and
-        # sharing one would rebuild them on every run of the other build.
-        (tmp / "state-baseline").mkdir()
         base_env = {**env, "DUALTRACE_MEMORY_DIR": str(copy),
-                    "DUALTRACE_HOME": str(tmp / "state-baseline"),
                     "PYTHONPYCACHEPREFIX": str(store / "pycache-baseline")}
-    # Each state dir as a person's is once the worker has committed a session: with the
-    # caches the commit leaves for later recalls (Embedder.prepare, where a build has it).
-    prepare_state(sys.executable, env)
-    if base_env is not None:
-        prepare_state(str(Path(args.baseline_exe).with_name("python")), base_env)
     if args.phases:
         phases(args, env, base_env, qs)
         return
@@ -230,20 +217,6 @@ def run(tmp: Path) -> None:
         print("\nheaviest imports (cumulative us, one semantic recall):")
         for us, name in sorted(rows, reverse=True)[:15]:
             print(f"  {us:>7} {name}")
-
-
-_PREPARE = """
-from dualtrace.memfs.embed import get_embedder
-prepare = getattr(get_embedder(), "prepare", None)  # what index.update_after_commit calls
-if prepare is not None:
-    prepare()
-"""
-
-
-def prepare_state(py: str, env: dict[str, str]) -> None:
-    """Run what a commit leaves in the state dir for later recalls (not timed)."""
-    subprocess.run([py, "-c", _PREPARE], env=env, cwd=env["DUALTRACE_HOME"], check=True,
-                   capture_output=True)
 
 
 def start_warm_server(py: str, env: dict[str, str], state: Path,

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from dualtrace.memfs.vectors import Vector
 
 log = LazyLogger(__name__)  # logging's import: ~3 ms of a new recall process
-LITTLE_ENDIAN = sys.byteorder == "little"
 
 # dualtrace's own vector work needs no numpy (memfs/vectors.py), but a library in the
 # same process may import it (wordllama's package does): BLAS worker threads would only
@@ -85,7 +84,7 @@ class WordLlamaEmbedder:
         from dualtrace.memfs import vectors  # simsimd: ImportError without the extra
 
         self._vectors = vectors
-        self._table = _TokenTable(weights, _cache_file(weights, "f32"))
+        self._table = _TokenTable(weights)
         self._tokenizer_path = tokenizer
         self._tok: Any = None
         self._bpe: _PieceBPE | None = None
@@ -115,10 +114,6 @@ class WordLlamaEmbedder:
         encodings = self._rust().encode_batch(texts, add_special_tokens=False)
         return [e.ids for e in encodings]
 
-    def prepare(self) -> bool:
-        """Leave the caches a new recall process reads (the float32 token table)."""
-        return self._table.prepare()
-
     def embed(self, texts: list[str]) -> list[Vector]:
         vectors, row, dim = self._vectors, self._table.row, self.dim
         # The mean of the text's token rows, normalised: the sum (in order, in float32,
@@ -135,16 +130,9 @@ class _TokenTable:
     text uses it and kept: a recall uses a few hundred distinct tokens (~20 us each), a
     long-lived process converts each token once. Ids out of range are clipped, as
     before (a tokenizer and a table of the same model never produce one).
-
-    ``prepare()`` (the worker, after a commit: ``index.update_after_commit``) writes the
-    whole table converted once, 32 MB of float32, to the state dir's cache; a table that
-    finds it there copies a row out of its memory map (~1 us) instead of converting it:
-    ~6 ms of every new recall process (~320 distinct tokens), the same floats.
     """
 
-    def __init__(self, weights: Path, f32_cache: Path | None = None) -> None:
-        self._weights = weights
-        self._f32_cache = f32_cache if LITTLE_ENDIAN else None  # the file is little-endian
+    def __init__(self, weights: Path) -> None:
         with weights.open("rb") as fh:
             size = int.from_bytes(fh.read(8), "little")
             header = json.loads(fh.read(size))
@@ -162,69 +150,14 @@ class _TokenTable:
         if len(self._map) < self._offset + self._row.size * self.rows:
             raise ImportError(f"{weights} is truncated")
         self._memo: dict[int, Vector] = {}
-        self._f32: memoryview | None = self._open_f32()
 
     def row(self, token: int) -> Vector:
         vec = self._memo.get(token)
         if vec is None:
             i = min(max(token, 0), self.rows - 1)
-            if self._f32 is not None:
-                size = 4 * self.dim
-                vec = array("f")
-                vec.frombytes(self._f32[i * size:(i + 1) * size])
-            else:
-                vec = array("f", self._row.unpack_from(self._map,
-                                                       self._offset + i * self._row.size))
-            self._memo[token] = vec
+            vec = self._memo[token] = array(
+                "f", self._row.unpack_from(self._map, self._offset + i * self._row.size))
         return vec
-
-    def _f32_head(self) -> bytes:
-        """The cache file's first line: what it was converted from, padded to 64 bytes."""
-        st = self._weights.stat()
-        line = (f"{F32_FORMAT} {self._weights.resolve()} {st.st_size} {st.st_mtime_ns} "
-                f"{self.rows} {self.dim}").encode("utf-8", "surrogateescape")
-        return line.ljust(-(-(len(line) + 1) // 64) * 64 - 1) + b"\n"
-
-    def _open_f32(self) -> memoryview | None:
-        """The converted table's rows (bytes), when the cache holds this very table."""
-        if self._f32_cache is None:
-            return None
-        try:
-            head = self._f32_head()
-            with self._f32_cache.open("rb") as fh:
-                if (fh.read(len(head)) != head or os.fstat(fh.fileno()).st_size
-                        != len(head) + 4 * self.rows * self.dim):
-                    return None
-                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            return None
-        return memoryview(mapped)[len(head):]
-
-    def prepare(self) -> bool:
-        """Write the float32 table to the cache unless it is there; True when written.
-        Never raises: the rows are converted one by one without it."""
-        if self._f32 is not None or self._f32_cache is None:
-            return False
-        path = self._f32_cache
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            block = 256  # rows per conversion: 256 KB of floats at a time
-            with open(tmp, "wb", opener=_private) as fh:  # (as the other caches: 0600)
-                fh.write(self._f32_head())
-                for start in range(0, self.rows, block):
-                    n = min(block, self.rows - start)
-                    rows = struct.Struct(f"<{n * self.dim}{self._row.format[-1]}")
-                    fh.write(array("f", rows.unpack_from(
-                        self._map, self._offset + start * self._row.size)).tobytes())
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.info("float32 token table not cached at %s: %s", path, exc)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            return False
-        self._f32 = self._open_f32()
-        return self._f32 is not None
 
 
 class _PieceBPE:
@@ -366,22 +299,15 @@ class _PieceBPE:
         return [vocab.get(s, self._unk) for s in symbols]
 
 
-F32_FORMAT = "dualtrace-f32-table-1"
-
-
-def _private(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)
-
 CACHE_FORMAT = "dualtrace-piece-bpe-3"  # 3: the tokens newline-joined, not the dict
 
 
-def _cache_file(source: Path, kind: str = "bpe") -> Path | None:
-    """Where what is derived from a model file is kept (the verified token list, "bpe";
-    the float32 token table, "f32"): the state directory's cache."""
+def _cache_file(tokenizer: Path) -> Path | None:
+    """Where the verified token list is kept: the state directory's cache (derived data)."""
     try:
         from dualtrace.paths import state_dir
 
-        return Path(state_dir()) / "cache" / f"{kind}-{source.parent.parent.name}-{source.stem}.bin"
+        return Path(state_dir()) / "cache" / f"bpe-{tokenizer.parent.parent.name}-{tokenizer.stem}.bin"
     except Exception:  # noqa: BLE001 - no state directory: parse the JSON every time
         return None
 

@@ -1064,10 +1064,5 @@ def update_after_commit(store: Any, paths: list[str]) -> None:
             embedder = get_embedder()
             if embedder is not None:
                 index.ensure_vectors(embedder)
-                # And the caches a later recall process reads (WordLlama: its token
-                # table in float32, written once per state dir, ~0.5 s).
-                prepare = getattr(embedder, "prepare", None)
-                if prepare is not None:
-                    prepare()
     except Exception as exc:  # noqa: BLE001 - a stale index is rebuilt later; a commit must stand
         log.warning("search index update after commit failed: %s", exc)

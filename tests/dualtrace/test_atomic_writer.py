@@ -64,7 +64,6 @@ OWN_REPLACE = {
     "dualtrace/logfile.py": "log rotation renames hook.log to hook.log.1",
     "hooks/letta.py": "adopts the agent-keyed transcript under the conversation's name",
     "memfs/archive.py": "moves memory files to archive/ and back",
-    "memfs/embed.py": "the float32 token table (32 MB) is streamed to a temp file",
     "memfs/index.py": "SQLite builds the index under a temp name; vectors are streamed",
 }
 
