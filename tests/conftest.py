@@ -82,6 +82,18 @@ def encode_chat(run_cli, tmp_path: Path, name: str, *turns: tuple[str, str]) -> 
     return mem
 
 
+def encode_said(run_cli, tmp_path: Path, user: str, reply: str = "OK.") -> Path:
+    """``encode_chat`` of one user line and the agent's reply."""
+    return encode_chat(run_cli, tmp_path, "chat", ("user", user), ("assistant", reply))
+
+
+def memory_text(mem: Path) -> str:
+    """Every memory file of ``mem`` but the session records (they keep the user's words
+    verbatim), joined: what a test of what was stored searches."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(mem.rglob("*.md"))
+                     if ".git" not in p.parts and "sessions" not in p.parts)
+
+
 def package_files_spelling(pattern: str | re.Pattern[str]) -> list[str]:
     """The package's source files (repo-relative, sorted) whose text has ``pattern``
     (a plain string, or a regex): the "one home" tests' check."""

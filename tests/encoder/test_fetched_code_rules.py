@@ -9,21 +9,11 @@ name the command. The chats are written here, outside the labelled set."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from dualtrace.encoder.hostile import runs_fetched_code
-from tests.conftest import encode_chat
-
-
-def _encode(run_cli, tmp_path: Path, user: str, reply: str = "OK.") -> Path:
-    return encode_chat(run_cli, tmp_path, "chat", ("user", user), ("assistant", reply))
-
-
-def _memory_text(mem: Path) -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(mem.rglob("*.md"))
-                     if ".git" not in p.parts and "sessions" not in p.parts)
+from tests.conftest import encode_said as _encode
+from tests.conftest import memory_text as _memory_text
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -17,17 +17,8 @@ import pytest
 import yaml
 
 from dualtrace.encoder.hostile import own_words, sends_secrets
-from tests.conftest import encode_chat
-
-
-def _encode(run_cli, tmp_path: Path, user: str, reply: str = "OK.") -> Path:
-    return encode_chat(run_cli, tmp_path, "chat", ("user", user), ("assistant", reply))
-
-
-def _memories(mem: Path) -> str:
-    """Every memory file but the session records (which keep the user's words verbatim)."""
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(mem.rglob("*.md"))
-                     if ".git" not in p.parts and "sessions" not in p.parts)
+from tests.conftest import encode_said as _encode
+from tests.conftest import memory_text as _memories
 
 
 def _record_description(mem: Path) -> str:
