@@ -957,16 +957,19 @@ def incident_description(arc: work.Arc) -> str:
     return whole
 
 
-def _short_command(command: str) -> str:
-    """A check command for a description: paths as their file names, no cut-off word."""
-    cmd = re.sub(r"(?:[\w.-]*/)+([\w.-]+)", r"\1", work._norm_cmd(command))
-    words = cmd.split()
-    out = ""
-    for w in words:
-        if len(out) + len(w) + 1 > 60:
+def _short_command(command: str, limit: int = 80) -> str:
+    """A check command for a description, as it ran: a memory that backticks a command
+    the session never ran as written (flags or paths dropped) is not grounded. A long or
+    multi-line one loses whole trailing arguments, marked "...", never a part of one."""
+    first = command.strip().split("\n", 1)[0]
+    words = first.split(" ")  # split on single spaces: the kept head stays verbatim
+    out = words[0]
+    for w in words[1:]:
+        if len(out) + 1 + len(w) > limit:
             break
-        out = f"{out} {w}".strip()
-    return out or cmd[:60]
+        out = f"{out} {w}"
+    out = out.rstrip()
+    return out if out == command.strip() else f"{out} ..."
 
 
 _PROOF = ("", "agent", "user", "re-run")  # what marks an arc fixed, weakest first
@@ -1357,7 +1360,14 @@ def one_sentence(parts: list[str], limit: int = 200) -> str:
 
 def one_line(text: str, limit: int = 220) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    if cut.count("`") % 2:
+        # a cut inside a `code` pair would leave a broken token whose other tick pairs
+        # with the next one: cut before the opened pair instead
+        cut = cut[: cut.rindex("`")]
+    return cut.rstrip() + "..."
 
 
 # ----------------------------------------------------------------- the backend
