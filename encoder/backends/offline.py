@@ -942,7 +942,6 @@ def incident_description(arc: work.Arc) -> str:
     if len(where) == 1 and where[0] not in shown + head and not shown.startswith("test "):
         shown = f"{shown.rstrip('.')} in {where[0]}"
     whole = work.clean_sentence(f"{head}: {shown}", 200)
-    failure = whole.rstrip(".")
     cause = ""
     if arc.cause and work.states_cause(arc.cause, arc.signature) and not is_dump(arc.cause):
         cause = _CAUSE_LEAD.sub("", work.clean_sentence(arc.cause, 400)).strip()
@@ -950,8 +949,11 @@ def incident_description(arc: work.Arc) -> str:
         cause = cause[0].lower() + cause[1:] if cause[1:2].islower() else cause
         # the cause whole or not at all (a cut one ends "... is failing because"); the
         # failure gives up its tail first
-        short = work.clean_sentence(f"{head}: {shown}", 110).rstrip(".")
-        for part in (failure, short):
+        # the command's head alone (cut at whole arguments) before the failure's tail
+        terse = f"`{_short_command(arc.command, 20)}` failed" if arc.command else head
+        parts = [work.clean_sentence(f"{h}: {shown}", n).rstrip(".")
+                 for n in (200, 110) for h in (head, terse)]
+        for part in parts:
             if len(part) + len("; cause: ") + len(cause) <= 200:
                 return f"{part}; cause: {cause}"
     return whole

@@ -84,7 +84,7 @@ def test_the_description_joins_the_signature_and_the_stated_cause(tmp_path):
                      "app/auth.py")
     # the assertion compares two dict reprs: the signature (test, error type, file) says it
     assert fact.description.startswith(
-        "`uv run pytest test_login.py` failed: test_login_returns_ok AssertionError;")
+        "`uv run pytest tests/test_login.py 2>&1 | tail -3` failed: test_login_returns_ok AssertionError;")
     assert fact.description.endswith("; cause: the session cookie is not sent by the test client.")
     assert len(fact.description) <= 200
 

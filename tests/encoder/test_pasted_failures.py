@@ -87,7 +87,8 @@ def test_a_pasted_test_failure_fixed_and_rerun_green_is_one_resolved_incident(tm
     assert "test-total-rounds-half-up" in inc.path
     # the failing test, the error, and the cause the agent stated (the assertion's full
     # text stays in the body: with the cause it would not fit in 200 characters)
-    assert inc.description == ("`uv run pytest test_invoice.py` failed: test_total_rounds_half_up: AssertionError; "
+    # the check as the user ran it, cut at whole arguments so the cause fits
+    assert inc.description == ("`uv run pytest ...` failed: test_total_rounds_half_up: AssertionError; "
                                "cause: the test fails because `invoice_total` uses banker's rounding "
                                "(ROUND_HALF_EVEN) instead of ROUND_HALF_UP.")
     assert "AssertionError: assert Decimal('0.12') == Decimal('0.13')" in inc.body
