@@ -520,7 +520,8 @@ class PlanBuilder:
         mine = f"{op.description}\n{op.body}"
         if op.type == "incident":
             # one failure is one incident of a session, whatever its two anchors say
-            twin = next((f for f in self.facts() if f.path in self.pending and f.type == "incident"
+            twin = next((f for f in self.facts() if f.type == "incident"
+                         and (f.path in self.pending or self._opened_this_session(f))
                          and same_failure(mine, f"{f.description}\n{f.body}")), None)
             if twin is not None:
                 return twin
@@ -551,6 +552,13 @@ class PlanBuilder:
     def _description_of(self, path: str) -> str:
         found = self.current(path)
         return found.description if isinstance(found, Fact) else ""
+
+    def _opened_this_session(self, f: Fact) -> bool:
+        """An incident an earlier part of this very session opened and left open: the same
+        failure found now is that incident, whatever the two descriptions say (a part
+        boundary must not make one failure two incidents)."""
+        sid = self.ctx.session_id
+        return bool(sid) and f.status == "investigating" and tuple(f.sessions) == (sid,)
 
     def _opened_earlier(self) -> Fact | None:
         """The incident an earlier part of this very session opened from the user's report
