@@ -23,13 +23,15 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 - superseded: a revision whose earlier decision got ``superseded_by``.
 
 Usage:
-  python bench/bench_real_sessions.py [--part dev|held-out|all|new] [--backend offline]
+  python bench/bench_real_sessions.py [--part dev|held-out|all|new|fresh9] [--backend offline]
          [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
 ``--part new`` encodes only the session-7 held-out part (``NEW_HELD_OUT``; sessions of a
 host with no reader are listed as unread). ``--part dev`` (default) encodes and reports only the development sessions (``exposed``:
 the former held-out ones among them, also summed on their own line); held-out
 sessions are encoded and reported only with ``--part held-out`` or ``--part all``.
+``--part fresh9`` encodes only the session-9 fresh held-out part (``fresh_sessions.FRESH9``),
+read from ``$DUALTRACE_FRESH_CORPUS`` (outside the project; skipped when unset or absent).
 ``--backend anthropic --fake-server`` runs the model backend against the local fake
 Messages API (tests/fake_anthropic.py): it checks the plumbing, not the model.
 """
@@ -55,6 +57,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 CORPUS = Path(os.environ.get("DUALTRACE_CORPUS") or ROOT.parent / "shared" / "corpus")
+# --part fresh9 (bench/fresh_sessions.py): transcripts kept outside the project, skipped when absent
+FRESH_CORPUS = os.environ.get("DUALTRACE_FRESH_CORPUS")
 
 FACT_DIRS = ("decisions/", "incidents/", "patterns/", "learning/")
 _PATH = re.compile(r"(?<![\w/.@-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.@-])[\w-]+\.(?:py|js|ts|tsx|jsx|ex|exs|"
@@ -348,32 +352,39 @@ def _fake_server():
 
 
 def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, Any]:
+    from fresh_sessions import FRESH9
     from real_sessions import NEW_HELD_OUT, SESSIONS
 
     from dualtrace.errors import DualtraceError
     from dualtrace.pipeline import encode_session
 
-    fake = _fake_server() if fake_server else None
+    corpus = CORPUS
     if part == "new":
         chosen = NEW_HELD_OUT
+    elif part == "fresh9":
+        chosen = FRESH9
+        corpus = Path(FRESH_CORPUS or "")
+        if not FRESH_CORPUS or not corpus.is_dir():
+            return {"part": part, "skipped": "DUALTRACE_FRESH_CORPUS unset or absent", "sessions": []}
     else:
         chosen = [s for s in SESSIONS if part == "all" or (s["held_out"] == (part == "held-out"))]
-    missing = [s["key"] for s in chosen if not (CORPUS / s["path"]).is_file()]
+    missing = [s["key"] for s in chosen if not (corpus / s["path"]).is_file()]
     if missing:
-        raise SystemExit(f"Error: corpus files missing under {CORPUS}: {', '.join(missing)}")
+        raise SystemExit(f"Error: corpus files missing under {corpus}: {', '.join(missing)}")
+    fake = _fake_server() if fake_server else None
     per_session: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DUALTRACE_HOME"] = str(Path(tmp) / "state")
-        scorer = Scorer(SESSIONS + NEW_HELD_OUT)
+        scorer = Scorer(SESSIONS + NEW_HELD_OUT + FRESH9)
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
-            transcript = CORPUS / s["path"]
+            transcript = corpus / s["path"]
             before = snapshot(memdir)
             try:
                 report = encode_session(transcript, memory_dir=memdir, backend=backend,
                                         settings=_settings(backend, fake.url if fake else None))
             except DualtraceError as exc:
-                if part != "new":
+                if part not in ("new", "fresh9"):
                     raise
                 # a host dualtrace has no reader for: reported, scored as nothing captured
                 per_session.append({"key": s["key"], "held_out": True, "exposed": False,
@@ -452,8 +463,9 @@ def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "held-out", "all", "new"), default="dev",
-                    help="new: the session-7 held-out part (real_sessions.NEW_HELD_OUT), on its own")
+    ap.add_argument("--part", choices=("dev", "held-out", "all", "new", "fresh9"), default="dev",
+                    help="new: the session-7 held-out part (real_sessions.NEW_HELD_OUT), on its own; "
+                         "fresh9: fresh_sessions.FRESH9 under $DUALTRACE_FRESH_CORPUS")
     ap.add_argument("--backend", default="offline", help="offline | anthropic | claude-cli | auto")
     ap.add_argument("--fake-server", action="store_true",
                     help="point the anthropic backend at the local fake Messages API (plumbing only)")
@@ -463,14 +475,17 @@ def main() -> None:
                     help="also print the held-out sessions' rows (default: their totals only)")
     args = ap.parse_args()
     result = run(args.part, args.backend, args.fake_server, args.verbose)
+    if result.get("skipped"):
+        print(f"skipped --part {args.part}: {result['skipped']}")
+        return
     print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
-    if args.part == "new":
-        result["new_held_out"] = result.pop("held_out")
+    if args.part in ("new", "fresh9"):
+        result["new_held_out" if args.part == "new" else "fresh9"] = result.pop("held_out")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    for name in ("dev", "exposed", "held_out", "new_held_out"):
+    for name in ("dev", "exposed", "held_out", "new_held_out", "fresh9"):
         if result.get(name):
             print(f"{name}: {json.dumps(result[name])}")
     for r in result["sessions"]:

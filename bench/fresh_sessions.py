@@ -1,0 +1,55 @@
+"""A fresh held-out set of real sessions (issue 12, session 9): ``--part fresh9``.
+
+Real Claude Code transcripts and a Codex rollout written by other people in public
+GitHub repositories, none of them in ../shared/corpus and none read on the project
+before session 9. The transcripts are not part of the project: the bench looks them up
+under ``$DUALTRACE_FRESH_CORPUS`` (``<repo>/<path>`` as below) and skips the part when
+that is unset or absent. Each source is recorded with the commit read and its licence.
+
+The labels were written by reading each transcript whole, before any encoder ran on
+them, and are not changed after the first run (docs/BENCHMARKS.md). The format is that
+of real_sessions.py (types + words a memory must hold). Nobody tunes on this part.
+
+What the set is, honestly: the only real, licensed, small transcripts the search found
+in the time were scripted runs (claude-reliability's snapshot tests drive Claude Code
+with a one-line prompt in a temp dir) and one trimmed Codex rollout. A careful reader
+keeps nothing from any of them, so the part measures only what the encoder writes where
+nothing should be written (written, useful = 0 of written); it has no captured figure.
+
+Sources:
+- github.com/DRMacIver/claude-reliability (MIT, per its README and Cargo.toml), commit
+  228d653b8d2aba8251eb3f3d4c222a2f652d7c60, ``snapshot-tests/tests/<name>/transcript.jsonl``
+  (Claude Code 2.1.14, claude-opus-4-5; real request ids). The corpus already holds two
+  other runs of this repository (coverage-test-fix, python-to-rust-port); these five were
+  not in it. (basic-stop-hook, problem-mode and unpushed-commits there are hand-written
+  fixtures with ``user-1`` uuids, so they are left out.)
+- github.com/simonw/claude-code-transcripts (Apache-2.0, pyproject ``license``), commit
+  871966d66cca5ec1ba4c4372d056d7fd7b30bb12, ``tests/sample_codex_session.jsonl`` (Codex
+  CLI 0.77.0, gpt-5.2-codex; trimmed by its author after the first user question).
+"""
+
+from __future__ import annotations
+
+CR9 = "claude-reliability/snapshot-tests/tests"
+CCT = "claude-code-transcripts/tests"
+
+FRESH9: list[dict] = [
+    {"key": "f9-cr-hello-world", "project": "f9-cr", "format": "claude-code",
+     "path": f"{CR9}/hello-world-script/transcript.jsonl", "held_out": True,
+     "expect": []},  # "write hello.sh that prints Hello world and run it"; a Stop-hook check
+    {"key": "f9-cr-readme", "project": "f9-cr", "format": "claude-code",
+     "path": f"{CR9}/stop-hook-fast-path-clean/transcript.jsonl", "held_out": True,
+     "expect": []},  # "read README.md and tell me what it says": '# Test Project'
+    {"key": "f9-cr-commit-edit", "project": "f9-cr", "format": "claude-code",
+     "path": f"{CR9}/stop-hook-reflection-first-stop/transcript.jsonl", "held_out": True,
+     "expect": []},  # change test.txt to "modified content", git init, commit 93bff95
+    {"key": "f9-cr-stop-now", "project": "f9-cr", "format": "claude-code",
+     "path": f"{CR9}/stop-hook-reflection-second-stop/transcript.jsonl", "held_out": True,
+     "expect": []},  # "I've reviewed my work and it's complete. Stop now."
+    {"key": "f9-cr-docstring", "project": "f9-cr", "format": "claude-code",
+     "path": f"{CR9}/stop-hook-uncommitted-changes/transcript.jsonl", "held_out": True,
+     "expect": []},  # add a docstring to src/main.py (uncommitted)
+    {"key": "f9-cct-codex-homelab", "project": "f9-cct", "format": "codex",
+     "path": f"{CCT}/sample_codex_session.jsonl", "held_out": True,
+     "expect": []},  # AGENTS.md skills block (host-injected) and one question, no answer kept
+]
