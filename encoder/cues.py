@@ -18,6 +18,15 @@ AGREEMENT_STRONG = re.compile(
     r"^\W*(?:final\b|settled\b|recap\b|(?:full |final )?recap of\b|agreed\b|decision\b|amend\w*"
     r"|to be explicit\b|in summary\b|summary\b|confirmed\b|the (?:new |final )?(?:rule|policy|contract)\b)",
     re.I)
+# A return to an earlier choice ("let's go back to Redis after all", "revert the session
+# cache to Redis", "forget Memcached, use Redis again"): a decision that revises the later
+# one (review 8 F15). A pattern text, for the encoder's decision cue and the gate's signal.
+RETURN_TO = (
+    r"(?:let'?s|we(?:'ll| will| should)|we(?:'re| are)) (?:go(?:ing)?|switch(?:ing)?|mov(?:e|ing)) back to\b"
+    r"|\brevert(?:ing)? (?:(?:the|our) )?(?:[\w.-]+ ){0,3}(?:back )?to\b"
+    # "revert the last commit to fix CI" is a task, not a return to a choice
+    r"(?! (?:fix|make|get|see|check|unblock|avoid|keep|test|try|restore|undo|find|stop|let|help|clean)\b)"
+    r"|\b(?:use|using) (?:the |our )?[\w.-]+(?: [\w.-]+)? again\b|\bback to [\w.-]+(?: [\w.-]+){0,4} after all\b")
 AGREEMENT_WEAK = re.compile(r"^\W*(?:got it|understood|done|right|ok(?:ay)?|so,|perfect|great)\b", re.I)
 RULE_WORDS = re.compile(
     r"\b(?:exactly|always|never|only|must|rule|policy|contract|wins?|first|capped|at most|at least"

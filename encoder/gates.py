@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dualtrace.encoder.cues import TEST_COMMAND as _TEST
 from dualtrace.encoder.cues import (
+    RETURN_TO,
     asks_to_remember,
     correction_kind,
     fixed_by_rerun,
@@ -21,6 +21,7 @@ from dualtrace.encoder.cues import (
     retraction,
     run_key,
 )
+from dualtrace.encoder.cues import TEST_COMMAND as _TEST
 from dualtrace.encoder.session import Event, Session
 
 _DECISION = re.compile(
@@ -55,6 +56,7 @@ _USER_SIGNAL = re.compile(
     r"|we(?:'re| are)? (?:sticking with|staying (?:with|on)|keeping)"
     r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
     r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
+    r"|" + RETURN_TO
 )
 _MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
 

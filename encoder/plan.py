@@ -494,6 +494,10 @@ class PlanBuilder:
             held = self._fact_at(op.type, candidate)
             if held is None:
                 return False
+            if op.supersedes and held.superseded_by and held.path != op.supersedes:
+                # a return to an earlier choice supersedes the current decision; the earlier
+                # one's file stays as history (review 8 F15)
+                return True
             if distinct_subjects(said, f"{held.anchor.replace('-', ' ')} {held.description}"):
                 return True
             if op.type == "decision" and distinct_scopes(op.description, held.description):

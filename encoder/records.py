@@ -300,6 +300,11 @@ def _on_event(e: Event, log: _Log, turn: _TurnLog) -> None:
         line = _hook_feedback_line(log.rel(e.result or ""))
         turn.once(f"hook:{e.tool}:{line}",
                   f"{when} {e.tool or 'hook'} blocked the agent" + (f": {line}" if line else ""))
+    elif e.kind == "tool" and e.detail == "rejected":
+        # the user refused the call: nothing ran or failed; their reason is a user line
+        target = log.rel(e.path) if e.path else one_line(e.text or "")[:120]
+        name = e.tool or "tool"
+        turn.once(f"rejected:{name}:{target}", f"{when} {name} {target} rejected by the user".replace("  ", " "))
     elif e.kind == "tool" and e.is_error:
         err = _first_error_line(log.rel(e.result or ""))
         name = e.tool or "tool"

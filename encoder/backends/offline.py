@@ -38,6 +38,7 @@ from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import (
     AGREEMENT_STRONG,
     REMEMBER,
+    RETURN_TO,
     Retraction,
     correction_kind,
     fixed_by_rerun,
@@ -95,7 +96,7 @@ LEAD = {
         # that asks to look at something first ("have a look at this patch, I changed my
         # mind ...") is a request, read by the task path
         r"|^(?:so,? )?(?:i|we)(?:'ve| have)? chang(?:e|ed|ing) (?:my|our) minds?|^on second thought"
-        r"|^change of plans?)\b", _I),
+        r"|^change of plans?|" + RETURN_TO + r")\b", _I),
     "incident": re.compile(
         r"\b(?:throw(?:s|ing)|fail(?:s|ing|ed)|failure|error|exception|crash(?:es|ed|ing)?|broken"
         r"|regression|timeouts?|timed out|outage|race condition|deadlock|memory leak|flaky"
@@ -136,8 +137,8 @@ REVERSAL = re.compile(
     # a move between two named things revises the decision about the first: "move
     # billing from PostgreSQL to CockroachDB", "migrating from REST to gRPC", "replace
     # Celery with RQ"; "change of plan" / "changed my mind" say so outright
-    r"|(?:mov|switch|migrat|port)\w* (?:[\w.-]+ ){0,4}from [\w.-]+(?: [\w.-]+)? to"
-    r"|replac\w* [\w.-]+(?: [\w.-]+)? with|change of plans?|chang(?:e|ed|ing) my mind)\b", _I)
+    r"|(?:mov|switch|migrat|port)\w* (?:[\w.-]+ ){0,4}from (?:the |our )?[\w.-]+(?: [\w.-]+)? to"
+    r"|replac\w* [\w.-]+(?: [\w.-]+)? with|change of plans?|chang(?:e|ed|ing) my mind|" + RETURN_TO + r")\b", _I)
 TRANSIENT = re.compile(r"\b(?:for now|temporar\w*|quick hack|just this once|for today|workaround)\b", _I)
 ARCHITECTURE = re.compile(
     r"\b(?:architecture|storage|database|postgres\w*|redis|mysql|sqlite|mongo\w*|logging|logs?|auth\w*"
