@@ -161,7 +161,10 @@ class MemoryTools:
         with self._lock:
             start = time.perf_counter()
             try:
-                self._semantics = semantic_fingerprint()
+                # A call that came first took the fingerprint of what it loaded; taking
+                # it again here, after an install in between, would hide that install.
+                if self._semantics is None:
+                    self._semantics = semantic_fingerprint()
                 self.memory.warm_up()
             except Exception as exc:  # noqa: BLE001 - the first call reports it to the agent
                 print(f"dualtrace mcp: warm-up failed: {exc}", file=sys.stderr, flush=True)

@@ -77,3 +77,23 @@ def test_a_session_server_loads_the_embedder_installed_during_the_session(stocke
                                  body)
     assert not first.is_error and "STATE A" not in text_of(first), text_of(first)
     assert not second.is_error and "STATE A" in text_of(second), text_of(second)
+
+
+def test_a_call_before_the_warm_up_keeps_the_fingerprint_of_what_it_loaded(stocked,  # noqa: F811
+                                                                           monkeypatch):
+    """The race CI met once: the first call ran before the warm-up thread got the lock,
+    the extra was installed, and the warm-up then took the new fingerprint: the second
+    call saw no change and kept answering words-only."""
+    from dualtrace import mcp_server
+    from dualtrace.agent_tools import AgentMemory
+
+    installed = {"now": ("wordllama", None)}
+    monkeypatch.setattr(mcp_server, "semantic_fingerprint", lambda: (installed["now"],))
+    tools = mcp_server.MemoryTools(AgentMemory.resolve(stocked))
+    text, is_error = tools.call("recall", {"question": PARAPHRASE})
+    assert not is_error and "STATE" in text, text
+    installed["now"] = ("wordllama", "/site/wordllama")  # installed after the first call
+    tools.warm_up()
+    assert tools._warm is not None
+    tools._warm.join(timeout=120)
+    assert tools._semantics == (("wordllama", None),)  # what the first call loaded
