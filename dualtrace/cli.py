@@ -634,6 +634,7 @@ def sessions(memory_dir: Path | None, limit: int | None, as_json: bool) -> None:
     """List session records, newest first: date, host, what it was about, memories stored."""
     import json
 
+    from dualtrace.memfs.ids import short_id
     from dualtrace.memfs.sessions import list_records
 
     memdir = workspace_for(memory_dir).memory_dir
@@ -653,7 +654,7 @@ def sessions(memory_dir: Path | None, limit: int | None, as_json: bool) -> None:
         when = f"{i.date} {i.started[11:16]}" if i.date and i.started and len(i.started) >= 16 \
             else (i.date or "undated")
         local = " (local)" if i.local else ""
-        click.echo(f"{when:<16}  {i.session[:8]}  {i.host:<11}  {mem:<22}  "
+        click.echo(f"{when:<16}  {short_id(i.session):<8}  {i.host:<11}  {mem:<22}  "
                    f"{i.description or '-'}{local}")
 
 

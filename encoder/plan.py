@@ -76,6 +76,7 @@ from dualtrace.memfs.formats import (
     tier_for,
 )
 from dualtrace.memfs.gitrepo import RECORD_TRAILER, OpLine, commit_message
+from dualtrace.memfs.ids import short_id
 from dualtrace.memfs.store import MemoryStore
 from dualtrace.memfs.transaction import ChangeSet
 from dualtrace.memfs.types import BY_NAME
@@ -687,7 +688,7 @@ class PlanBuilder:
         body = fact.body
         addition = new_sentences(fact.body, op.body)
         if addition:
-            session = f", session {self.ctx.session_id[:8]}" if self.ctx.session_id else ""
+            session = f", session {short_id(self.ctx.session_id)}" if self.ctx.session_id else ""
             body = f"{fact.body.rstrip()}\n\n**Update {self.ctx.date}{session}:** {addition}"
         scores = fact.scores
         evidence = fact.evidence_score

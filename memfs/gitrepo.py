@@ -140,8 +140,8 @@ def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine
     else:
         stored = sum(1 for op in ops if op.verb == "store")
         updated = len(ops) - stored
-        short = (session_id or "manual")[:8]
-        subject = f"mem: encode session {one_line(short)} ({stored} stored, {updated} updated)"
+        short = _short(session_id)
+        subject = f"mem: encode session {short} ({stored} stored, {updated} updated)"
         body = [op.line() for op in ops]
     trailers = []
     session_id = safe_session_id(session_id)
@@ -156,6 +156,12 @@ def commit_message(session_id: str | None, backend: str | None, ops: list[OpLine
     if trailers:
         parts.append("\n".join(trailers))
     return "\n\n".join(parts) + "\n"
+
+
+def _short(session_id: str | None) -> str:
+    from dualtrace.memfs.ids import short_id
+
+    return one_line(short_id(session_id)) if session_id else "manual"
 
 
 def _trailers(message: str) -> list[str]:
@@ -175,7 +181,7 @@ def merge_messages(old: str, new: str) -> str:
     else:
         stored = sum(1 for op in ops if op.startswith("mem: store "))
         session = parse_message("", "", new).session or parse_message("", "", old).session
-        subject = (f"mem: encode session {(session or 'manual')[:8]} "
+        subject = (f"mem: encode session {_short(session)} "
                    f"({stored} stored, {len(ops) - stored} updated)")
         body = ops + record_ops[-1:]
     trailers: list[str] = []

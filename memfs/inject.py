@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dualtrace import words
 from dualtrace.logfile import LazyLogger
+from dualtrace.memfs.ids import short_id
 from dualtrace.memfs.index import Doc, Index
 from dualtrace.memfs.recall import PROMPT_RECORD_GATE, RecalledMemory, recall, render_memory
 from dualtrace.memfs.recall import _cut as recall_cut
@@ -126,7 +127,7 @@ def session_start_context(store: Any, settings: Any, *, mark_shown: bool = True,
     if near:
         sections.append("\n".join(
             [f"## Related to the last session's request ({infos[0].date or 'undated'} "
-             f"{infos[0].session[:8]})", *near]))
+             f"{short_id(infos[0].session)})", *near]))
         facts = [d for d in facts if d.path not in shown]
     ranked = sorted(facts, key=_usefulness, reverse=True)
     if ranked:
@@ -215,7 +216,7 @@ def _recent_sessions(infos: list[Any]) -> list[str]:
             n = int(count.group(1) or 1) if count else 1
             label = "open end" if n == 1 else f"{n} open ends, the first"
             outcome = "; ".join(p for p in ((head if count else outcome), f"{label}: {end}") if p)
-        lines.append(f"- {info.date or 'undated'} {info.session[:8]}: {what} -> {outcome}")
+        lines.append(f"- {info.date or 'undated'} {short_id(info.session)}: {what} -> {outcome}")
     return lines
 
 

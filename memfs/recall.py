@@ -31,6 +31,7 @@ from pathlib import Path
 
 from dualtrace import words
 from dualtrace.memfs import when
+from dualtrace.memfs.ids import short_id
 from dualtrace.memfs.index import (
     CURATED_TYPES,
     SESSION_TYPE,
@@ -420,7 +421,7 @@ def render_memory(memory: RecalledMemory, n: int | None = None, *,
 
 def _render_record(rec: RecordPassage, num: str, label: str | None = None) -> str:
     when = (rec.date or "undated") + (f" {rec.time} UTC" if rec.time else "")
-    short = rec.session[:8]
+    short = short_id(rec.session)
     lines = [f"{num}Session record {rec.path}  [session {short}, {when}, {rec.heading}]"]
     if label:
         lines.append(f"   {label}")

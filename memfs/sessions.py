@@ -10,7 +10,6 @@ docs/FORMATS.md and for the read side in /work/coord/session-record-format.md.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ import yaml
 
 from dualtrace.errors import DualtraceError, FormatError
 from dualtrace.memfs.formats import split_frontmatter
+from dualtrace.memfs.ids import id8
 
 RECORDS_DIR = "sessions"
 LOCAL_RECORDS_DIR = ".dualtrace/sessions"
@@ -46,7 +46,6 @@ _LABELS = {
     "**Decisions and notes:**": "notes",
 }
 _ACTIVITY = "**Activity:** "
-_ID8 = re.compile(r"^[0-9a-z]{8}")
 _KNOWN = ("type", "schema", "session", "host", "project", "branch", "started", "ended",
           "description", "outcome", "turns", "parts", "commits", "files_changed", "checks",
           "memories", "open_ends", "omitted", "summary_by")
@@ -245,14 +244,6 @@ def _date_of(ts: str | None) -> str | None:
     if ts and len(ts) >= 10 and re.match(r"\d{4}-\d{2}-\d{2}", ts):
         return ts[:10]
     return None
-
-
-def id8(session_id: str) -> str:
-    """The file-name id: a uuid's first 8 characters, else a short hash of the id."""
-    low = session_id.lower()
-    if _ID8.match(low):
-        return low[:8]
-    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:8]
 
 
 def record_path(session_id: str, started: str | None, *, local: bool = False,

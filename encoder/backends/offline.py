@@ -72,6 +72,7 @@ from dualtrace.encoder.plan import (
 from dualtrace.errors import PathError
 from dualtrace.memfs.anchors import MAX_ANCHOR, make_anchor
 from dualtrace.memfs.formats import Fact, Scores
+from dualtrace.memfs.ids import short_id
 
 _I = re.I
 LEAD = {
@@ -687,7 +688,7 @@ def _quote(text: str, limit: int) -> str:
 def work_candidates(session) -> list[Candidate]:
     """Decisions from the user's requests and the work they caused, incidents from fix
     arcs, learnings from a compacted summary's constraints (see work.py)."""
-    where = session.session_id[:8] if session.session_id else "this session"
+    where = short_id(session.session_id) if session.session_id else "this session"
     notes = work.compaction_notes(session)
     arcs = _incident_arcs(session)
     # A request that only brought in a failure (pasted, or run with the shell escape) and
@@ -1619,7 +1620,7 @@ class OfflineBackend:
     @staticmethod
     def body(cand: Candidate, facts: SessionFacts, *, update: bool = False) -> str:
         who = "The user" if cand.role in ("user", "stack") else "The session"
-        where = f"session {facts.session_id[:8]}, {facts.date}" if facts.session_id else facts.date
+        where = f"session {short_id(facts.session_id)}, {facts.date}" if facts.session_id else facts.date
         lead = " ".join(cand.lead)
         if cand.role == "assistant":
             who = "Settled in the conversation"
@@ -1760,7 +1761,7 @@ class OfflineBackend:
         if not artifacts:
             return None
         where = f" on branch `{facts.branch}`" if facts.branch else ""
-        sid = f"session {facts.session_id[:8]}" if facts.session_id else "a session"
+        sid = f"session {short_id(facts.session_id)}" if facts.session_id else "a session"
         who = "the user" if cand.role in ("user", "stack") else "the session"
         narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(cand.lead[0], 300)}\""
                      + (f" Then: \"{one_line(cand.support[0], 240)}\"" if cand.support else "")

@@ -291,3 +291,28 @@ def test_install_refuses_a_format_dualtrace_has_no_hooks_for(state_dir: Path, na
     assert f"'{name}' is not one of 'claude-code', 'codex', 'letta'" in lines[0]
     base = state_dir.parent  # the test's HOME and state dir
     assert not list(base.glob("**/settings*.json")) and not list(base.glob("**/hooks.json"))
+
+
+def test_two_cline_tasks_a_minute_apart_are_named_apart(run_cli, tmp_path: Path,
+                                                        state_dir: Path):
+    """Cline's task ids are millisecond timestamps: two tasks a minute apart share their
+    first 8 digits, which is all a listing showed (review 8 F14); `show` then found the id
+    ambiguous. Each task is named by its whole id, and `show` takes that name back."""
+    mem = tmp_path / "mem"
+    tasks = ("1772716500000", "1772716560000")
+    for task in tasks:
+        (tmp_path / task).mkdir()
+        shutil.copy(CLINE, tmp_path / task / "api_conversation_history.json")
+        res = run_cli("encode", "--memory-dir", str(mem), "--backend", "offline",
+                      str(tmp_path / task / "api_conversation_history.json"))
+        assert res.exit_code == 0, res.output
+    listing = run_cli("sessions", "--memory-dir", str(mem))
+    assert listing.exit_code == 0, listing.output
+    shown = [line.split()[2] for line in listing.output.splitlines()]
+    assert sorted(shown) == sorted(tasks), listing.output
+    for task in tasks:
+        res = run_cli("show", "--memory-dir", str(mem), task)
+        assert res.exit_code == 0, res.output
+        assert f"session: '{task}'" in res.output or f"session: {task}" in res.output, res.output
+    log = run_cli("log", "--memory-dir", str(mem))
+    assert log.exit_code == 0 and all(task in log.output for task in tasks), log.output

@@ -99,11 +99,15 @@ def test_init_commit_and_log(memdir):
 def test_multi_operation_message():
     ops = [OpLine("store", "decisions/a", "decision", 9), OpLine("update", "incidents/b", "recurred", 8),
            OpLine("upgrade", "patterns/c", "added scene", 8)]
-    text = commit_message("0123456789abcdef", "offline", ops)
+    uuid = "01234567-89ab-cdef-0123-456789abcdef"
+    text = commit_message(uuid, "offline", ops)
     lines = text.splitlines()
     assert lines[0] == "mem: encode session 01234567 (1 stored, 2 updated)"
     assert "mem: update incidents/b (recurred, evidence:8)" in lines
-    assert lines[-2:] == ["Dualtrace-Session: 0123456789abcdef", "Dualtrace-Backend: offline"]
+    assert lines[-2:] == [f"Dualtrace-Session: {uuid}", "Dualtrace-Backend: offline"]
+    # an id of 16 characters or fewer is named whole (Cline's timestamps share 8 digits)
+    assert commit_message("1772716500000", "offline", ops).startswith(
+        "mem: encode session 1772716500000 (")
 
 
 def test_only_touched_paths_are_staged(memdir):
