@@ -47,6 +47,7 @@ _OPEN = re.compile(
     r"should (?:also|still)|once you|later)\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|\n+")
+_ATTACHMENT = re.compile(r"\[(?:image|file|attachment|pasted[^\]]*)(?: #?\d+)?\]", re.I)
 _GREETING = re.compile(r"(?i)^\W*(?:hi|hello|hey|thanks?|thank you|ok(?:ay)?|yes|no|continue|go on|"
                        r"go ahead|proceed|sure|great|perfect)\W*$")
 _BASH_OUTPUT = re.compile(r"<(bash-stdout|bash-stderr)>(.*?)</\1>", re.S)
@@ -523,7 +524,9 @@ def describe(drafts: Iterable[_Draft]) -> str:
             text = _BASH_OUTPUT.sub("", text)
             text = _BASH_INPUT.sub(lambda m: "!" + m.group(1).strip(), text)
             lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-            line = next((ln for ln in lines if not ln.startswith("!")), lines[0] if lines else "")
+            # An attached image is "[image]" in the user's turn: not words, the next line is.
+            words = [ln for ln in lines if not _ATTACHMENT.fullmatch(ln)]
+            line = next((ln for ln in words if not ln.startswith("!")), words[0] if words else "")
             expansion = _expansion(d) if line.startswith("/") and " " not in line else None
             if expansion:
                 # A bare command the host expanded (``/init``): the command, then what

@@ -203,6 +203,9 @@ _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _PATCH_KIND = {"Add": "create", "Update": "modify", "Delete": "delete"}
 
 
+_IMAGE_TAG = re.compile(r"\s*</?image\b[^>]*>\s*")
+
+
 def _message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -210,7 +213,8 @@ def _message_text(content: Any) -> str:
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
+                if not _IMAGE_TAG.fullmatch(block["text"]):  # Codex's frame around an image
+                    parts.append(block["text"])
             elif isinstance(block, dict) and block.get("type") in ("input_image", "image"):
                 parts.append("[image]")
     return "\n".join(parts)

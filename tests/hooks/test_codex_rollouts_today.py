@@ -142,3 +142,26 @@ def test_rollouts_are_found_compressed_or_not(tmp_path, monkeypatch):
     other = day / "rollout-2026-12-01T09-00-00-other.jsonl"
     other.write_text("\n".join(both_shapes(tmp_path / "elsewhere")) + "\n")
     assert codex.project_transcripts(project.resolve()) == [Path(str(old) + ".zst")]
+
+
+def test_an_attached_image_is_no_words_of_the_user(tmp_path):
+    """Codex frames a pasted image with text blocks ``<image name=[Image #1]>`` and
+    ``</image>`` (review 8 F18): they were the user's first words, so the session record's
+    description read "<image name=[Image #1]>". The image stays "[image]" in the turn; the
+    description is the question asked about it."""
+    question = "why does the usage label wrap on the team dashboard? [Image #1]"
+    lines = both_shapes(tmp_path)
+    lines[3] = _rec("response_item", {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "<image name=[Image #1]>"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {"type": "input_text", "text": "</image>"},
+        {"type": "input_text", "text": question}]})
+    del lines[4]  # the item_completed copy of the same message
+    path = tmp_path / f"rollout-2026-12-01T08-07-40-{SID}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert _messages(read_transcript(path))[0] == ("user", "[image]\n" + question)
+    report = encode_session(path, memory_dir=tmp_path / "mem", backend="offline")
+    assert report.commit
+    record = next((tmp_path / "mem" / "sessions").rglob("*.md")).read_text()
+    assert "description: why does the usage label wrap on the team dashboard?" in record, record
+    assert "<image" not in record
