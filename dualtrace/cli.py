@@ -317,6 +317,18 @@ def _session_workspace(transcript: Path, memory_dir: Path | None) -> config.Work
     return workspace_for(memory_dir)
 
 
+def _say_rules_compile() -> None:
+    """The first encode on a machine compiles ~490 secret rules (~5 s CPU, then cached):
+    said to a person at a terminal, so a new user's first command does not look hung."""
+    import sys
+
+    from dualtrace.encoder.redact import rules_ready
+
+    if sys.stderr.isatty() and not rules_ready():
+        click.echo("dualtrace: preparing the secret-detection rules (once on this machine, "
+                   "a few seconds)", err=True)
+
+
 @cli.command()
 @memory_dir_option
 @click.argument("transcript", type=click.Path(path_type=Path))
@@ -336,6 +348,7 @@ def encode(memory_dir: Path | None, transcript: Path, backend: str | None, dry_r
     from dualtrace.pipeline import encode_session
 
     ws = _session_workspace(transcript, memory_dir)
+    _say_rules_compile()
     report = encode_session(transcript, workspace=ws, backend=backend or ws.settings.backend,
                             dry_run=dry_run, budget=budget, force=force)
     if as_json:
@@ -393,6 +406,7 @@ def backfill(memory_dir: Path | None, paths: tuple[Path, ...], backend: str | No
     oldest first; resumable through the cursors."""
     from dualtrace.backfill import cli_run
 
+    _say_rules_compile()
     cli_run(workspace=workspace_for(memory_dir), paths=paths, backend=backend, batch=batch, dry_run=dry_run,
             model=model, cheap=cheap, limit=limit, poll_interval=poll_interval,
             max_wait=max_wait, as_json=as_json, records_only=records_only)

@@ -68,6 +68,14 @@ def _rule_cache_dir() -> Path:
     return Path(state_dir()) / "cache" / "kingfisher-rules"
 
 
+def rules_ready() -> bool:
+    """The compiled rule database is on disk: redaction starts in ~0.2 s, not ~5 s CPU."""
+    try:
+        return any(_rule_cache_dir().iterdir())
+    except OSError:
+        return False
+
+
 def _kingfisher() -> Any:
     global _KF_SCANNER
     if _KF_SCANNER is None:
