@@ -1468,7 +1468,7 @@ def _sessions_by_date(index: Index, question: str, order: str | None, limit: int
         most = min(asked, SPAN_SHOWN) if asked else min(limit, RECORDS_SHOWN)
         # A day can hold several sessions: read a few more records than shown, then
         # order them by their start time.
-        docs = index.records_by_date(most * 3, newest=newest)
+        docs = index.records_by_date((most + 1) * 3, newest=newest)
     for doc in docs:
         if doc.path not in heads or _turn_rank(doc) < _turn_rank(heads[doc.path]):
             heads[doc.path] = doc
@@ -1479,7 +1479,9 @@ def _sessions_by_date(index: Index, question: str, order: str | None, limit: int
                 str(data.get("time") or ""), doc.path)
 
     out = []
-    for doc in sorted(heads.values(), key=by_start, reverse=newest)[:most]:
+    # "What did we do the time before last?": the newest session but one comes first.
+    skip = 1 if newest and span is None and when.before_last(question) else 0
+    for doc in sorted(heads.values(), key=by_start, reverse=newest)[skip:skip + most]:
         data = doc.data
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
                             date=str(data.get("date") or ""), time=data.get("time"),

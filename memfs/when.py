@@ -1,5 +1,6 @@
 """When a question asks about: the days it names ("in July", "on March 3", "last week",
-"2025-07-16", "three days ago") and the "first / last / latest / most recent" it asks for.
+"2025-07-16", "three days ago", "the first week of July", "between September and October")
+and the "first / last / latest / most recent / the time before last" it asks for.
 
 Recall answers such a question from the session records by date, so the words that say
 *when* are not evidence of *what*: they are taken out of the topic (``Span.words``).
@@ -44,8 +45,21 @@ _COUNT = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|few|couple(
 _UNIT = r"(day|week|month|year)s?"
 _PREP = r"(?:in|during|of|since|from|until|till|through|throughout|over|for|back in)"
 
+_ORDINAL = r"(first|1st|second|2nd|third|3rd|fourth|4th|last|final)"
+_WEEK_OF = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
+            "4th": 4}
+_EDGE = r"(?:early\s+|late\s+|mid-?)?"
+
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(p, re.I)) for kind, p in (
+        # Before "last week" and the bare month: "the first week of July", "the last week
+        # in June 2025" are seven days of that month.
+        ("week_of", rf"\b(?:the\s+)?{_ORDINAL}\s+week\s+(?:of|in)\s+({_ANY_MONTH})\b\.?"
+                    rf"(?:,?\s+{_YEAR}\b)?"),
+        # "between September and October", "from March to May 2025": both months whole.
+        ("month_range", rf"\b(?:between|from)\s+{_EDGE}({_ANY_MONTH})\.?(?:,?\s+{_YEAR})?\s+"
+                        rf"(?:and|to|until|till|through|-)\s+{_EDGE}({_ANY_MONTH})\b\.?"
+                        rf"(?:,?\s+{_YEAR}\b)?"),
         ("iso_day", r"\b(\d{4})-(\d{2})-(\d{2})\b"),
         ("iso_month", r"\b(\d{4})-(\d{2})\b(?!-\d)"),
         ("month_day", rf"\b(?:on\s+)?({_ANY_MONTH})\.?\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
@@ -164,6 +178,36 @@ def span_of(question: str, today: _dt.date,
 def _span(kind: str, m: re.Match[str], today: _dt.date, days: Callable[[], Sequence[str]],
           years: range) -> tuple[_dt.date, _dt.date] | None:
     g = m.groups()
+    if kind == "week_of":
+        month, nth = _month_of(g[1]), g[0].lower()
+
+        def week(year: int) -> tuple[_dt.date, _dt.date]:
+            if nth in ("last", "final"):
+                end = _month_end(year, month)
+                return end - _dt.timedelta(days=6), end
+            first = _dt.date(year, month, 7 * (_WEEK_OF[nth] - 1) + 1)
+            return first, first + _dt.timedelta(days=6)
+
+        if not month:
+            return None
+        if g[2]:
+            return week(int(g[2]))
+        return _latest([week(y) for y in years], days, today)
+    if kind == "month_range":
+        m1, y1, m2, y2 = _month_of(g[0]), g[1], _month_of(g[2]), g[3]
+        if not (m1 and m2):
+            return None
+        wraps = m2 < m1  # "from November to February": into the next year
+
+        def months(year: int) -> tuple[_dt.date, _dt.date]:
+            end_year = year + 1 if wraps else year
+            return _dt.date(year, m1, 1), _month_end(end_year, m2)
+
+        if y1:
+            return months(int(y1))
+        if y2:
+            return months(int(y2) - 1 if wraps else int(y2))
+        return _latest([months(y) for y in years], days, today)
     if kind == "iso_day":
         day = _valid(int(g[0]), int(g[1]), int(g[2]))
         return (day, day) if day else None
@@ -265,9 +309,21 @@ _HOW_MANY = re.compile(rf"\b(last|first|latest|earliest|recent|previous)\s+{_COU
                        r"(?:sessions|times|chats|conversations)\b", re.I)
 
 
+# "the time before last", "the session before the last one", "the penultimate session":
+# the newest session but one.
+_BEFORE_LAST = re.compile(r"\b(?:(?:the\s+)?(?:time|session|chat|conversation|one)\s+before\s+"
+                          r"(?:the\s+)?last(?:\s+(?:one|time|session))?|penultimate(?:\s+session)?"
+                          r"|second[- ]to[- ]last(?:\s+session)?|last\s+but\s+one)\b", re.I)
+
+
+def before_last(question: str) -> bool:
+    """The question asks for the session before the latest one."""
+    return bool(_BEFORE_LAST.search(question))
+
+
 def order_of(question: str) -> str | None:
     """"first" / "last" for a question about when something happened first or last."""
-    if _LAST.search(question):
+    if _LAST.search(question) or _BEFORE_LAST.search(question):
         return "last"
     many = _HOW_MANY.search(question)
     if many:
@@ -285,5 +341,5 @@ def sessions_asked(question: str) -> int | None:
 
 def frame_words(question: str) -> frozenset[str]:
     """The words that ask how many sessions ("last three sessions"): not the topic."""
-    m = _HOW_MANY.search(question)
-    return frozenset(w.lower() for w in _WORD.findall(m.group(0))) if m else frozenset()
+    found = [m.group(0) for m in (_HOW_MANY.search(question), _BEFORE_LAST.search(question)) if m]
+    return frozenset(w.lower() for text in found for w in _WORD.findall(text))

@@ -92,6 +92,13 @@ def _sessions(result) -> list[str]:
     ("what did we do on Monday?", "2026-11-30", "2026-11-30"),
     ("what did we do in 2025?", "2025-01-01", "2025-12-31"),
     ("what did we do in February?", "2026-02-01", "2026-02-28"),
+    # review 8 F11: weeks of a month, and ranges of months
+    ("what did we do in the first week of July?", "2026-07-01", "2026-07-07"),
+    ("anything in the second week in March?", "2026-03-08", "2026-03-14"),
+    ("what did we ship the last week of June 2025?", "2025-06-24", "2025-06-30"),
+    ("what did we do between September and October?", "2026-09-01", "2026-10-31"),
+    ("what did we do from March to May 2025?", "2025-03-01", "2025-05-31"),
+    ("what changed between Nov 2025 and Feb?", "2025-11-01", "2026-02-28"),
 ])
 def test_span_of_the_days_a_question_names(question, start, end):
     span = span_of(question, TODAY)
@@ -124,6 +131,7 @@ def test_first_and_last_and_how_many():
     assert order_of("what did we do last week?") is None  # a range, not an order
     assert sessions_asked("what did we do in the last three sessions?") == 3
     assert order_of("what did we do in our first two sessions?") == "first"
+    assert order_of("what did we do the time before last?") == "last"
 
 
 # ------------------------------------------------------------------ recall by date
@@ -144,6 +152,15 @@ def test_a_range_of_days_lists_its_sessions_by_date(store, mode):
                             embedder=embedder)) == ["a6"]
     assert _sessions(recall(store, "what did we do in the last two sessions?", today=TODAY,
                             embedder=embedder)) == ["a6", "a5"]
+    # review 8 F11: these abstained
+    assert _sessions(recall(store, "what did we do the time before last?", today=TODAY,
+                            embedder=embedder))[0] == "a5"
+    assert _sessions(recall(store, "what did we do in the first week of July?", today=TODAY,
+                            embedder=embedder)) == []  # a3 is July 8: the second week
+    assert _sessions(recall(store, "what did we do in the second week of July?", today=TODAY,
+                            embedder=embedder)) == ["a3"]
+    assert _sessions(recall(store, "what did we work on between March and July?",
+                            today=TODAY, embedder=embedder)) == ["a1", "a2", "a3", "a4"]
 
 
 def test_an_empty_range_abstains_and_says_what_it_looked_for(store):
