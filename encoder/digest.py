@@ -330,13 +330,14 @@ def _subagent_result(e: Event) -> str:
     return (e.result or "") if not head else f"{head}; {e.result or ''}"
 
 
-def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int) -> tuple[list[str], Counter[str], Counter[str]]:
+def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int,
+              admitted: frozenset[int] = frozenset()) -> tuple[list[str], Counter[str], Counter[str]]:
     lines: list[str] = []
     kept: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     day = None
-    for it in items:
-        if it.priority > max_prio:
+    for n, it in enumerate(items):
+        if it.priority > max_prio and n not in admitted:
             dropped[it.kind] += it.count
             continue
         body = it.render(caps)
@@ -352,6 +353,26 @@ def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int) -> tuple[
     return lines, kept, dropped
 
 
+# Which items of a tier come back first when only part of it fits: what the agent
+# explained or concluded, then failures and checks, then the rest; the latest first.
+_FILL_RANK = {"assistant": 0, "compaction": 0, "subagent": 1, "error": 1, "command": 1,
+              "commit": 1, "edit": 2, "tool": 3}
+
+
+def _fill(items: list[_Item], caps: dict[str, int], prio: int, room: int) -> list[int]:
+    """Indices of ``prio`` items that fit in ``room`` estimated tokens, most telling first
+    (the list is in that order: the caller trims from its end)."""
+    ranked = sorted((n for n, it in enumerate(items) if it.priority == prio),
+                    key=lambda n: (_FILL_RANK.get(items[n].kind, 3), -n))
+    out: list[int] = []
+    for n in ranked:
+        cost = estimate_tokens(items[n].render(caps)) + 4  # its time stamp, a day line
+        if cost <= room:
+            out.append(n)
+            room -= cost
+    return out
+
+
 def build_digest(session: Session, budget: int = DEFAULT_BUDGET) -> Digest:
     """The digest of ``session`` (redact it first) within ``budget`` estimated tokens."""
     from dualtrace.prompts import render
@@ -364,16 +385,34 @@ def build_digest(session: Session, budget: int = DEFAULT_BUDGET) -> Digest:
         "branch": session.git_branch or "?", "cwd": session.cwd or "?",
         "started": session.started or "?", "ended": session.ended or "?",
     }
+
+    def compose(caps_i: int, max_prio: int, admitted: frozenset[int] = frozenset()
+                ) -> tuple[str, Counter[str], Counter[str]]:
+        lines, kept, dropped = _timeline(items, _CAPS[caps_i], max_prio, admitted)
+        shown_files = files if caps_i < 2 else files[:40]
+        return (render("digest.j2", **head, files=shown_files, commits=commits, lines=lines,
+                       dropped=_dropped_note(stats["noise_dropped"], dropped)), kept, dropped)
+
     text = ""
     level = 0
     kept: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     for level, (caps_i, max_prio) in enumerate(_LEVELS):  # noqa: B007 (reported below)
-        lines, kept, dropped = _timeline(items, _CAPS[caps_i], max_prio)
-        shown_files = files if caps_i < 2 else files[:40]
-        text = render("digest.j2", **head, files=shown_files, commits=commits, lines=lines,
-                      dropped=_dropped_note(stats["noise_dropped"], dropped))
+        text, kept, dropped = compose(caps_i, max_prio)
         if estimate_tokens(text) <= budget:
+            prev = _LEVELS[level - 1] if level else None
+            if prev is not None and prev[0] == caps_i and prev[1] > max_prio:
+                # A whole tier went for budget: as many of its items as still fit come
+                # back, the agent's explanations first (a 1 MB session at 2,000 tokens
+                # kept only its 6 requests, in ~335 tokens).
+                order = _fill(items, _CAPS[caps_i], max_prio + 1, budget - estimate_tokens(text))
+                while order:
+                    filled = compose(caps_i, max_prio, frozenset(order))
+                    if estimate_tokens(filled[0]) <= budget:
+                        text, kept, dropped = filled
+                        stats["filled"] = len(order)
+                        break
+                    order = order[:len(order) - max(1, len(order) // 8)]
             break
     else:
         # Even the tightest level is over budget: keep the head and the tail.

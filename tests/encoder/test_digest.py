@@ -143,3 +143,34 @@ def test_cli_digest_text_and_error(tmp_path: Path):
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("Error: transcript not found")
     assert main  # the console entry point exists
+
+
+def _explained(path: Path, turns: int) -> None:
+    """Each turn: a short request, the agent's long explanation (tier 1), a test run."""
+    lines = []
+    for i in range(turns):
+        ts = f"2026-03-04T{10 + i // 60:02d}:{i % 60:02d}:00Z"
+        lines.append({"role": "user", "content": f"step {i}: fix the parser case {i}", "timestamp": ts})
+        lines.append({"role": "assistant", "timestamp": ts, "content":
+                      f"Case {i} failed because the tokenizer drops the trailing quote when the "
+                      f"line ends in a backslash; the fix {i} keeps it and the test covers it. "
+                      + "More detail follows here. " * 12})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+
+
+def test_a_tight_budget_keeps_what_fits_of_the_agents_explanations(tmp_path: Path):
+    """Review 8 F19: when a whole tier did not fit, the digest fell to the user's requests
+    alone, using a fraction of its budget. What still fits of the tier comes back, the
+    agent's explanations first, the latest first, within the budget."""
+    path = tmp_path / "explained.jsonl"
+    _explained(path, 40)
+    session = read_transcript(path)
+    requests_only = build_digest(session, 700)
+    assert requests_only.stats["kept_by_kind"].get("user") == 40
+    d = build_digest(session, 1500)
+    kept = d.stats["kept_by_kind"]
+    assert d.token_estimate <= 1500 and kept.get("user") == 40
+    assert 0 < kept.get("assistant", 0) < 40, kept
+    assert d.token_estimate > 0.8 * 1500  # the budget is used, not a fifth of it
+    assert "Case 39 failed because" in d.text  # the latest conclusion is among them
+    assert d.text.index("step 38") < d.text.index("Case 39 failed")  # in time order
