@@ -200,11 +200,25 @@ _PROSE_WORDS = words.STOPWORDS | frozenset(
     "same different long short weak strong new old vault file env manager please".split())
 
 
-def _passphrase_words(value: str) -> bool:
+def _passphrase_words(value: str, least: int = 3) -> bool:
     """Several plain words after a passphrase label: "correct horse battery staple",
-    not "stored in the vault" or "too short"."""
+    not "stored in the vault" or "too short" (two words when the user quoted them)."""
     parts = re.split(r"[\s\-]+", value.strip())
-    return 3 <= len(parts) <= 12 and not any(p.lower() in _PROSE_WORDS for p in parts)
+    return least <= len(parts) <= 12 and not any(p.lower() in _PROSE_WORDS for p in parts)
+
+
+# Quoted words that name a kind of credential or an empty one, not a value.
+_QUOTED_NOT = frozenset("bearer basic jwt none null empty redacted hidden secret secrets "
+                        "password passwords token tokens string unset undefined".split())
+
+
+def _quoted_value(value: str) -> bool:
+    """A quoted word after a credential label that is no placeholder, path or prose word
+    ("the token is 'expired'" stays)."""
+    return (not _PLACEHOLDER_VALUES.match(value) and not _NOT_A_CREDENTIAL.match(value)
+            and value.lower() not in _PROSE_WORDS and value.lower() not in _QUOTED_NOT
+            and "://" not in value
+            and not value.startswith(("/", "~", "./", "[REDACTED", "$", "{", "<", "%")))
 
 
 # --------------------------------------------------------------------------- own rules
@@ -378,6 +392,24 @@ def _header_and_prose_rules(rules: _Rules) -> None:
         + r"[\"'`]?([A-Za-z0-9][^\n\"'`,;.!?()\[\]]{4,200}[^\s\"'`,;.!?()\[\]])",
         1, flags=re.I, check=_passphrase_words,
         anchors=("passphrase", "pass", "seed", "recovery", "mnemonic"))
+    # A value the user puts in quotes after a credential label is one, letters only too:
+    # "our secret is 'bluemoon'", "the passphrase is 'purple elephant'" (review 8: kept).
+    _label = (r"(?:(?:api|access|secret)[ _\-]?key|tokens?|secrets?|credentials?|passw(?:or)?d|"
+              r"passphrase|passcode|pin(?:\s+(?:code|number))?)")
+    add("secret-value", _label + _between + r"([\"'`])([^\s\"'`]{5,127})\1", 2, flags=re.I,
+        check=_quoted_value,
+        anchors=("api", "access", "secret", "token", "cred", "passw", "passphrase", "passcode",
+                 "pin"))
+    add("password", r"(?:passphrase|pass\s+phrase|seed\s+phrase|recovery\s+phrase)" + _between
+        + r"([\"'`])([A-Za-z0-9]+(?:[ \-][A-Za-z0-9]+){1,11})\1", 2, flags=re.I,
+        check=lambda v: _passphrase_words(v, least=2),
+        anchors=("passphrase", "pass ", "seed", "recovery"))
+    # A PIN or code written in groups: "the door code is 4 8 3 9", "PIN: 4839 2210".
+    add("secret-value",
+        r"(?:pin(?:\s+(?:code|number))?|passcode|(?:door|alarm|safe|unlock|recovery|backup)\s+codes?)"
+        + _between + r"(\d{1,4}(?:[ \-]\d{1,4}){1,5})(?![\d.,]\d)", 1, flags=re.I,
+        check=lambda v: 4 <= sum(c.isdigit() for c in v) <= 12,
+        anchors=("pin", "passcode", "door", "alarm", "safe", "unlock", "recovery", "backup"))
     # A call that sets a secret-named key: define('DB_PASSWORD', 'v'), setdefault("API_KEY", "v").
     add("secret-value", r"\(\s*[\"'][A-Za-z0-9_.\-]*(?i:pass|secret|token|key)[A-Za-z0-9_.\-]*[\"']\s*,\s*"
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})')", hint=("(",), check=_secret_value)

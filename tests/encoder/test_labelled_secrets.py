@@ -25,6 +25,11 @@ LABELLED = [
     ("login with admin / S3cretAdm1n", "S3cretAdm1n"),
     ("the admin PIN is 483920", "483920"),
     ("the VPN passphrase: correct horse battery staple", "correct horse battery staple"),
+    # kept until session 10: a quoted letters-only value, a quoted two-word passphrase, a
+    # code written in groups
+    ("our secret is 'bluemoonrising'", "bluemoonrising"),
+    ("the wifi passphrase is 'purple elephant'", "purple elephant"),
+    ("the door code is 4 8 3 9", "4 8 3 9"),
 ]
 
 PROSE = [
@@ -34,6 +39,9 @@ PROSE = [
     "the license key is sha256", "the token is valid for 3600s", "the key is v1.2.3",
     "the secret is 42", "login with your SSO account", "key: v1-deps-cache",
     "the VPN passphrase: ask Dana for it", "tokens: 1500",
+    "the token is 'expired'", "the PIN is 4 digits", "the PIN is 4-6 digits",
+    "the passphrase is 'too short'", "the API key is '<your-key>'",
+    "set the password to '${DB_PASS}'", "the auth header is 'Bearer'",
 ]
 
 
