@@ -178,7 +178,7 @@ def test_update_rules_confidence_body_timeline(memdir):
     fact = store.read_fact("decisions/cache-get-wrapper.md")
     assert fact.confidence == "HIGH"
     assert fact.body.startswith("Because TimeoutError.")
-    assert "**Update 2026-05-02, session sess-000:** New detail at 14:02." in fact.body
+    assert "**Update 2026-05-02, session sess-0002:** New detail at 14:02." in fact.body
     assert fact.sessions == ("sess-0001", "sess-0002") and fact.updated == "2026-05-02"
     scene = store.read_moment("scenes/decisions/cache-get-wrapper.md")
     assert scene.timeline[-1] == "cache-get-wrapper -> revisited the cache [2026-05-02]"

@@ -49,5 +49,5 @@ def test_update_appends_only_new_sentences_and_never_raw_html(memdir):
     assert fact.description == "The combined transcript lost its session navigation section."
     assert "<" not in fact.body and "DOCTYPE" not in fact.body
     assert fact.body.count("The template checked combined_transcript_link first.") == 1
-    update = fact.body.split("**Update 2025-07-15, session sess-000:**", 1)[1]
+    update = fact.body.split("**Update 2025-07-15, session sess-0002:**", 1)[1]
     assert update.strip() == "The fix reuses session_nav.html for both pages."
