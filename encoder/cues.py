@@ -36,10 +36,14 @@ RULE_WORDS = re.compile(
 _CODE_NAME = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b\w+\(\)")
 
 
-# A command that runs a test suite (any ecosystem).
+# A command that runs a test suite (any ecosystem), a project's test target or recipe
+# (`make integration`, `just test`) or its CI script (`./scripts/ci.sh`: the program's
+# name, as check_command sees it without its directory).
 _TESTS = (
-    r"pytest|py\.test|tox|nox|mix\s+test|go\s+test|cargo\s+test|jest|vitest|mocha|rspec|"
-    r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|make\s+(?:test|check)|"
+    r"pytest|py\.test|tox|nox|mix\s+test|go\s+test|cargo\s+(?:test|nextest)|jest|vitest|mocha|rspec|"
+    r"phpunit|ctest|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:test|e2e)|(?:rails|rake)\s+(?:test|spec)|"
+    r"(?:make|just)\s+(?:-C\s+\S+\s+|-\S+\s+)*(?:[\w-]*(?:test|check|spec)[\w:-]*|integration|e2e|ci)|"
+    r"(?:playwright|bats)\s+test|cypress\s+run|(?:ci|tests?|run[-_]tests?|check)\.sh|"
     r"gradle\w*\s+test|mvn\s+test|dotnet\s+test|deno\s+test|unittest"
 )
 TEST_COMMAND = re.compile(rf"\b(?:{_TESTS})\b")
@@ -76,7 +80,7 @@ _CHECKS = (
     r"|prettier\s+--check|clippy|golangci-lint|go\s+vet|cargo\s+(?:build|check|clippy)"
     r"|(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?(?:build|lint|typecheck)|make(?:\s+(?:build|lint|all))?$"
     r"|lint-imports|pre-commit\s+run|mix\s+(?:compile|credo|dialyzer)|dialyzer|credo"
-    r"|just\s+(?:check|test|lint)|act"
+    r"|just\s+lint|act"
 )
 _ANY_CHECK = re.compile(rf"(?:{_CHECKS})\b", re.I)
 # What may run before the check's program in one simple command: variable
@@ -84,7 +88,7 @@ _ANY_CHECK = re.compile(rf"(?:{_CHECKS})\b", re.I)
 _PREFIX = re.compile(
     r"(?:\w+=\S*\s+|(?:time|nice|sudo|exec|command|env)\s+|timeout\s+\S+\s+"
     r"|(?:uv|poetry|pipenv|pdm|hatch|rye)\s+run\s+(?:-\S+\s+)*|(?:npx|bunx)\s+(?:-\S+\s+)*"
-    r"|(?:pnpm|yarn)\s+(?:exec|dlx)\s+|bundle\s+exec\s+|python[\d.]*\s+-m\s+)*")
+    r"|(?:pnpm|yarn)\s+(?:exec|dlx)\s+|bundle\s+exec\s+|python[\d.]*\s+-m\s+|(?:ba)?sh\s+(?=\S+\.sh\b))*")
 _SEPARATORS = frozenset({";", "&", "&&", "|", "||", "|&", "(", ")", "`", "$", "\n"})
 
 

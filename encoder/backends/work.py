@@ -423,8 +423,10 @@ _NAMED_TEST = re.compile(
     r"^\s*\d+\) test (.{3,120}?) \(([\w.]+)\)\s*$"  # ExUnit
     r"|^\s*● (?:[^›\n]+ › )*([^\n]{3,120})$"  # Jest / Vitest
     r"|^--- FAIL: (\w+)"  # go test
-    r"|^---- ([\w:]+) stdout ----", re.M)  # cargo test
-_ASSERTION = re.compile(r"^\s*(Assertion with [^\n]{1,40} failed|assert(?:ion)?\w* failed[^\n]{0,80}"
+    r"|^---- ([\w:]+) stdout ----"  # cargo test
+    r"|^\s*FAIL \[\s*[\d.]+s\] \S+ ([\w:]+)"  # cargo nextest
+    r"|^(\w+#test_\w+) \[[^\]\n]+\]:?$", re.M)  # Minitest (bin/rails test)
+_ASSERTION = re.compile(r"^\s*(Assertion with [^\n]{1,40} failed|assert(?:ion)?\w*(?: `[^`\n]{1,60}`)? failed[^\n]{0,80}"
                         r"|expected[^\n]{3,100}|\*\* \(\w+(?:Error|Exception)\)[^\n]{0,100})", re.M | _I)
 
 
