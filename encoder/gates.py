@@ -55,6 +55,9 @@ _USER_SIGNAL = re.compile(
     r"|we(?:'re| are) going to (?:move|migrate|switch|use|adopt|replace|drop)"
     r"|we(?:'re| are)? (?:sticking with|staying (?:with|on)|keeping)"
     r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
+    # an HTTP failure the user reports ("the login page returns 500 when ...")
+    r"|(?:returns?|returning|got|gets|getting|gives?|giving|throws?|throwing) (?:an? |the )?(?:http )?[45]\d\d"
+    r"|[45]\d\d (?:errors?|internal server error|unauthorized|forbidden|not found)"
     r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
     r"|" + RETURN_TO
 )

@@ -630,7 +630,7 @@ def _per_failure(cand: Candidate, session) -> list[Candidate]:
     failed = [i for i in range(cand.event_index, len(events)) if events[i].kind == "command"
               and events[i].agent is None and events[i].failed and events[i].command]
     if not failed:
-        return [cand]
+        return [_resolved_as_reported(cand, session)]
 
     def matched(text: str, taken: set[int]) -> int | None:
         words = _subject_tokens(text)
@@ -650,7 +650,9 @@ def _per_failure(cand: Candidate, session) -> list[Candidate]:
             pairs.append((clause, at))
     if len(pairs) < 2:
         at = matched(lead, set())
-        return [_with_command(cand, at, session) if at is not None else cand]
+        one = _with_command(cand, at, session) if at is not None else cand
+        return [_resolved_as_reported(one, session, _bare_command(events[at].command or "")
+                                      if at is not None else "")]
     return [_with_command(Candidate("incident", [work.clean_sentence(clause[0].upper() + clause[1:], 200)],
                                     support=list(cand.support) if n == 0 else [],
                                     event_index=cand.event_index, ts=cand.ts), at, session)
@@ -672,6 +674,32 @@ def _with_command(cand: Candidate, i: int, session) -> Candidate:
         cand.status, cand.confidence = "resolved", "HIGH"  # the re-run is the proof
     if sig:
         cand.extra.append(f"Failure signature: {sig}")
+    return cand
+
+
+_REPORTED_FIX = {
+    "check": "the agent stated the fix and `{check}` passed afterwards: \"{words}\"",
+    "agent": "the agent stated the fix (no check ran after it): \"{words}\"",
+    "user": "the user confirmed it works: \"{words}\"",
+}
+
+
+def _resolved_as_reported(cand: Candidate, session, command: str = "") -> Candidate:
+    """A failure report (one failure) the same command's re-run did not resolve: resolved
+    when the agent edited, stated the fix after its last edit and the checks run since
+    passed, or the user said it works (:func:`work.reported_fix`); the fix's files and
+    what marked it fixed go into its body. Else it stays as it is (investigating)."""
+    if cand.status == "resolved":
+        return cand
+    fix = work.reported_fix(session, cand.event_index, command)
+    if fix is None:
+        return cand
+    cand.extra.append("Fix: edited " + ", ".join(f"`{f}`" for f in fix.files[:8]))
+    cand.extra.append("Resolved: " + _REPORTED_FIX[fix.verified].format(
+        check=one_line(fix.check, 100), words=_quote(fix.evidence, 240)))
+    cand.status = "resolved"
+    cand.confidence = "MEDIUM" if fix.verified == "agent" else "HIGH"
+    cand.files = list(fix.files)
     return cand
 
 

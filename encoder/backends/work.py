@@ -708,6 +708,61 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                evidence=evidence, asked=i, tests=frozenset(failing_test_files(events[i].text)))
 
 
+@dataclass(frozen=True)
+class ReportedFix:
+    """How a failure the user reported in words was fixed in the session (see
+    :func:`reported_fix`)."""
+    verified: str  # "check" (the agent stated the fix, a check passed after the last edit), "user", "agent"
+    evidence: str  # the agent's or the user's words
+    check: str  # the check that passed after the last edit ("" when none ran)
+    files: tuple[str, ...]  # the files edited for the fix
+
+
+def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | None:
+    """The fix of a failure the user reported at event ``i`` in their own words ("the
+    login page returns 500 when ..."), which no failing run may show: the agent edits,
+    then states the fix after its last edit ("Fixed: ..."), and the latest check run after
+    that edit passed (a check, or ``command``, the failing command the report was matched
+    to), when one ran; or the user says it works now. "Still failing" undoes a claim; a
+    failure the user moves on from before anything was edited, or a session that ends
+    without a stated fix, is not fixed (None)."""
+    events = session.events
+    fix: list[str] = []
+    claim, check, check_ok = "", "", True
+    for j in range(i + 1, len(events)):
+        f = events[j]
+        if f.agent is not None:
+            continue
+        if f.kind == "edit" and f.path and not f.is_error:
+            rel = relative(f.path, session.cwd)
+            if rel and rel not in fix:
+                fix.append(rel)
+            claim, check, check_ok = "", "", True  # edited again: what was said or run before is old
+        elif f.kind == "assistant" and f.detail != "thinking":
+            said = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
+            if fix and said and len(said) <= 400:
+                claim = said
+        elif f.kind == "command" and f.command and (
+                check_command(f.command) or command and command in " ".join(f.command.split())):
+            check, check_ok = f.command, not f.failed  # the latest check after the last edit
+            if not check_ok:
+                claim = ""  # a claim made before a failing check is disproved
+        elif f.kind == "user" and not (f.detail or "").startswith("rejection"):
+            words = prose(f.text)
+            if _STILL.search(words):
+                claim, check, check_ok = "", "", True
+                continue
+            if fix and _WORKS.search(words):
+                return ReportedFix("user", words, check if check_ok else "", tuple(fix))
+            if not fix and _answers_diagnosis(events, i, j, ""):
+                continue  # the user answering the agent's question about it
+            if not is_trivial(words):
+                break  # the user moved on
+    if not fix or not claim or not check_ok:
+        return None
+    return ReportedFix("check" if check else "agent", claim, check, tuple(fix))
+
+
 def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
     """The user messages that brought one failure in: the one at ``asked`` and up to
     ``limit`` just before it with no edit or commit in between ("the export crashes on
