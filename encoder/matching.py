@@ -201,12 +201,14 @@ def best_match(subject: str, candidates: Iterable[tuple[str, str]], threshold: f
 
 # What an incident's failure is: the test that failed, the error type, the checker's rule.
 _SIGNATURE_LINE = re.compile(r"^Failure signature:\s*(.+)$", re.M)
-_TEST_ID = re.compile(r"\b(test_[a-z0-9_]{3,}|Test[A-Z]\w{2,})\b")
+# (a test module's or file's name, "test_cart.py", "tests.test_cart.CartTest", is no test:
+# two tests of one file are two failures)
+_TEST_ID = re.compile(r"\b(test_[a-z0-9_]{3,}|Test[A-Z]\w{2,})\b(?!\.\w)")
 _ERROR_NAME = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Failure))\b")
 _RULE_ID = re.compile(r"\b(report[A-Z]\w{3,})\b|\b(?:error|warning)\[([\w-]{3,})\]"
                       r"|\b([A-Z]{1,3}\d{3,4})\b|\[([a-z]+(?:-[a-z]+){1,4})\]")
 # error types that say only that *something* failed: never a failure's identity
-_GENERIC_ERRORS = frozenset({"AssertionError", "Error", "Exception", "RuntimeError", "Failure",
+GENERIC_ERRORS = frozenset({"AssertionError", "Error", "Exception", "RuntimeError", "Failure",
                              "TestFailure", "ExUnit.AssertionError"})
 
 
@@ -215,7 +217,7 @@ def failure_keys(text: str) -> tuple[str | None, set[str], set[str]]:
     checker rules) an incident's text names."""
     line = _SIGNATURE_LINE.search(text)
     tests = {m.lower() for m in _TEST_ID.findall(text)}
-    errors = {m for m in _ERROR_NAME.findall(text) if m not in _GENERIC_ERRORS}
+    errors = {m for m in _ERROR_NAME.findall(text) if m not in GENERIC_ERRORS}
     for groups in _RULE_ID.findall(text):
         errors.update(g.lower() for g in groups if g)
     return (line.group(1).strip() if line else None), tests, errors

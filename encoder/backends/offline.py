@@ -49,6 +49,7 @@ from dualtrace.encoder.cues import (
 )
 from dualtrace.encoder.cues import TEST_COMMAND as TEST_CMD
 from dualtrace.encoder.matching import (
+    GENERIC_ERRORS,
     STOPWORDS,
     best_match,
     distinct_failures,
@@ -1011,7 +1012,10 @@ def _one_episode(a: work.Arc, b: work.Arc) -> bool:
     """Two arcs of one debugging episode: the same failure, the same check with fixes in
     the same files, or a failure the user brought in and a check the agent ran on it
     afterwards whose fix touches the same files."""
-    if a.signature.split()[:1] == b.signature.split()[:1]:
+    first = a.signature.split()[:1]
+    if first == b.signature.split()[:1] and not (set(first) & GENERIC_ERRORS):
+        return True  # the same test, rule or specific error (never two AssertionErrors)
+    if a.signature == b.signature:
         return True
     shared = bool(set(a.fix_files) & set(b.fix_files))
     if work._norm_cmd(a.command).split()[:2] == work._norm_cmd(b.command).split()[:2] and shared:

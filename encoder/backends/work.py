@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump
+from dualtrace.encoder.matching import GENERIC_ERRORS
 from dualtrace.encoder.session import Event, Session
 
 _I = re.I
@@ -366,6 +367,11 @@ def _absorb(prev: Task, t: Task) -> None:
 # ---------------------------------------------------------------- fix arcs
 
 _FAILED_TEST = re.compile(r"(?:FAILED|FAIL:?|✗|×)\s+([\w/.-]+(?:::[\w\[\]-]+)+|[\w/.-]+\.\w+\s*>\s*[^\n]+)")
+# The failing test's head when no summary line names it: pytest's section header
+# ("____ test_total ____", "____ CartTest.test_total ____", a `| head` cut the summary off)
+# and unittest's "FAIL: test_total (tests.test_cart.CartTest)".
+_TEST_HEAD = re.compile(r"^_{3,} ((?:\w+\.)?test\w*(?:\[[^\]\n]{0,80}\])?) _{3,}$"
+                        r"|^(?:FAIL|ERROR): (test\w*) \([\w.]+\)", re.M)
 _ERROR_TYPE = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Failure))\b(?::\s*([^\n]{3,120}))?")
 _RULE = re.compile(r"\b(?:error|warning)\[([\w-]+)\]:?\s*([^\n]{0,120})")
 _LOCATED = re.compile(r"([\w./-]+\.\w{1,5}):\d+(?::\d+)?\s*[-:]\s*(?:error|warning)[:\s]+([^\n]{3,140})", _I)
@@ -447,10 +453,10 @@ def signature_of(output: str) -> tuple[str, str]:
         line = " ".join((what.group(1) if what else named.group(0)).split())
         return f"{words} {'assertion' if what and 'ssert' in what.group(1) else 'failed'}", \
             f"test {name.strip()}: {line}"[:200]
-    test = _FAILED_TEST.search(output)
+    test = _FAILED_TEST.search(output) or _TEST_HEAD.search(output)
     err = _ERROR_TYPE.search(output)
     if test:
-        name = test.group(1).split("::")[-1].split(">")[-1].strip()
+        name = next(g for g in test.groups() if g).split("::")[-1].split(">")[-1].strip()
         line = next((m.group(1) for m in _ASSERT.finditer(output)), None) or (
             err.group(0) if err else test.group(0))
         return f"{name} {err.group(1) if err else 'failed'}", " ".join(line.split())[:200]
@@ -475,6 +481,10 @@ def signature_of(output: str) -> tuple[str, str]:
             f"no clause of {fun} matched the arguments it was given"
     if err:
         msg = content_words(err.group(2) or "")[:4]
+        if err.group(1) in GENERIC_ERRORS and not msg:
+            # "AssertionError: 90 != 85": an error that says only that something failed,
+            # whose values are all its message says
+            msg = re.findall(r"-?\d[\w.]*", err.group(2) or "")[:3]
         return f"{err.group(1)} {' '.join(msg)}".strip(), " ".join(err.group(0).split())[:200]
     for line in output.splitlines():
         line = " ".join(line.split())
