@@ -40,6 +40,7 @@ from dualtrace.encoder.cues import (
     REMEMBER,
     RETURN_TO,
     Retraction,
+    check_command,
     correction_kind,
     fixed_by_rerun,
     is_agreement,
@@ -521,6 +522,9 @@ def agreement(session, index: int, event) -> Candidate | None:
                     None)
     if (previous is None or previous.kind != "user") and not AGREEMENT_STRONG.search(text[:80]):
         return None
+    if previous is not None and previous.kind == "command" and previous.failed \
+            and check_command(previous.command or ""):
+        return None  # "Confirmed: two separate bugs ...": the diagnosis of a failing check, no settlement
     users = [e for e in session.events[:index] if e.kind == "user" and e.agent is None]
     if not users:
         return None
@@ -1012,6 +1016,8 @@ def _one_episode(a: work.Arc, b: work.Arc) -> bool:
     """Two arcs of one debugging episode: the same failure, the same check with fixes in
     the same files, or a failure the user brought in and a check the agent ran on it
     afterwards whose fix touches the same files."""
+    if a.first == b.first and a.origin == b.origin == "run":
+        return False  # one run that failed two ways: two failures (work.signatures_of)
     first = a.signature.split()[:1]
     if first == b.signature.split()[:1] and not (set(first) & GENERIC_ERRORS):
         return True  # the same test, rule or specific error (never two AssertionErrors)

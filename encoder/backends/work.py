@@ -508,8 +508,69 @@ def _same_check(failing: str, later: str, signature: str) -> bool:
     return bool(target) and any(f.rsplit("/", 1)[-1].split(".")[0] in a or target in f for f in files)
 
 
+_PYTEST_FAILED = re.compile(r"^(?:FAILED|ERROR) [\w/.-]+::(?:\w+::)*([\w\[\]-]+)(?: - [^\n]*)?$", re.M)
+MAX_FAILURES_PER_RUN = 3
+
+
+def _pytest_section(output: str, name: str) -> str:
+    """pytest's traceback section of the test ``name`` ("____ name ____" to the next header)."""
+    head = re.search(rf"^_{{3,}} (?:\w+\.)?{re.escape(name)} _{{3,}}$", output, re.M)
+    if not head:
+        return ""
+    end = re.compile(r"^(?:_{3,} \S.* _{3,}|={3,}.*)$", re.M).search(output, head.end())
+    return output[head.start():end.start() if end else len(output)]
+
+
+def _failure_blocks(output: str) -> list[str]:
+    """The parts of a check's output about each failing test, when it names several:
+    pytest's FAILED lines (with each test's traceback section), ExUnit's, Jest's, go's and
+    cargo's failure heads, unittest's FAIL lines (each to the next)."""
+    failed = list(_PYTEST_FAILED.finditer(output))
+    if len(failed) >= 2:
+        return [f"{_pytest_section(output, m.group(1))}\n{m.group(0)}" for m in failed]
+    for pattern in (_NAMED_TEST, _TEST_HEAD):
+        heads = list(pattern.finditer(output))
+        if len(heads) >= 2:
+            return [output[h.start():(heads[k + 1].start() if k + 1 < len(heads) else len(output))]
+                    for k, h in enumerate(heads)]
+    return []
+
+
+def signatures_of(output: str) -> list[tuple[str, str, str]]:
+    """(signature, telling line, the output's part about it) of each failure a failing
+    check's output reports: one per failing test when it names several ("2 failed"), at
+    most MAX_FAILURES_PER_RUN; tests that fail with one specific error and message (every
+    test importing a broken module) are one failure. Else the one :func:`signature_of`."""
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for block in _failure_blocks(output):
+        sig, line = signature_of(block)
+        err = _ERROR_TYPE.search(line)
+        key = line if err and err.group(1) not in GENERIC_ERRORS else re.sub(r"\[[^\]]*\]", "", sig)
+        if sig and key not in seen:
+            seen.add(key)
+            out.append((sig, line, block))
+    if len(out) >= 2:
+        return out[:MAX_FAILURES_PER_RUN]
+    sig, line = signature_of(output)
+    return [(sig, line, output)] if sig else []
+
+
+def _own_files(fix: list[str], block: str) -> list[str]:
+    """Of the files edited after a run that failed several ways, those one failure's part
+    of the output names (``shop/cart.py`` for a traceback through ``test_cart.py``); all of
+    them when it names none."""
+    def stem(path: str) -> str:
+        name = path.rsplit("/", 1)[-1].split(".")[0]
+        return re.sub(r"^test_|_test$|_spec$", "", name)
+
+    own = [f for f in fix if len(stem(f)) >= 3 and re.search(rf"\b(?:test_)?{re.escape(stem(f))}\b", block)]
+    return own or fix
+
+
 def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
-    """Failing check -> edits -> the same check passing, one arc per failure signature."""
+    """Failing check -> edits -> the same check passing, one arc per failure signature
+    (a run that fails several ways gives one arc per failure, :func:`signatures_of`)."""
     events = session.events
     arcs: dict[str, Arc] = {}
     for i, e in enumerate(events):
@@ -525,57 +586,70 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
         failed = e.failed
         if e.kind != "command" or not failed or not check_command(e.command or ""):
             continue
-        sig, line = signature_of(e.result or "")
-        if not sig:
-            continue
-        if sig in arcs:
-            arcs[sig].failures += 1
-            continue
-        fix: list[str] = []
-        cause = ""
-        passed_at = None
-        asked: int | None = None
-        for j in range(i + 1, len(events)):
-            f = events[j]
-            if f.kind == "edit" and f.path and not f.is_error:
-                rel = relative(f.path, session.cwd)
-                if rel and rel not in fix:
-                    fix.append(rel)
-            elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
-                cause = _cause_of(f.text, sig)
-            elif f.kind == "command" and f.command and check_command(f.command):
-                ok = not f.is_error and f.exit_code in (0, None)
-                if _same_check(e.command or "", f.command, sig):
-                    if ok and fix:
-                        passed_at = j
-                        break
-                    if not ok and signature_of(f.result or "")[0] != sig:
-                        # the same check now fails differently: this failure is gone
-                        if fix:
-                            passed_at = j
-                        break
-            elif f.kind == "user" and f.agent is None and not (f.detail or "").startswith("rejection"):
-                if e.tool == "user-shell" and asked is None and not fix:
-                    asked = j  # what the user says about the failure they ran is its framing
-                elif not fix and _answers_diagnosis(events, i, j, cause):
-                    continue  # "Let it return 0.0": the user answering the diagnosis, not moving on
-                elif not is_trivial(prose(f.text)):
-                    break  # the user moved on
-        if passed_at is None:
-            continue
-        if not cause and not events[passed_at].failed:
-            cause = _closing_cause(events, passed_at, sig)  # not when it now fails differently
-        if asked is not None and _updates_tests(events[asked].text, fix):
-            continue  # the tests were changed to the intended behaviour: no failure fixed
-        arcs[sig] = Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
-                        fix_files=fix, passed=events[passed_at].command, failures=1, first=i,
-                        last=passed_at, origin="pasted" if asked is not None else "run", asked=asked,
-                        tests=frozenset(failing_test_files(e.result or "")))
-    found = list(arcs.values())
-    for arc in found:
+        found = signatures_of(e.result or "")
+        others = tuple(s.split()[0] for s, _line, _block in found)
+        for sig, line, block in found:
+            if sig in arcs:
+                arcs[sig].failures += 1
+                continue
+            arc = _run_arc(session, i, sig, line, block if len(found) > 1 else "",
+                           tuple(o for o in others if o != sig.split()[0]))
+            if arc is not None:
+                arcs[sig] = arc
+    kept = list(arcs.values())
+    for arc in kept:
         arc.commits = related_commits(session, arc.fix_files, after=arc.first, until=arc.last)
-    found.sort(key=lambda a: (bool(a.cause), a.failures, len(a.fix_files)), reverse=True)
-    return sorted(found[:limit], key=lambda a: a.first)
+    kept.sort(key=lambda a: (bool(a.cause), a.failures, len(a.fix_files)), reverse=True)
+    return sorted(kept[:limit], key=lambda a: a.first)
+
+
+def _run_arc(session: Session, i: int, sig: str, line: str, block: str,
+             others: tuple[str, ...]) -> Arc | None:
+    """The arc of the failure ``sig`` of the failing check at event ``i``; ``block`` is
+    the output's part about it when the run failed several ways (``others``: the other
+    failures' tests), so the cause and the fix's files are this failure's own."""
+    events = session.events
+    e = events[i]
+    fix: list[str] = []
+    cause = ""
+    passed_at = None
+    asked: int | None = None
+    for j in range(i + 1, len(events)):
+        f = events[j]
+        if f.kind == "edit" and f.path and not f.is_error:
+            rel = relative(f.path, session.cwd)
+            if rel and rel not in fix:
+                fix.append(rel)
+        elif f.kind == "assistant" and f.agent is None and f.detail != "thinking" and not cause:
+            cause = _cause_of(f.text, sig, others) if block else _cause_of(f.text, sig)
+        elif f.kind == "command" and f.command and check_command(f.command):
+            ok = not f.is_error and f.exit_code in (0, None)
+            if _same_check(e.command or "", f.command, sig):
+                if ok and fix:
+                    passed_at = j
+                    break
+                if not ok and sig not in {s for s, _line, _block in signatures_of(f.result or "")}:
+                    # the same check now fails differently: this failure is gone
+                    if fix:
+                        passed_at = j
+                    break
+        elif f.kind == "user" and f.agent is None and not (f.detail or "").startswith("rejection"):
+            if e.tool == "user-shell" and asked is None and not fix:
+                asked = j  # what the user says about the failure they ran is its framing
+            elif not fix and _answers_diagnosis(events, i, j, cause):
+                continue  # "Let it return 0.0": the user answering the diagnosis, not moving on
+            elif not is_trivial(prose(f.text)):
+                break  # the user moved on
+    if passed_at is None:
+        return None
+    if not cause and not events[passed_at].failed:
+        cause = _closing_cause(events, passed_at, sig)  # not when it now fails differently
+    if asked is not None and _updates_tests(events[asked].text, fix):
+        return None  # the tests were changed to the intended behaviour: no failure fixed
+    return Arc(command=e.command or "", signature=sig, error_line=line, cause=cause,
+               fix_files=_own_files(fix, block) if block else fix, passed=events[passed_at].command,
+               failures=1, first=i, last=passed_at, origin="pasted" if asked is not None else "run",
+               asked=asked, tests=frozenset(failing_test_files(block or e.result or "")))
 
 
 # ---------------------------------------------------------------- failures the user brings in
@@ -835,12 +909,20 @@ def states_cause(sentence: str, signature: str = "") -> bool:
     return bool(CONSEQUENCE.search(sentence) and any(n in sentence for n in names))
 
 
-def _cause_of(text: str, signature: str = "") -> str:
-    """The agent's sentence about why the check failed (see :func:`states_cause`)."""
-    for sent in sentences(_FENCE.sub(" ", text)):
-        if 20 <= len(sent) <= 400 and states_cause(sent, signature):
-            return sent
-    return ""
+def _cause_of(text: str, signature: str = "", others: tuple[str, ...] | None = None) -> str:
+    """The agent's sentence about why the check failed (see :func:`states_cause`). With
+    ``others`` (the run failed several ways: the other failures' tests) the sentence that
+    names this failure's test, else one that names none of the others."""
+    if others is None:
+        for sent in sentences(_FENCE.sub(" ", text)):
+            if 20 <= len(sent) <= 400 and states_cause(sent, signature):
+                return sent
+        return ""
+    name = signature.split()[0] if signature else ""
+    said = [x for x in re.split(r"(?<=[.!?])\s+", " ".join(_FENCE.sub(" ", text).split()))
+            if 20 <= len(x) <= 400 and states_cause(x, signature)]
+    return next((x for x in said if name and name in x), None) or next(
+        (x for x in said if not any(o in x for o in others)), "")
 
 
 def related_commits(session: Session, files: list[str], after: int = 0,
