@@ -1663,14 +1663,21 @@ class OfflineBackend:
         if cand.role == "assistant":
             who = "Settled in the conversation"
             lines = [lead if update else f"{who} ({where}): {lead}"]
+        elif cand.role == "stack" and cand.support:
+            # one subject of a stack statement: the user's own words are the statement
+            # ("I want to use FastAPI with ..., Docker, ..."), never "Use Docker."
+            said = f"\"{one_line(cand.support[0], 400)}\""
+            lines = [f"The user stated: {said}" if update else f"The user stated ({where}): {said}",
+                     f"Decision: {lead[:1].lower()}{lead[1:].rstrip('.')} (one subject of that statement)."]
         else:
             said = "asked to remember" if cand.explicit else "stated"
             lines = [lead if update else f"{who} {said} ({where}): {lead}"]
         if cand.problem:
             lines.append("Problem: " + " ".join(cand.problem))
-        why = [s for s in cand.support if RATIONALE.search(s) or CONFIRM.search(s)]
-        alts = [s for s in cand.support if ALTERNATIVE.search(s) and s not in why]
-        rest = [s for s in cand.support if s not in why and s not in alts]
+        support = cand.support[1:] if cand.role == "stack" else cand.support  # its first is quoted
+        why = [s for s in support if RATIONALE.search(s) or CONFIRM.search(s)]
+        alts = [s for s in support if ALTERNATIVE.search(s) and s not in why]
+        rest = [s for s in support if s not in why and s not in alts]
         labels = {
             "decision": ("Rationale", "Alternatives and tradeoffs"),
             "incident": ("Root cause / evidence", "Other leads"),
@@ -1801,8 +1808,11 @@ class OfflineBackend:
         where = f" on branch `{facts.branch}`" if facts.branch else ""
         sid = f"session {short_id(facts.session_id)}" if facts.session_id else "a session"
         who = "the user" if cand.role in ("user", "stack") else "the session"
-        narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(cand.lead[0], 300)}\""
-                     + (f" Then: \"{one_line(cand.support[0], 240)}\"" if cand.support else "")
+        # a stack statement's subject is quoted as the user said it, not as "Use Docker."
+        said, then = (cand.support[0], cand.support[1:]) if cand.role == "stack" and cand.support \
+            else (cand.lead[0], cand.support)
+        narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(said, 300)}\""
+                     + (f" Then: \"{one_line(then[0], 240)}\"" if then else "")
                      + " Concretely, " + "; ".join(artifacts) + ".")
         verbs = {"decision": "decided", "incident": "reported", "convention": "set convention",
                  "preference": "stated preference", "pattern": "noticed again", "learning": "learned"}
