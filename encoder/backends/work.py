@@ -134,7 +134,14 @@ def is_trivial(text: str) -> bool:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT_SPLIT.split(" ".join(text.split())) if len(s.strip()) > 2]
+    """The sentences of ``text``; a backticked command is never cut (`go test ./... 2>&1`)."""
+    out: list[str] = []
+    for part in _SENT_SPLIT.split(" ".join(text.split())):
+        if out and out[-1].count("`") % 2 and "`" in part and len(out[-1]) < 300:
+            out[-1] = f"{out[-1]} {part}"  # the split fell inside a backticked span
+        else:
+            out.append(part)
+    return [s.strip() for s in out if len(s.strip()) > 2]
 
 
 # A person types the next sentence in lower case too ("... rather than regenerating it.

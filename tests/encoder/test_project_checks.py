@@ -73,3 +73,20 @@ def test_more_spellings_of_a_projects_checks(command, check):
                                      "vim tests/test_cart.py", "./scripts/deploy.sh"])
 def test_what_runs_no_check_stays_no_check(command):
     assert cues.check_command(command) is None
+
+
+def test_a_piped_go_test_run_is_named_as_it_ran(tmp_path):
+    # the sentence reader cut "`go test ./... 2>&1 | tail -30` failed" after "./...": the
+    # description backticked `go test ./`, a command the session never ran
+    failing, passing, _names = RUNS["go test ./..."]
+    command = "go test ./... 2>&1 | tail -30"
+    encode_session(claude(tmp_path / "s.jsonl", [
+        user("Run the test suite and fix what breaks."),
+        *bash(1, command, failing),  # tail's exit status: the output is the verdict
+        said(2, "The total is wrong because the coupon is applied after tax instead of before."),
+        *edit(3, "shop/cart.go"),
+        *bash(4, command, passing),
+        said(5, "Fixed: the coupon now applies before tax."),
+    ]), memory_dir=tmp_path / "mem", backend="offline")
+    (inc,) = [f for f in MemoryStore(tmp_path / "mem").scan().facts() if f.type == "incident"]
+    assert inc.description.startswith(f"`{command}` failed: test TestTotalWithCoupon"), inc.description
