@@ -1016,8 +1016,8 @@ def _one_episode(a: work.Arc, b: work.Arc) -> bool:
     """Two arcs of one debugging episode: the same failure, the same check with fixes in
     the same files, or a failure the user brought in and a check the agent ran on it
     afterwards whose fix touches the same files."""
-    if a.first == b.first and a.origin == b.origin == "run":
-        return False  # one run that failed two ways: two failures (work.signatures_of)
+    if a.first == b.first and a.origin == b.origin and a.signature != b.signature:
+        return False  # one run (or one pasted run) that failed two ways: two failures (work.signatures_of)
     first = a.signature.split()[:1]
     if first == b.signature.split()[:1] and not (set(first) & GENERIC_ERRORS):
         return True  # the same test, rule or specific error (never two AssertionErrors)
@@ -1050,10 +1050,13 @@ def _merge_arcs(arcs: list[work.Arc], session) -> list[work.Arc]:
     """One incident per debugging episode (:func:`_one_episode`); a failure the episode's
     own fix caused (:func:`_breaks_fix`) joins it as a follow-up."""
     out: list[work.Arc] = []
+    folded: dict[tuple[int, str], work.Arc] = {}  # a run's failures that joined an episode
     for arc in sorted(arcs, key=lambda a: a.first):
-        broke = next((a for a in out if _breaks_fix(a, arc, session)), None)
+        broke = folded.get((arc.first, arc.origin)) or next(
+            (a for a in out if _breaks_fix(a, arc, session)), None)
         if broke is not None:
-            _follow(broke, arc)
+            _follow(broke, arc)  # what the fix broke, with the other failures of its run
+            folded[(arc.first, arc.origin)] = broke
             continue
         same = next((a for a in out if _one_episode(a, arc)), None)
         if same is None:

@@ -582,11 +582,14 @@ def fix_arcs(session: Session, limit: int = 2) -> list[Arc]:
     arcs: dict[str, Arc] = {}
     for i, e in enumerate(events):
         if e.kind == "user" and e.agent is None and not (e.detail or "").startswith("rejection"):
-            pasted = pasted_failure(e.text)
-            if pasted and pasted[0] in arcs:
-                arcs[pasted[0]].failures += 1
-            elif pasted:
-                arc = pasted_arc(session, i, *pasted)
+            pasted = pasted_failures(e.text)
+            named = tuple(p[0].split()[0] for p in pasted)
+            for sig, line, command, block in pasted:
+                if sig in arcs:
+                    arcs[sig].failures += 1
+                    continue
+                arc = pasted_arc(session, i, sig, line, command, block if len(pasted) > 1 else "",
+                                 tuple(o for o in named if o != sig.split()[0]))
                 if arc is not None:
                     arcs[arc.signature] = arc
             continue
@@ -730,9 +733,26 @@ def pasted_failure(text: str) -> tuple[str, str, str] | None:
     sig, line = signature_of(raw)
     if not sig:
         return None
-    command = next((c.strip() for c in _PROMPT_CMD.findall(raw) + _TICKED.findall(raw)
-                    if check_command(c)), "")
-    return sig, line, command
+    return sig, line, _pasted_command(raw)
+
+
+def _pasted_command(raw: str) -> str:
+    return next((c.strip() for c in _PROMPT_CMD.findall(raw) + _TICKED.findall(raw)
+                 if check_command(c)), "")
+
+
+def pasted_failures(text: str) -> list[tuple[str, str, str, str]]:
+    """(signature, telling line, command, the output's part about it) of each failure a
+    pasted run reports (:func:`signatures_of`: one per failing test); the one of
+    :func:`pasted_failure` when it names one."""
+    one = pasted_failure(text)
+    if one is None:
+        return []
+    raw = re.sub(r"```[\w-]*", "\n", text)
+    found = signatures_of(raw)
+    if len(found) < 2:
+        return [(*one, raw)]
+    return [(sig, line, one[2], block) for sig, line, block in found]
 
 
 def _family(command: str) -> str:
@@ -749,11 +769,14 @@ def _covers(later: str, signature: str, pasted: str, error_line: str) -> bool:
         re.search(r"\berror\[|\breport[A-Z]|:\d+:\d+", error_line) and _family(later))
 
 
-def pasted_arc(session: Session, i: int, signature: str, line: str, command: str) -> Arc | None:
+def pasted_arc(session: Session, i: int, signature: str, line: str, command: str,
+               block: str = "", others: tuple[str, ...] = ()) -> Arc | None:
     """A failure the user pasted at event ``i``, the agent's edits after it, and what marks
     it fixed (see :class:`Arc` ``verified``): a passing re-run of its check, else the
     user's "works now", else the agent's "fixed" after its last edit. A pasted
-    failure the user moves on from before anything was edited is no incident."""
+    failure the user moves on from before anything was edited is no incident. ``block``:
+    the pasted output's part about this failure when the run failed several ways
+    (``others``: the other failures' tests)."""
     events = session.events
     fix: list[str] = []
     cause, evidence, verified = "", "", ""
@@ -768,7 +791,7 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                 fix.append(rel)
                 evidence, verified, end = "", "", None  # edited again: a claim before is old
         elif f.kind == "assistant" and f.detail != "thinking":
-            cause = cause or _cause_of(f.text, signature)
+            cause = cause or (_cause_of(f.text, signature, others) if block else _cause_of(f.text, signature))
             claim = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
             if fix and claim and len(claim) <= 400:
                 evidence, verified, end = claim, "agent", j
@@ -777,7 +800,7 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                 if fix:
                     evidence, verified, end = f.command, "re-run", j
                     break
-            elif signature_of(f.result or "")[0] == signature:
+            elif signature in {s for s, _line, _block in signatures_of(f.result or "")}:
                 evidence, verified, end = "", "", None  # counted by fix_arcs
         elif f.kind == "user" and not (f.detail or "").startswith("rejection"):
             again = pasted_failure(f.text)
@@ -793,10 +816,11 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                 break  # the user moved on
     if not fix or _updates_tests(events[i].text, fix):
         return None
-    return Arc(command=command, signature=signature, error_line=line, cause=cause, fix_files=fix,
+    return Arc(command=command, signature=signature, error_line=line, cause=cause,
+               fix_files=_own_files(fix, block) if block else fix,
                passed=evidence if verified == "re-run" else None, failures=failures, first=i,
                last=end if end is not None else i, origin="pasted", verified=verified,
-               evidence=evidence, asked=i, tests=frozenset(failing_test_files(events[i].text)))
+               evidence=evidence, asked=i, tests=frozenset(failing_test_files(block or events[i].text)))
 
 
 @dataclass(frozen=True)

@@ -113,3 +113,19 @@ def test_tests_failing_with_one_specific_error_are_one_incident(tmp_path):
     ])
     incidents = [f for f in facts if f.type == "incident"]
     assert len(incidents) == 1 and incidents[0].status == "resolved", [f.description for f in incidents]
+
+
+def test_a_pasted_run_with_two_failures_is_two_incidents(tmp_path):
+    facts = _facts(tmp_path, [
+        user(f"I get this when I run the tests:\n```\n$ python -m pytest -q\n{PYTEST_TWO}\n```\ncan you fix it?"),
+        said(1, DIAGNOSIS),
+        *edit(2, "shop/cart.py"), *edit(3, "shop/invoice.py"),
+        *bash(4, "python -m pytest -q", "8 passed in 0.10s"),
+        said(5, "Fixed both."),
+    ])
+    incidents = [f for f in facts if f.type == "incident"]
+    assert len(incidents) == 2, [f.description for f in incidents]
+    (coupon,) = [f for f in incidents if "coupon" in f.description]
+    (prefix,) = [f for f in incidents if "prefix" in f.description]
+    assert coupon.status == prefix.status == "resolved"
+    assert "`shop/invoice.py`" not in coupon.body and "`shop/cart.py`" not in prefix.body
