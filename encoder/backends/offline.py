@@ -703,7 +703,8 @@ def _resolved_as_reported(cand: Candidate, session, command: str = "") -> Candid
     cand.extra.append("Resolved: " + _REPORTED_FIX[fix.verified].format(
         check=one_line(fix.check, 100), words=_quote(fix.evidence, 240)))
     cand.status = "resolved"
-    cand.confidence = "MEDIUM" if fix.verified == "agent" else "HIGH"
+    # only the user's "works now" proves it; a check that passed may not reproduce the report
+    cand.confidence = "HIGH" if fix.verified == "user" else "MEDIUM"
     cand.files = list(fix.files)
     return cand
 

@@ -5,8 +5,9 @@
 transcript, or the failing command (a curl) is not what passes afterwards (the agent edits,
 runs the app's tests green and says it is fixed). Such a report used to stay
 "investigating" and be injected at every session start as an open bug. The agent's stated
-fix after its last edit, with the checks run since then passing, resolves it; a session that
-ends with no fix, or whose last check fails, leaves it investigating. Claude Code
+fix after its last edit, with the checks run since then passing, resolves it (MEDIUM: no
+check re-ran the report itself); a session that ends with no fix, or whose last check fails,
+leaves it investigating. Claude Code
 transcripts written for the test, in wording of their own."""
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def test_a_reported_failure_with_no_failing_run_is_resolved_by_the_stated_fix_an
     assert "500" in inc.description and "non-ASCII" in inc.description
     assert "Fix: edited `app/auth/views.py`" in inc.body
     assert f"`{TESTS}` passed afterwards" in inc.body and FIXED in inc.body
+    assert inc.confidence == "MEDIUM"  # the check passed, but nothing re-ran the report itself
 
 
 def test_a_reported_failure_resolved_by_another_check_than_the_failing_command(tmp_path):
