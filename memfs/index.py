@@ -736,16 +736,20 @@ class Index:
         """
         table, clause = _table_for(types)
         query = _expr(term) + clause
-        version = (self.conn.execute("PRAGMA data_version").fetchone()[0],
-                   self.conn.total_changes)
-        if version != self._df_version:
-            self._df.clear()
-            self._df_version = version
+        self._check_version()
         found = self._df.get((table, query))
         if found is None:
             found = self._df[(table, query)] = self.conn.execute(
                 f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (query,)).fetchone()[0]
         return found
+
+    def _check_version(self) -> None:
+        """Forget the memoised counts when the database changed since they were read."""
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0],
+                   self.conn.total_changes)
+        if version != self._df_version:
+            self._df.clear()
+            self._df_version = version
 
     def seen_word(self, word: str) -> bool:
         """``seen_prefix``, asking for the word itself first (an exact term is one lookup;
@@ -754,6 +758,80 @@ class Index:
         return any(self.conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
                                      (query,)).fetchone() for table in ("fts", "fts_chunks")) \
             or self.seen_prefix(word)
+
+    def said_as_word(self, term: str) -> bool:
+        """Whether some memory or session record says ``term`` as a word: a stem match in
+        running text, or the word itself inside a compound name.
+
+        The index splits a name into its words (``claude_code_log``, a path,
+        ``highlight.js``) and stems every word, so "logging" matches the "log" of the
+        project name in every file of claude-code-log. A name's part is the word it
+        spells, nothing else: "logging" is said by "logging", "logs" or "log" in a sentence,
+        or by a name part "logging", not by "claude_code_log" (review 8 F7). True when the
+        word is not found at all (that is ``seen_word``'s question), when a text holding
+        its stem has the word itself (one lookup), or when any of the first ``SAID_SCAN``
+        documents holding its stem says it so. Memoised like doc_frequency.
+        """
+        key = ("said", term)
+        self._check_version()
+        found = self._df.get(key)
+        if found is None:
+            found = self._df[key] = int(self._said_as_word(term))
+        return bool(found)
+
+    def _said_as_word(self, term: str) -> bool:
+        query = "{description body} : " + _expr(term)
+        for table in ("fts", "fts_chunks"):
+            # The word itself in the text (as a whole word, or the start of one) settles it
+            # in one lookup, done in SQLite; the highlight scan is for the rest.
+            if self.conn.execute(
+                    f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND "
+                    "(instr(lower(body), ?) OR instr(lower(description), ?)) LIMIT 1",
+                    (query, term, term)).fetchone():
+                return True
+        forms = _forms(term)
+        seen = 0
+        for table in ("fts", "fts_chunks"):
+            rows = self.conn.execute(
+                f"SELECT highlight({table}, 2, char(1), char(2)), "
+                f"highlight({table}, 3, char(1), char(2)) FROM {table} "
+                f"WHERE {table} MATCH ? LIMIT ?", (query, SAID_SCAN - seen))
+            for row in rows:
+                seen += 1
+                for text in row:
+                    for m in _MARKED.finditer(text or ""):
+                        if m.group(1).lower() in forms or not _joined(text, m.start(), m.end()):
+                            return True
+            if seen >= SAID_SCAN:
+                break
+        return not seen
+
+    def with_tool_arguments(self, ids: Iterable[int]) -> list[int]:
+        """Which of these record chunks print a tool call with its JSON arguments."""
+        return [rowid for rowid, body in self._rows_in(
+            "SELECT rowid, body FROM fts_chunks WHERE body GLOB ? AND rowid IN ({marks})",
+            [*ids], _TOOL_CALL_GLOB) if _TOOL_CALL_LINE.search(body or "")]
+
+    def said_in(self, term: str, ids: Iterable[int]) -> set[int]:
+        """Which of these record chunks say ``term`` as a word (``said_as_word``'s rule for
+        a name's parts), outside the arguments of a tool call as the record prints them
+        (``- 20:51 TaskOutput {"block": true, "timeout": 300000} rejected by the user``:
+        the tool's vocabulary, not what the session talked about)."""
+        id_list = list(ids)
+        if not id_list:
+            return set()
+        forms = _forms(term)
+        said: set[int] = set()
+        for rowid, text in self._rows_in(
+                "SELECT rowid, highlight(fts_chunks, 3, char(1), char(2)) FROM fts_chunks "
+                "WHERE fts_chunks MATCH ? AND rowid IN ({marks})", id_list,
+                "{description body} : " + _expr(term)):
+            for m in _MARKED.finditer(text or ""):
+                if (m.group(1).lower() in forms or not _joined(text, m.start(), m.end())) \
+                        and not _in_tool_arguments(text, m.start()):
+                    said.add(rowid)
+                    break
+        return said
 
     def seen_prefix(self, word: str) -> bool:
         """Whether any memory or session record holds a word starting with ``word``."""
@@ -960,6 +1038,43 @@ def _write_snapshot(path: Path, ids: list[int], matrix: Matrix) -> None:
         log.info("vector snapshot %s not written: %s", path, exc)
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+# said_as_word: the matched tokens highlight() marks (\x01word\x02), and whether one is
+# joined to a neighbouring word by "_", "/", "." or "-" (a part of a compound name). The
+# scan stops after SAID_SCAN documents: a word said only in names that far is unsaid.
+_MARKED = re.compile(r"\x01([^\x02]*)\x02")
+_JOINERS = "_./-"
+SAID_SCAN = 200
+# A tool call as a record prints a refused one, with its JSON arguments (said_in).
+_TOOL_CALL = re.compile(r"\s*(?:- )?\d{1,2}:\d{2} [A-Za-z_][\w.-]* \{")
+_TOOL_CALL_LINE = re.compile(r"(?m)^\s*(?:- )?\d{1,2}:\d{2} [A-Za-z_][\w.-]* \{")
+# The same, loosely, as a GLOB for SQLite to filter rows with before any is read here.
+_TOOL_CALL_GLOB = "*[0-9]:[0-9][0-9] [A-Za-z_]* {*"
+
+
+def _forms(term: str) -> set[str]:
+    """The spellings of ``term`` that a name's part must equal (singular or plural)."""
+    forms = {term, *spelling_variants(term)}
+    return forms | {f + "s" for f in forms} | {f[:-1] for f in forms if f.endswith("s")}
+
+
+def _in_tool_arguments(text: str, pos: int) -> bool:
+    """Whether ``pos`` is inside the JSON arguments of a tool call line of a record."""
+    start = text.rfind("\n", 0, pos) + 1
+    call = _TOOL_CALL.match(text, start)
+    if call is None or pos < call.end():
+        return False
+    end = text.find("\n", pos)
+    return text.rfind("}", pos, len(text) if end < 0 else end) >= 0
+
+
+def _joined(text: str, start: int, end: int) -> bool:
+    """Whether the marked token text[start:end] is joined to a word before or after it."""
+    before = text[max(start - 3, 0):start].replace("\x02", "")
+    after = text[end:end + 3].replace("\x01", "")
+    return (len(before) >= 2 and before[-1] in _JOINERS and before[-2].isalnum()) or (
+        len(after) >= 2 and after[0] in _JOINERS and after[1].isalnum())
 
 
 def _term(term: str) -> str:

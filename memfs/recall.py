@@ -113,6 +113,9 @@ LEX_SEM_FLOOR = 0.15
 # them (Gate.never_said_floor; session 6, review 5 finding 1). Main set: 0.30-0.40 give
 # the same results (one never-discussed question more abstains, no answer lost).
 NEVER_SAID_FLOOR = SEM_FLOOR
+# ... and an un-named memory passing on words + meaning needs SEM_COMBO + this: 0.65, the
+# top of the plateau session 4 measured for SEM_COMBO (0.57-0.65 lost no answer).
+NEVER_SAID_MARGIN = 0.05
 RRF_K = 60
 # Session record chunks are long and many: their meaning is judged line by line (the
 # best two-line window of the chunk), they pass a stricter gate, and only the best
@@ -539,6 +542,12 @@ class Gate:
     # auth-middleware-401-race) or its text means at least this much like the question
     # (with an embedder). 0 = no such check.
     never_said_floor: float = 0.0
+    # With such a word, a memory not named for one of the question's words that passes on
+    # words and meaning together needs this much more of them: the words it shares may be
+    # the question's setting ("the Phoenix LiveView ..." of an epic about tracing Phoenix
+    # LiveView, 0.22 + 0.39 for a question about its websocket heartbeat). Memories only:
+    # a record chunk has no name.
+    never_said_margin: float = 0.0
 
     def passes(self, unit: _Unit, semantic: bool, never_said: bool = False) -> bool:
         if unit.mass < self.min_mass:
@@ -561,12 +570,18 @@ class Gate:
     def frame_only(self, unit: _Unit, semantic: bool) -> bool:
         """Whether, for a question with a never-said word, ``unit`` would pass only on the
         words it shares (not named for one, not meaning ``never_said_floor``)."""
-        return bool(self.never_said_floor) and not unit.named and not (
-            semantic and max(unit.sem, unit.cos) >= self.never_said_floor)
+        if not self.never_said_floor or unit.named:
+            return False
+        if self.never_said_margin and semantic and self.coverage > unit.coverage and \
+                self.sem_high > unit.sem and unit.coverage + unit.sem < \
+                self.combo + self.never_said_margin:
+            return True  # on words + meaning, short of the margin (see never_said_margin)
+        return not (semantic and max(unit.sem, unit.cos) >= self.never_said_floor)
 
 
 MEMORY_GATE = Gate(THRESHOLD, SEM_HIGH, SEM_COMBO, SEM_FLOOR, SEM_COV_FLOOR,
-                   lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
+                   lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR,
+                   never_said_margin=NEVER_SAID_MARGIN)
 RECORD_GATE = Gate(RECORD_THRESHOLD, RECORD_SEM_HIGH, RECORD_COMBO, RECORD_SEM_FLOOR,
                    RECORD_COV_FLOOR, lex_sem_floor=RECORD_LEX_SEM_FLOOR,
                    rare_combo=RECORD_RARE_COMBO, rare_words=RECORD_RARE_WORDS,
@@ -578,7 +593,8 @@ COMPANION_GATE = Gate(RECORD_THRESHOLD, 0.42, 0.65, lex_sem_floor=RECORD_LEX_SEM
 # A curated memory made in a session whose record passes answers with a lower bar: its
 # words and meaning together (as SEM_COMBO's path, without its cosine floor).
 CORROBORATED_GATE = Gate(THRESHOLD, SEM_HIGH, 0.6, 0.0, SEM_COV_FLOOR,
-                         lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR)
+                         lex_sem_floor=LEX_SEM_FLOOR, never_said_floor=NEVER_SAID_FLOOR,
+                         never_said_margin=NEVER_SAID_MARGIN)
 # The prompt hook is lexical and speaks unasked: a record passage needs most of the
 # prompt's words, and rare ones ("run the tests" matches every record on common words).
 PROMPT_RECORD_GATE = Gate(0.75, 9.0, 9.0, min_mass=6.0)
@@ -696,8 +712,52 @@ def unknown_names(index: Index, question: str,
 def never_said_words(index: Index, terms: list[str]) -> list[str]:
     """The question words that no memory and no session record holds, not even as the
     start of a longer word: what no session ever said."""
-    return [t for t in terms
-            if not any(index.seen_word(w) for w in (t, *spelling_variants(t)))]
+    out = []
+    for t in terms:
+        if index.doc_frequency(t, CURATED_TYPES) or index.doc_frequency(t, (SESSION_TYPE,)):
+            # Its stem (or another spelling) is held: said, unless only by a name's part
+            # (a weak word's absence says as little as its presence: "set", "settings.py").
+            if t not in WEAK_WORDS and not index.said_as_word(t):
+                out.append(t)
+        elif not any(index.seen_prefix(w) for w in (t, *spelling_variants(t))):
+            out.append(t)
+    return out
+
+
+# More than this share of a question's weight (its words' IDF over the session records)
+# in words the memory holds only inside names: the question is about something else.
+UNSAID_MAJORITY = 0.5
+
+
+def name_only_words(index: Index, terms: list[str]) -> list[str]:
+    """The question words whose stem the memory holds only as a part of names that spell
+    another word ("logging": the "log" of ``claude_code_log``; ``Index.said_as_word``)."""
+    return [t for t in terms if t not in WEAK_WORDS
+            and (index.doc_frequency(t, CURATED_TYPES)
+                 or index.doc_frequency(t, (SESSION_TYPE,)))
+            and not index.said_as_word(t)]
+
+
+def _mostly_unsaid(index: Index, terms: list[str]) -> bool:
+    """Whether more than ``UNSAID_MAJORITY`` of the question's weight is in words the
+    memory holds only inside names (``name_only_words``).
+
+    "Which logging library do we use?" after a backfill of claude-code-log, where no
+    session talks about logging and "log" is in every path: "library" alone ("the vis
+    library") found a session and its decision. A word that is simply absent is the
+    never-said rule's (a small memory lacks most words of a question worded afresh); a
+    word found only as a name's part is a false match the index made. A pasted text is
+    exempt (LONG_QUERY).
+    """
+    if not terms or len(terms) > LONG_QUERY:
+        return False
+    unsaid = name_only_words(index, terms)
+    if not unsaid:
+        return False
+    types = (SESSION_TYPE,) if index.chunk_count else CURATED_TYPES
+    idf, known = _term_weights(index, terms, types)
+    share = sum(idf.get(t, 0.0) for t in unsaid) / _denominator(terms, idf, known)
+    return share > UNSAID_MAJORITY
 
 
 def _never_said(index: Index, terms: list[str], units: list[_Unit], semantic: bool,
@@ -767,6 +827,12 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         passing = [u for u in units if MEMORY_GATE.passes(u, semantic, bool(unsaid))]
         framed = [u for u in units if unsaid and u not in passing
                   and MEMORY_GATE.passes(u, semantic)]
+    # Most of the question's weight is in words the memory holds only inside names
+    # (``_mostly_unsaid``): what its other words find is about something else, and only
+    # a text that means the same on its own (meaning alone) answers.
+    unheard = _mostly_unsaid(index, terms)
+    if unheard:
+        passing = [u for u in passing if max(u.sem, u.cos) >= MEMORY_GATE.sem_high]
     passages: list[RecalledMemory] = []
     chunk_units: list[_Unit] = []
     passing_chunks: list[_Unit] = []
@@ -780,7 +846,11 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         # stricter coverage gate is the check (lexically, frame-only would mean never).
         bound = _sessions_of_units(index, framed) if semantic and framed else set()
         passing_chunks = [u for u in chunk_units if record_gate.passes(
-            u, semantic, bool(bound) and _session_of_chunk(index, u) in bound)]
+            u, semantic, bool(bound) and _session_of_chunk(index, u) in bound)
+            and not (unheard and max(u.sem, u.cos) < record_gate.sem_high)]
+        if passing_chunks and _unsay(index, passing_chunks, terms):
+            passing_chunks = [u for u in passing_chunks if record_gate.passes(
+                u, semantic, bool(bound) and _session_of_chunk(index, u) in bound)]
         if dated and (order is not None or span is not None):
             # A date-ordered answer lists every session about the topic, not only the
             # best-worded few that the gate saw: "when did we last touch the TUI?" is
@@ -792,6 +862,8 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         if passing_chunks and units and record_gate is RECORD_GATE:
             passing = _corroborated(index, units, passing, passing_chunks[0], semantic,
                                     bool(unsaid))
+            if unheard:
+                passing = [u for u in passing if max(u.sem, u.cos) >= MEMORY_GATE.sem_high]
     passing = _with_successors(index, passing)
     _complete(index, passing[:limit])
     memories = [_materialise(index, u, stale_days, project_root) for u in passing[:limit]]
@@ -826,6 +898,33 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     # The state is the answer's, the first item's: a session record first (a "last time"
     # question) is a record-only answer even when a memory with a moment follows it.
     return RecallResult(question, shown[0].state, tuple(shown), terms=tuple(terms))
+
+
+def _unsay(index: Index, units: list[_Unit], terms: list[str]) -> bool:
+    """Take out of these record chunks' coverage the question words they hold only in a
+    tool call's arguments (or as another word's name part: ``Index.said_in``); whether
+    any changed. Only for the chunks that passed and print such a call."""
+    ids = index.with_tool_arguments(u.ids[0] for u in units if u.ids)
+    if not ids:
+        return False  # no tool call's arguments in them (nearly always)
+    idf, known = _term_weights(index, terms, (SESSION_TYPE,))
+    denominator = _denominator(terms, idf, known)
+    changed = False
+    for term in known:
+        held = index.docs_matching(term, ids, chunks=True)
+        if not held:
+            continue
+        unsaid = held - index.said_in(term, held)
+        for unit in units:
+            if unit.ids and unit.ids[0] in unsaid:
+                unit.mass = max(unit.mass - idf[term], 0.0)
+                unit.coverage = min(unit.mass, denominator) / denominator
+                changed = True
+    if changed:
+        scale = math.log(1 + (index.count((SESSION_TYPE,)) or 1) / 1.5)
+        for unit in units:
+            unit.rare = unit.mass / scale
+    return changed
 
 
 def _dated_chunks(index: Index, topic: list[str]) -> list[_Unit]:
@@ -946,6 +1045,8 @@ def _term_weights(index: Index, terms: list[str],
     common: list[str] = []
     for term in terms:
         df = index.doc_frequency(term, types)
+        if df and term not in WEAK_WORDS and not index.said_as_word(term):
+            df = 0  # only a part of a name shares its stem ("logging", "claude_code_log")
         weight = max(math.log(1 + (total - df + 0.5) / (df + 0.5)), IDF_FLOOR)
         if term in WEAK_WORDS:
             weight *= WEAK_SHARE
