@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 _ID8 = re.compile(r"^[0-9a-z]{8}")
@@ -17,6 +16,8 @@ def id8(session_id: str) -> str:
     low = session_id.lower()
     if _ID8.match(low):
         return low[:8]
+    import hashlib  # here: the recall path imports this module and never needs it
+
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:8]
 
 
