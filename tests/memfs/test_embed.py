@@ -146,10 +146,15 @@ def test_python_bpe_gives_the_rust_tokenizers_ids_and_vectors():
     assert bpe is not None
     rust = e._rust()
     texts = TRICKY + _corpus_texts()
+    found = embed._verified_vocab(e._tokenizer_path)
+    assert found is not None
+    searched = embed._PieceBPE(embed._SortedVocab.unpack(*embed._SortedVocab.pack(found[0])),
+                               found[1])  # the cache's form: looked up, never a dict
     checked = 0
     for text in texts:
         ours = bpe.encode(text)
         assert ours == rust.encode(text, add_special_tokens=False).ids, repr(text[:200])
+        assert searched.encode(text) == ours
         checked += 1
     assert checked == len(texts)
     # A special token's literal text goes to the Rust tokenizer (it splits those out).
@@ -211,14 +216,31 @@ def test_the_vocabulary_cache_gives_back_the_jsons_vocabulary(tmp_path, monkeypa
     cache = embed._cache_file(tokenizer)
     assert cache is not None and cache.is_file()
     read = embed._PieceBPE.load(tokenizer)  # from the cache
-    for bpe in (built, read):
-        assert bpe is not None and bpe.vocab == want.vocab and bpe.specials == want.specials
-        assert list(bpe.vocab.values()) == list(range(len(want.vocab)))
-    # A cache whose token count disagrees with its tokens is not used: rebuilt from the JSON.
+    assert built is not None and built.vocab == want.vocab and built.specials == want.specials
+    assert list(built.vocab.values()) == list(range(len(want.vocab)))
+    # The cache is searched, not turned into a dict: the same id for every token, no id
+    # for anything else, the same dict once promoted.
+    assert read is not None and isinstance(read.vocab, embed._SortedVocab)
+    assert read.specials == want.specials and len(read.vocab) == len(want.vocab)
+    monkeypatch.setattr(embed._SortedVocab, "PROMOTE", 10**9)
+    assert all(read.vocab.get(t) == i for t, i in want.vocab.items())
+    near = [t + x for t in list(want.vocab)[::97] for x in ("\x00", "z", "\u2581")] + [
+        "", "\n", "\uffff" * 3, "zzzzzzzzzz", "\u2581" * 40]
+    assert [read.vocab.get(t) for t in near] == [want.vocab.get(t) for t in near]
+    assert all((t in read.vocab) == (t in want.vocab) for t in near)
+    assert dict(read.vocab.items()) == want.vocab
+    # Promoted after PROMOTE lookups: the same answers from the dict.
+    fresh = embed._PieceBPE.load(tokenizer)
+    assert fresh is not None and isinstance(fresh.vocab, embed._SortedVocab)
+    monkeypatch.setattr(embed._SortedVocab, "PROMOTE", 3)
+    assert [fresh.vocab.get(t) for t in list(want.vocab)[:10] + near] == \
+        [want.vocab.get(t) for t in list(want.vocab)[:10] + near]
+    assert fresh.vocab._dict == want.vocab
+    # A cache whose parts disagree (an id missing) is not used: rebuilt from the JSON.
     raw = cache.read_bytes()
     head, _, body = raw.partition(b"\n")
-    count, joined, specials = marshal.loads(body)
-    cache.write_bytes(head + b"\n" + marshal.dumps((count + 1, joined, specials)))
+    joined, ids, specials = marshal.loads(body)
+    cache.write_bytes(head + b"\n" + marshal.dumps((joined, ids[:-4], specials)))
     again = embed._PieceBPE.load(tokenizer)
     assert again is not None and again.vocab == want.vocab
     assert cache.read_bytes() == raw
