@@ -53,7 +53,8 @@ LITTLE_ENDIAN = sys.byteorder == "little"
 # 5: the searchable body of facts and moments leaves out the encoders' template words
 # (``evidence_text``). 6: a record turn the agent did not answer is indexed without the
 # user's questions, and an unanswered question is no chunk's description (review 7, F1).
-SCHEMA_VERSION = "6"
+# 7: a chunk's line token ids are kept beside its vector (``line_tokens``).
+SCHEMA_VERSION = "7"
 INDEX_FILE = "index.sqlite"
 STATE_FOLDER = ".dualtrace"
 FULL_CHECK_SECONDS = 300.0
@@ -88,6 +89,9 @@ CREATE VIRTUAL TABLE fts_chunks USING fts5(anchor, type, description, body,
 -- are deleted with their document in the same transaction and filled lazily by
 -- ensure_vectors(), so the lexical paths (the prompt hook) never load the embedder.
 CREATE TABLE vectors(doc_id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+-- A session record chunk's line token ids (``pack_lines``), written with its vector by
+-- the same model (kept apart: the vector rows stay three to a page).
+CREATE TABLE line_tokens(doc_id INTEGER PRIMARY KEY, ids BLOB NOT NULL);
 """
 # Session records are indexed by turn window: one "chunk" document per section.
 SESSION_TYPE = "session"
@@ -354,6 +358,49 @@ def embed_text(doc: Doc) -> str:
 
 
 
+def record_lines(text: str) -> list[str]:
+    """A chunk's lines as recall embeds them (its passage's and its best run's): each
+    non-blank line stripped and cut to 600 characters, the first of each text once."""
+    return list(dict.fromkeys(ln.strip()[:600] for ln in text.splitlines() if ln.strip()))
+
+
+def pack_lines(ids: list[list[int]]) -> bytes:
+    """Token ids of a chunk's lines as a ``line_tokens`` blob: the line count, each
+    line's token count, then all ids, as little-endian uint16 (uint32, after a "4",
+    for a vocabulary past 65,535)."""
+    wide = any(i > 0xFFFF for line in ids for i in line) or len(ids) > 0xFFFF or any(
+        len(line) > 0xFFFF for line in ids)
+    out = array("I" if wide else "H", [len(ids)])
+    out.extend(len(line) for line in ids)
+    for line in ids:
+        out.extend(line)
+    if not LITTLE_ENDIAN:
+        out.byteswap()
+    return (b"4" if wide else b"2") + out.tobytes()
+
+
+def unpack_lines(blob: bytes) -> list[list[int]] | None:
+    """``pack_lines``' ids back, or None for a blob that is not one."""
+    code = {b"2": "H", b"4": "I"}.get(blob[:1])
+    if code is None:
+        return None
+    flat = array(code)
+    try:
+        flat.frombytes(blob[1:])
+    except ValueError:
+        return None
+    if not LITTLE_ENDIAN:
+        flat.byteswap()
+    if not flat or len(flat) < 1 + flat[0]:
+        return None
+    n = flat[0]
+    out, at = [], 1 + n
+    for size in flat[1:1 + n]:
+        out.append(flat[at:at + size].tolist())
+        at += size
+    return out if at == len(flat) else None
+
+
 def _doc(r: tuple[Any, ...]) -> Doc:
     """A docs row (``SELECT *``) as a Doc."""
     return Doc(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]))
@@ -511,6 +558,7 @@ class Index:
             self.conn.execute("DELETE FROM fts WHERE rowid = ?", (doc_id,))
             self.conn.execute("DELETE FROM fts_chunks WHERE rowid = ?", (doc_id,))
             self.conn.execute("DELETE FROM vectors WHERE doc_id = ?", (doc_id,))
+            self.conn.execute("DELETE FROM line_tokens WHERE doc_id = ?", (doc_id,))
         self.conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
         if ids:
             self._bump()
@@ -596,6 +644,7 @@ class Index:
         with self.write():
             if _meta(self.conn, "vectors_model") != embedder.name:
                 self.conn.execute("DELETE FROM vectors")
+                self.conn.execute("DELETE FROM line_tokens")
                 _set_meta(self.conn, "vectors_model", embedder.name)
             # Every document had its vector after the last call (all in one
             # transaction) and a new document's id is one more than the largest id
@@ -605,12 +654,26 @@ class Index:
             top = self.conn.execute("SELECT coalesce(max(doc_id), 0) FROM vectors").fetchone()[0]
             missing = [r[0] for r in self.conn.execute("SELECT id FROM docs WHERE id > ?",
                                                        (top,))]
+            # A chunk's lines are tokenized here too (an embedder with ``token_ids``):
+            # recall embeds a few hundred record lines per question, and a new process
+            # then sums their token rows without the vocabulary or the Python BPE.
+            tokens = getattr(embedder, "token_ids", None)
             for start in range(0, len(missing), 256):
                 docs = list(self._select("id", missing[start:start + 256]))
                 vecs = embedder.embed([embed_text(d) for d in docs])
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO vectors(doc_id, vec) VALUES (?, ?)",
                     [(d.id, _f32_bytes(v)) for d, v in zip(docs, vecs, strict=True)])
+                chunks = [(d.id, record_lines(str(d.data.get("text", ""))))
+                          for d in docs if d.kind == "chunk"] if tokens is not None else []
+                if tokens is not None and chunks:
+                    flat = tokens([ln for _, texts in chunks for ln in texts])
+                    rows, at = [], 0
+                    for doc_id, texts in chunks:
+                        rows.append((doc_id, pack_lines(flat[at:at + len(texts)])))
+                        at += len(texts)
+                    self.conn.executemany(
+                        "INSERT OR REPLACE INTO line_tokens(doc_id, ids) VALUES (?, ?)", rows)
                 done += len(docs)
             _set_meta(self.conn, "vectors_gen", _meta(self.conn, "docs_gen") or "0")
         return done
@@ -653,6 +716,21 @@ class Index:
         if snapshot is not None:
             _write_snapshot(snapshot, ids, matrix)
         return ids, matrix
+
+    def line_tokens(self, docs: Iterable[Doc], model: str) -> dict[str, list[int]]:
+        """line -> its token ids, for the lines (``record_lines``) of these chunks whose
+        ids ``ensure_vectors`` stored with model ``model``'s vectors; {} for another model."""
+        chunks = {d.id: d for d in docs if d.kind == "chunk"}
+        if not chunks or _meta(self.conn, "vectors_model") != model:
+            return {}
+        out: dict[str, list[int]] = {}
+        for doc_id, blob in self._rows_in(
+                "SELECT doc_id, ids FROM line_tokens WHERE doc_id IN ({marks})", list(chunks)):
+            ids = unpack_lines(blob)
+            texts = record_lines(str(chunks[doc_id].data.get("text", "")))
+            if ids is not None and len(ids) == len(texts):
+                out.update(zip(texts, ids, strict=True))
+        return out
 
     def update_paths(self, paths: Iterable[str]) -> None:
         """Re-index just ``paths`` (after our own commit) without a full stat pass.

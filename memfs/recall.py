@@ -43,6 +43,7 @@ from dualtrace.memfs.index import (
 
 TYPE_CHECKING = False  # typing: ~4 ms of every prompt hook's imports
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
@@ -1168,15 +1169,33 @@ _LINE_CACHE: dict[str, Any] = {}
 LINE_CACHE_SIZE = 20000
 
 
-def _embed_cached(embedder: Any, texts: list[str]) -> list[Any]:
-    """Embed lines, reusing vectors of lines seen before (records repeat across queries)."""
+def _embed_cached(embedder: Any, texts: list[str],
+                  known: dict[str, list[int]] | None = None) -> list[Any]:
+    """Embed lines, reusing vectors of lines seen before (records repeat across queries).
+
+    ``known``: token ids of record lines, stored by the index (``Index.line_tokens``):
+    those lines are embedded from their ids (the same vectors), the rest tokenized."""
     missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
     if missing:
         if len(_LINE_CACHE) + len(missing) > LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
-        for text, vec in zip(missing, embedder.embed(missing), strict=True):
-            _LINE_CACHE[text] = vec
+        if known:
+            ready = [t for t in missing if t in known]
+            missing = [t for t in missing if t not in known]
+            for text, vec in zip(ready, embedder.embed_ids([known[t] for t in ready]),
+                                 strict=True):
+                _LINE_CACHE[text] = vec
+        if missing:
+            for text, vec in zip(missing, embedder.embed(missing), strict=True):
+                _LINE_CACHE[text] = vec
     return [_LINE_CACHE[t] for t in texts]
+
+
+def _known_lines(index: Index, docs: Iterable[Doc], embedder: Any) -> dict[str, list[int]]:
+    """The stored token ids of these chunks' lines, when the embedder can use them."""
+    if not hasattr(embedder, "embed_ids"):
+        return {}
+    return index.line_tokens(docs, embedder.name)
 
 
 def _lines(text: str) -> list[str]:
@@ -1199,7 +1218,7 @@ def _window_semantics(index: Index, units: list[_Unit], qvec: Any,
         texts.extend(lines)
     if not texts:
         return units
-    vecs = _embed_cached(embedder, texts)
+    vecs = _embed_cached(embedder, texts, _known_lines(index, docs.values(), embedder))
     for unit, a, b in spans:
         if b > a:
             unit.sem = max(unit.sem, _best_window(vecs[a:b], qvec))
@@ -1286,12 +1305,14 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
             return f"{data.get('date') or ''} {data.get('time') or ''}"
         picked.sort(key=by_date, reverse=(order == "last"))
     picked = picked[:most]  # a passage costs a line-by-line pass: only for what is shown
+    known = _known_lines(index, [d for group in picked for _, d in group], embedder) \
+        if qvec is not None and embedder is not None else {}
     out = []
     for group in picked:
         unit, doc = group[0]
         data = doc.data
         text = "\n".join(str(d.data.get("text", "")) for _, d in group)
-        passage = _passage(text, terms, qvec, embedder, weights=weights)
+        passage = _passage(text, terms, qvec, embedder, weights=weights, known=known)
         heading = ", ".join(str(d.data.get("heading", "")).lstrip("# ") for _, d in group)
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
                             date=str(data.get("date") or ""), time=data.get("time"),
@@ -1311,7 +1332,8 @@ LINE_CHARS = 320
 
 
 def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
-             limit: int = PASSAGE_CHARS, weights: dict[str, float] | None = None) -> str:
+             limit: int = PASSAGE_CHARS, weights: dict[str, float] | None = None,
+             known: dict[str, list[int]] | None = None) -> str:
     """The lines of a chunk that best answer the question, in their order, <= ``limit``.
 
     Lines are scored by the (IDF-weighted) question words they contain plus, with an
@@ -1350,7 +1372,8 @@ def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
         try:
             from dualtrace.memfs.vectors import dot
 
-            sims = [dot(v, qvec) for v in _embed_cached(embedder, [ln[:600] for ln in lines])]
+            sims = [dot(v, qvec)
+                    for v in _embed_cached(embedder, [ln[:600] for ln in lines], known)]
             top = max(max(scores), 1.0)
             scores = [s + 1.5 * top * float(max(v, 0.0))
                       for s, v in zip(scores, sims, strict=True)]

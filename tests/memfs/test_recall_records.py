@@ -235,6 +235,63 @@ def test_vectors_kept_in_step_with_the_index(store):
 
 
 @needs_semantic
+def test_record_lines_are_tokenized_once_with_their_vectors_and_answers_stay_the_same(
+        store, monkeypatch):
+    """ensure_vectors keeps each chunk's line token ids (what recall embeds of a record);
+    recall then embeds those lines from the ids, tokenizing only the question, and
+    answers exactly as when it tokenizes every line itself."""
+    from dualtrace.memfs import index as index_mod
+    from dualtrace.memfs import recall as recall_mod
+
+    embedder = embed.get_embedder()
+    if embedder is None:
+        pytest.skip("semantic recall switched off (DUALTRACE_EMBEDDER=off)")
+    with Index.open(store.root) as index:
+        index.ensure_vectors(embedder)
+        chunks = index.conn.execute("SELECT id FROM docs WHERE kind = 'chunk'").fetchall()
+        rows = dict(index.conn.execute("SELECT doc_id, ids FROM line_tokens").fetchall())
+        assert chunks and sorted(rows) == sorted(r[0] for r in chunks)
+        docs = index.docs(rows)
+        for doc_id, blob in rows.items():
+            lines = index_mod.record_lines(docs[doc_id].data["text"])
+            assert index_mod.unpack_lines(blob) == embedder.token_ids(lines)
+        known = index.line_tokens(docs.values(), embedder.name)
+        assert known and index.line_tokens(docs.values(), "another-model") == {}
+    questions = ["how do we hide a vis-group in the timeline when filtering?",
+                 "what did we change about the timeline filter?",
+                 "why does the CSV export stream?"]
+    asked: list[list[str]] = []
+    real = type(embedder).token_ids
+
+    def counting(self, texts):
+        asked.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(type(embedder), "token_ids", counting)
+    recall_mod._LINE_CACHE.clear()
+    stored = [recall(store, q).render() for q in questions]
+    assert all(len(t) == 1 for t in asked), asked  # the question alone, each time
+    monkeypatch.setattr(Index, "line_tokens", lambda self, docs, model: {})
+    recall_mod._LINE_CACHE.clear()
+    asked.clear()
+    tokenized = [recall(store, q).render() for q in questions]
+    assert any(len(t) > 1 for t in asked)  # the lines, tokenized here
+    assert stored == tokenized
+    assert any("vis-group" in r for r in stored)
+
+
+def test_line_token_blobs_round_trip():
+    from dualtrace.memfs.index import pack_lines, unpack_lines
+
+    for ids in ([], [[]], [[1, 2, 3], [], [31999]], [[70000, 5]], [[1] * 70000]):
+        assert unpack_lines(pack_lines(ids)) == ids
+    assert pack_lines([[1, 2]])[:1] == b"2" and pack_lines([[70000]])[:1] == b"4"
+    for bad in (b"", b"2", b"2\x01", b"9\x01\x00\x00\x00", pack_lines([[1, 2]])[:-2],
+                pack_lines([[1, 2]]) + b"\x00\x00"):
+        assert unpack_lines(bad) is None
+
+
+@needs_semantic
 def test_meaning_finds_paraphrases_words_miss_and_never_stored_still_abstain(tmp_path):
     """On the labelled store: the semantic path answers more of the paraphrased questions
     than words alone, and still abstains on >= 90% of the never-stored ones."""
