@@ -16,9 +16,12 @@ import sys
 import unicodedata
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from dualtrace.errors import DualtraceError
+
+TYPE_CHECKING = False  # typing: ~2-5 ms of every command's imports (recall's too)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _tomllib() -> Any:
