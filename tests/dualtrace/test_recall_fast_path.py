@@ -9,6 +9,7 @@ with the click command (``python -m dualtrace.cli``) on a real memory directory.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -61,6 +62,22 @@ def test_a_plain_recall_loads_neither_click_nor_yaml_jinja2_git_anthropic(memdir
     helped, heavy = loaded("recall", "--help")
     assert helped.returncode == 0 and "Usage: dualtrace recall" in helped.stdout
     assert "click" in heavy
+
+
+def test_a_semantic_recall_process_imports_no_typing_logging_or_hashlib(memdir):
+    """What a new semantic recall process does without (session 10: typing ~2-5 ms of
+    its imports; logging and OpenSSL's hashlib before it)."""
+    pytest.importorskip("dualtrace.memfs.vectors")  # the semantic extra (simsimd)
+    seed(memdir)
+    probe = PROBE.replace("heavy = ", "heavy = ('typing', 'logging', 'hashlib', 'numpy') or ")
+    argv = ["recall", "--memory-dir", str(memdir), "structured logging json"]
+    env = {**os.environ, "DUALTRACE_EMBEDDER": "auto"}
+    for _ in range(2):  # the first run writes the vocabulary cache, the second reads it
+        proc = subprocess.run([sys.executable, "-c", probe.format(heavy=HEAVY, argv=argv)],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0 and "structured-logging-json" in proc.stdout, proc.stderr
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")][-1]
+    assert line == "LOADED ", line
 
 
 def test_a_one_question_process_starts_no_blas_thread_pool_unless_asked(memdir):
