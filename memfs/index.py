@@ -493,6 +493,7 @@ class Index:
         index = cls(root, conn, memory=memory)
         with index.write():
             _set_meta(conn, "schema", SCHEMA_VERSION)
+            _set_meta(conn, "built", os.urandom(8).hex())  # this build (_shared_counts)
             index._sync(force=False)
         return index
 
@@ -810,7 +811,8 @@ class Index:
         too). One recall counts each word up to three times (the memories' and the
         records' IDF, the passage weights), and a long-lived process sees the same words
         again; a count of a word in most documents reads its whole posting list (~0.5 ms
-        at 16k documents).
+        at 16k documents). The counts are shared by the process's Index objects on the
+        same index (``_shared_counts``).
         """
         table, clause = _table_for(types)
         query = _expr(term) + clause
@@ -822,12 +824,38 @@ class Index:
         return found
 
     def _check_version(self) -> None:
-        """Forget the memoised counts when the database changed since they were read."""
+        """Take the process's counts for the database as it is now when it changed since
+        they were read (``_shared_counts``)."""
         version = (self.conn.execute("PRAGMA data_version").fetchone()[0],
                    self.conn.total_changes)
         if version != self._df_version:
-            self._df.clear()
+            self._df = self._shared_counts()
             self._df_version = version
+
+    def _shared_counts(self) -> dict[tuple[str, str], int]:
+        """The process's document frequencies for this index file as it is now, shared
+        by every Index opened on it (the MCP tools and ``recall()`` without ``index=``
+        open one per query: ~11 counts a query, session 10).
+
+        Valid while the connection reads the same build of the index (``built``: a
+        random tag each build writes, read through this connection, so a connection
+        still open on a file that a rebuild replaced never shares the new file's
+        counts) holding the same documents (``docs_gen`` moves with every document
+        written or deleted). Not shared inside a write transaction (its counts may be
+        rolled back) nor for an in-memory index.
+        """
+        built = None if self._memory or self.conn.in_transaction else \
+            _meta(self.conn, "built")
+        if built is None:
+            return {}
+        key = (built, _meta(self.conn, "docs_gen"))
+        path = str(self.path)
+        hit = _SHARED_COUNTS.get(path)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        counts: dict[tuple[str, str], int] = {}
+        _SHARED_COUNTS[path] = (key, counts)
+        return counts
 
     def seen_word(self, word: str) -> bool:
         """``seen_prefix``, asking for the word itself first (an exact term is one lookup;
@@ -1057,6 +1085,8 @@ class Index:
 
 
 _VECTOR_CACHE: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[int], Matrix]] = {}
+# Index file -> (its identity and document generation, word counts): Index._shared_counts.
+_SHARED_COUNTS: dict[str, tuple[tuple[Any, ...], dict[tuple[str, str], int]]] = {}
 
 
 # Vector snapshot file: magic, row count, dimension (little-endian uint64 each), the

@@ -263,3 +263,46 @@ def test_word_counts_follow_commits_from_this_and_other_connections(memdir):
         assert reader.refresh()
         assert reader.doc_frequency("httpx") == 0
         assert reader.doc_frequency("datadog") == 1
+
+
+def test_word_counts_are_shared_by_the_indexes_of_one_process_while_the_index_stands(memdir):
+    """Two Index objects on the same index count each word once between them (the MCP
+    tools open one per query); a commit, a rebuild, or a connection left open on the
+    file a rebuild replaced never gets counts of other documents."""
+    store = _store(memdir)
+    counted: list[str] = []
+
+    def traced(index: Index) -> Index:
+        index.conn.set_trace_callback(
+            lambda sql: counted.append(sql) if "count(*)" in sql and "MATCH" in sql else None)
+        return index
+
+    with traced(Index.open(store.root)) as first:
+        assert first.doc_frequency("datadog") == 1
+    assert len(counted) == 1
+    with traced(Index.open(store.root)) as second:
+        assert second.doc_frequency("datadog") == 1
+        assert len(counted) == 1  # the first one's count
+        assert second.doc_frequency("httpx") == 0
+    assert len(counted) == 2
+    stale = traced(Index.open(store.root))
+    try:
+        new = store.write(_fact("http-client-httpx", "Use httpx, not requests; Datadog traces"))
+        store.commit([new], "mem: store decisions/http-client-httpx (decision, evidence:9)\n")
+        with traced(Index.open(store.root)) as third:
+            assert third.doc_frequency("datadog") == 2 and third.doc_frequency("httpx") == 1
+        assert stale.doc_frequency("httpx") == 1  # the same index, committed to
+        # A rebuild swaps in a new file; a connection still open on the old one keeps
+        # its documents and never lends (or borrows) counts of the new file's.
+        (store.root / new).unlink()
+        Index.rebuild(store.root).close()
+        with traced(Index.open(store.root)) as fourth:
+            assert fourth.doc_frequency("httpx") == 0 and fourth.doc_frequency("datadog") == 1
+        assert stale.doc_frequency("httpx") == 1  # what its file holds
+        stale.conn.execute("BEGIN")
+        stale.conn.execute("ROLLBACK")  # its own activity: no new sharing either
+        assert stale.doc_frequency("httpx") == 1
+        with traced(Index.open(store.root)) as fifth:
+            assert fifth.doc_frequency("httpx") == 0
+    finally:
+        stale.close()
