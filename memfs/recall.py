@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
+import functools
 import math
 import os
 import re
@@ -226,8 +227,10 @@ _NUMBER_WORDS = (r"(?:an?|one|two|three|four|five|six|seven|eight|nine|ten|eleve
 _UNIT_WORDS = r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|quarters?|years?)"
 _DURATION = (rf"\b\d+(?:[.,]\d+)?\s*(?:ms|s|secs?|m|mins?|h|hrs?|d|w|y|{_UNIT_WORDS})\b|"
              rf"\b{_NUMBER_WORDS}[\s-]+{_UNIT_WORDS}\b|\b(?:forever|indefinitely)\b")
-ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
-    (re.compile(q, re.I), re.compile(a, re.I)) for q, a in (
+# (question pattern, the answer's pattern as text): an answer pattern is compiled when a
+# question first asks for its kind (``answer_kind``), not by every recall process.
+ANSWER_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(q, re.I), a) for q, a in (
         (r"\bhow long\b", _DURATION),
         (r"\bhow (?:often|frequently)\b",
          r"\bevery\b|\b(?:hourly|daily|nightly|weekly|monthly|yearly|annually)\b|"
@@ -237,9 +240,17 @@ ANSWER_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
                                   r"dozen|half|double|twice)\b"),
     ))
 ANSWER_KIND_FACTOR = 0.6
-_FILE_REF = re.compile(
+_FILE_REF = (
     r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|h|cc|"
     r"cpp|hpp|cs|swift|sql|sh|toml|ya?ml|json|ini|cfg|md))\b")
+
+
+@functools.cache
+def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern few recalls use, compiled at its first use (a new recall process
+    compiled ~60 at import, ~18 of which a typical question never uses: ~4 ms at load 4,
+    session 10)."""
+    return re.compile(pattern, flags)
 
 
 # ------------------------------------------------------------------ results
@@ -675,8 +686,8 @@ _NAME = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*|[a-z]+[0-9][
 _FIRST_WORD = re.compile(r"^\W*\w+")
 # "bcrypt or argon2", "MongoDB over DynamoDB": a name offered as an alternative to a
 # known one says nothing about whether the question was discussed.
-_ALTERNATIVE = re.compile(r"\b(\w+)\s+(?:or|over|vs\.?|versus|instead of|rather than|than)\s+"
-                          r"(\w+)\b", re.I)
+_ALTERNATIVE = (r"\b(\w+)\s+(?:or|over|vs\.?|versus|instead of|rather than|than)\s+"
+                r"(\w+)\b")  # compiled when a question names an unknown name (~2.5 ms)
 
 
 def unknown_names(index: Index, question: str,
@@ -703,7 +714,7 @@ def unknown_names(index: Index, question: str,
 
     unknown = [n for n in names if not known(n)]
     if unknown:
-        for a, b in _ALTERNATIVE.findall(question):
+        for a, b in _compiled(_ALTERNATIVE, re.I).findall(question):
             for name, other in ((a, b), (b, a)):
                 if name in unknown and other not in unknown and known(other):
                     unknown.remove(name)
@@ -990,7 +1001,7 @@ def answer_kind(question: str) -> re.Pattern[str] | None:
     """How a text that answers ``question`` looks ("how long" -> a duration), if it says."""
     for asks, gives in ANSWER_KINDS:
         if asks.search(question):
-            return gives
+            return _compiled(gives, re.I)
     return None
 
 
@@ -1739,7 +1750,7 @@ def _staleness(stored: str, records: list[Any], stale_days: int,
             continue
         text = " ".join(str(getattr(record, k, "")) for k in
                         ("body", "description", "narrative", "prior", "after"))
-        for rel in set(_FILE_REF.findall(text)):
+        for rel in set(_compiled(_FILE_REF).findall(text)):
             try:
                 if os.stat(base / rel).st_mtime > end_of_day:
                     return note

@@ -80,6 +80,26 @@ def test_a_semantic_recall_process_imports_no_typing_logging_or_hashlib(memdir):
     assert line == "LOADED ", line
 
 
+def test_a_plain_question_compiles_none_of_the_patterns_it_does_not_use(memdir):
+    """The indexer's template pattern, the alternatives ("X or Y"), the answer kinds and
+    the file references are compiled at their first use, not by every recall process."""
+    seed(memdir)
+    assert entry("recall", "--memory-dir", str(memdir), "structured logging json").returncode == 0
+    code = f"""
+import sys
+from dualtrace.memfs import index, recall
+recall.recall({str(memdir)!r}, "structured logging json")
+print(index._template.cache_info().currsize, recall._compiled.cache_info().currsize)
+recall.recall({str(memdir)!r}, "do we keep logs in Zorblax or Quuxdb?")  # unknown names
+print(recall._compiled.cache_info().currsize)
+recall.recall({str(memdir)!r}, "how long do we keep the JSON logs?")  # asks for a duration
+print(recall._compiled.cache_info().currsize)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "0", "1", "2"]
+
+
 def test_a_one_question_process_starts_no_blas_thread_pool_unless_asked(memdir):
     import os
 
