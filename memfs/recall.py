@@ -44,7 +44,7 @@ from dualtrace.memfs.index import (
 
 TYPE_CHECKING = False  # typing: ~4 ms of every prompt hook's imports
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 LABEL_A = "(STATE A retrieval: fact + scene, high confidence)"
@@ -1181,15 +1181,17 @@ LINE_CACHE_SIZE = 20000
 
 
 def _embed_cached(embedder: Any, texts: list[str],
-                  known: dict[str, list[int]] | None = None) -> list[Any]:
+                  lookup: Callable[[], dict[str, list[int]]] | None = None) -> list[Any]:
     """Embed lines, reusing vectors of lines seen before (records repeat across queries).
 
-    ``known``: token ids of record lines, stored by the index (``Index.line_tokens``):
-    those lines are embedded from their ids (the same vectors), the rest tokenized."""
+    ``lookup``: gives the token ids of record lines stored by the index
+    (``Index.line_tokens``), asked only when a line is not cached: those lines are
+    embedded from their ids (the same vectors), the rest tokenized."""
     missing = list(dict.fromkeys(t for t in texts if t not in _LINE_CACHE))
     if missing:
         if len(_LINE_CACHE) + len(missing) > LINE_CACHE_SIZE:
             _LINE_CACHE.clear()
+        known = lookup() if lookup is not None else None
         if known:
             ready = [t for t in missing if t in known]
             missing = [t for t in missing if t not in known]
@@ -1202,11 +1204,19 @@ def _embed_cached(embedder: Any, texts: list[str],
     return [_LINE_CACHE[t] for t in texts]
 
 
-def _known_lines(index: Index, docs: Iterable[Doc], embedder: Any) -> dict[str, list[int]]:
-    """The stored token ids of these chunks' lines, when the embedder can use them."""
-    if not hasattr(embedder, "embed_ids"):
-        return {}
-    return index.line_tokens(docs, embedder.name)
+def _known_lines(index: Index, docs: Iterable[Doc],
+                 embedder: Any) -> Callable[[], dict[str, list[int]]]:
+    """The stored token ids of these chunks' lines, when the embedder can use them:
+    looked up (once) when a line is not in the process's cache."""
+    found: list[dict[str, list[int]]] = []
+
+    def lookup() -> dict[str, list[int]]:
+        if not found:
+            found.append(index.line_tokens(docs, embedder.name)
+                         if hasattr(embedder, "embed_ids") else {})
+        return found[0]
+
+    return lookup
 
 
 def _lines(text: str) -> list[str]:
@@ -1317,7 +1327,7 @@ def _record_results(index: Index, units: list[_Unit], terms: list[str], qvec: An
         picked.sort(key=by_date, reverse=(order == "last"))
     picked = picked[:most]  # a passage costs a line-by-line pass: only for what is shown
     known = _known_lines(index, [d for group in picked for _, d in group], embedder) \
-        if qvec is not None and embedder is not None else {}
+        if qvec is not None and embedder is not None else None
     out = []
     for group in picked:
         unit, doc = group[0]
@@ -1344,7 +1354,7 @@ LINE_CHARS = 320
 
 def _passage(text: str, terms: list[str], qvec: Any, embedder: Any,
              limit: int = PASSAGE_CHARS, weights: dict[str, float] | None = None,
-             known: dict[str, list[int]] | None = None) -> str:
+             known: Callable[[], dict[str, list[int]]] | None = None) -> str:
     """The lines of a chunk that best answer the question, in their order, <= ``limit``.
 
     Lines are scored by the (IDF-weighted) question words they contain plus, with an
