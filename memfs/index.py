@@ -695,8 +695,12 @@ class Index:
         """
         from dualtrace.memfs.vectors import Matrix
 
+        # ``built`` too: a rebuilt index can reach the generation of the one it replaced
+        # (both fresh builds of as many files) with other vectors under the same ids
+        # (a file edited before the rebuild); its snapshot must not be the old one's.
         key = (str(self.path), id(self.conn) if self._memory else 0,
-               _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks)
+               _meta(self.conn, "vectors_model"), _meta(self.conn, "vectors_gen"), chunks,
+               _meta(self.conn, "built"))
         hit = _VECTOR_CACHE.get(key[:2] + (chunks,))
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
@@ -705,7 +709,9 @@ class Index:
             # A new process (the CLI) would read ~20k blobs row by row; a snapshot of the
             # matrix beside the index, named by model and generation, loads in one read.
             # Derived like the index: a stale or broken one is ignored and rewritten.
-            tag = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{key[2]}-{key[3]}")
+            built = f"-{key[5]}" if key[5] else ""
+            tag = "".join(c if c.isalnum() or c in "-_" else "_"
+                          for c in f"{key[2]}-{key[3]}{built}")
             snapshot = self.path.with_name(
                 f"vectors.{'chunks' if chunks else 'memories'}.{tag}{SNAPSHOT_SUFFIX}")
             try:

@@ -5,6 +5,7 @@ and the vectors kept in step with the index (semantic path, skipped without the 
 from __future__ import annotations
 
 import sqlite3
+from array import array
 
 import pytest
 
@@ -351,6 +352,53 @@ def test_vector_snapshot_follows_the_generation_and_survives_corruption(store):
     index_mod._VECTOR_CACHE.clear()
     again = recall(store, "when does the nightly export cron job run?")
     assert again.memories[0].record.session.startswith("ccccdddd")
+
+
+def test_a_rebuilt_index_of_the_same_generation_never_reads_the_old_snapshot(store):
+    """Two fresh builds of as many files reach the same generation; a file edited by hand
+    before the second (a schema change rebuilds every index) must get its new vector,
+    not the replaced index's snapshot row."""
+    from dualtrace.memfs import index as index_mod
+
+    pytest.importorskip("dualtrace.memfs.vectors")  # simsimd: the semantic extra
+
+    class Fake:
+        name = "fake-4"
+        dim = 4
+
+        def embed(self, texts):
+            from dualtrace.memfs.vectors import unit
+
+            out = []
+            for t in texts:
+                v = array("f", [float(len(t) % 7 + 1), float(t.count("e") + 1),
+                                float(t.count("zebra") * 5 + 1), 1.0])
+                out.append(unit(v))
+            return out
+
+    fake = Fake()
+    index_mod.reindex(store.root)
+    with Index.open(store.root) as index:
+        index.ensure_vectors(fake)
+        ids, before = index.vector_matrix(chunks=True)
+        gen = index_mod._meta(index.conn, "vectors_gen")
+        rel = index.conn.execute("SELECT path FROM docs WHERE kind = 'chunk' ORDER BY id "
+                                 "LIMIT 1").fetchone()[0]
+    path = store.root / rel
+    text = path.read_text()
+    path.write_text(text.replace(" runs ", " zebra runs zebra "))
+    assert path.read_text() != text
+    index_mod._VECTOR_CACHE.clear()  # a new process
+    index_mod.reindex(store.root)
+    with Index.open(store.root, refresh=False) as index:
+        index.ensure_vectors(fake)
+        assert index_mod._meta(index.conn, "vectors_gen") == gen  # the same generation
+        new_ids, after = index.vector_matrix(chunks=True)
+        doc = next(d for d in index.docs(new_ids).values()
+                   if d.path == rel and "zebra" in d.data["text"])
+        want = fake.embed([index_mod.embed_text(doc)])[0]
+        assert after.row(new_ids.index(doc.id)).tobytes() == want.tobytes()
+        assert before.row(ids.index(doc.id)).tobytes() != want.tobytes()
 
 
 def test_passage_quotes_the_detail_asked_for_not_the_sessions_topic(memdir):
