@@ -207,6 +207,22 @@ def _passphrase_words(value: str, least: int = 3) -> bool:
     return least <= len(parts) <= 12 and not any(p.lower() in _PROSE_WORDS for p in parts)
 
 
+def _plain_password(value: str) -> bool:
+    """A word after "password is" that is the password, not prose about it."""
+    low = value.lower()
+    return (not _PLACEHOLDER_VALUES.match(value) and low not in _PROSE_WORDS
+            and low not in _QUOTED_NOT and low not in _PASSWORD_PROSE
+            and not low.endswith(("ed", "ing", "ly", "able", "ible")))
+
+
+# What a password "is" in prose ("the password is incorrect"), not a password.
+_PASSWORD_PROSE = frozenset(
+    "incorrect correct invalid valid optional mandatory blank case sensitive unknown "
+    "reset random unique visible masked there here this that these those your their our "
+    "my its his her something anything nothing whatever field parameter argument variable "
+    "option flag value prompt protected managed provided stored".split())
+
+
 # Quoted words that name a kind of credential or an empty one, not a value.
 _QUOTED_NOT = frozenset("bearer basic jwt none null empty redacted hidden secret secrets "
                         "password passwords token tokens string unset undefined".split())
@@ -405,11 +421,25 @@ def _header_and_prose_rules(rules: _Rules) -> None:
         check=lambda v: _passphrase_words(v, least=2),
         anchors=("passphrase", "pass ", "seed", "recovery"))
     # A PIN or code written in groups: "the door code is 4 8 3 9", "PIN: 4839 2210".
+    # Four digits alone too ("my PIN: 2468", "the gate code is 7788"), and a safe's
+    # combination or an SSN.
     add("secret-value",
-        r"(?:pin(?:\s+(?:code|number))?|passcode|(?:door|alarm|safe|unlock|recovery|backup)\s+codes?)"
-        + _between + r"(\d{1,4}(?:[ \-]\d{1,4}){1,5})(?![\d.,]\d)", 1, flags=re.I,
+        r"(?:pin(?:\s+(?:code|number))?|passcode|combination|ssn|social\s+security(?:\s+number)?|"
+        r"(?:door|alarm|safe|gate|garage|lock|entry|keypad|unlock|recovery|backup|access|"
+        r"security|verification)\s+codes?)"
+        + _between + r"(\d{1,4}(?:[ \-]\d{1,4}){0,5})(?![\d.,:/]?\d)", 1, flags=re.I,
         check=lambda v: 4 <= sum(c.isdigit() for c in v) <= 12,
-        anchors=("pin", "passcode", "door", "alarm", "safe", "unlock", "recovery", "backup"))
+        anchors=("pin", "passcode", "combination", "ssn", "social", "door", "alarm", "safe",
+                 "gate", "garage", "lock", "entry", "keypad", "unlock", "recovery", "backup",
+                 "access", "security", "verification"))
+    # A password of plain letters in a sentence: "the password for the db is swordfish",
+    # "I set the admin password to swordfish2", "pw = opensesame" (not "the password is
+    # stored in the vault", "... is hashed", "... is too short").
+    add("password",
+        r"(?:passw(?:or)?d|passwd|pwd|pw)\b(?:\s+(?:for|of|on)\s+[^\n:.;,]{1,40}?)?"
+        r"(?:\s+(?:is|was|to)\s+|\s*[:=]\s*)[\"'`]?([A-Za-z][A-Za-z0-9_!@#$%^&*+\-]{4,63})"
+        r"(?![A-Za-z0-9_!@#$%^&*+\-(.\[])", 1, flags=re.I, check=_plain_password,
+        anchors=("pass", "pw"))
     # A call that sets a secret-named key: define('DB_PASSWORD', 'v'), setdefault("API_KEY", "v").
     add("secret-value", r"\(\s*[\"'][A-Za-z0-9_.\-]*(?i:pass|secret|token|key)[A-Za-z0-9_.\-]*[\"']\s*,\s*"
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})')", hint=("(",), check=_secret_value)
@@ -513,6 +543,10 @@ def _secret_parts(value: str) -> list[str]:
             i = value.find("/", i + 1)
     if len(value) >= 32 and _looks_random(value[-16:]):
         parts.append(value[-16:])
+    if re.fullmatch(r"\d+(?:[ \-]\d+)+", value):
+        # A code written "4 8 3 9" is the same code as "4839" or "4-8-3-9" later on.
+        digits = re.findall(r"\d+", value)
+        parts += ["".join(digits), " ".join(digits), "-".join(digits)]
     return parts
 
 

@@ -134,6 +134,17 @@ def _no_warm_servers_left(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _forget_known_secrets():
+    """The redactor remembers the secrets it found for the rest of the process (a value
+    found once is masked everywhere after): each test starts with none, as a new worker
+    process does, so one test's secret never masks another test's text."""
+    yield
+    redact = sys.modules.get("dualtrace.encoder.redact")
+    if redact is not None:
+        redact._KNOWN.clear()
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     """Point every dualtrace path at a temp dir; fail if the real home is used."""
     base = tmp_path_factory.mktemp("home")

@@ -30,6 +30,10 @@ LABELLED = [
     ("our secret is 'bluemoonrising'", "bluemoonrising"),
     ("the wifi passphrase is 'purple elephant'", "purple elephant"),
     ("the door code is 4 8 3 9", "4 8 3 9"),
+    # review 10: a plain-letters password, a 4-digit PIN, a safe's combination
+    ("the password for the db is swordfish", "swordfish"),
+    ("my PIN: 2468", "2468"),
+    ("the combination to the safe is 12 34 56", "12 34 56"),
 ]
 
 PROSE = [
@@ -42,6 +46,9 @@ PROSE = [
     "the token is 'expired'", "the PIN is 4 digits", "the PIN is 4-6 digits",
     "the passphrase is 'too short'", "the API key is '<your-key>'",
     "set the password to '${DB_PASS}'", "the auth header is 'Bearer'",
+    "the password is hashed", "the password is incorrect", "password = getpass()",
+    "reset the password to something stronger", "the security code is 3 digits",
+    "the lock code expires in 2025", "switch the password to env vars",
 ]
 
 
@@ -106,3 +113,11 @@ def test_anthropic_request_holds_no_labelled_secret(tmp_path):
         raw = b"\n".join(r.raw for r in api.requests).decode()
     assert api.message_requests() and "jump host" in raw and "REDACTED" in raw
     assert [v for _p, v in LABELLED if v in raw or json.dumps(v)[1:-1] in raw] == []
+
+
+def test_a_code_redacted_once_is_redacted_in_any_spacing():
+    """Review 10: the agent's later "4839" kept the code the user wrote "4 8 3 9"."""
+    r = Redactor()
+    out = r.redact("the door code is 4 8 3 9. I typed the code 4839 and then 4-8-3-9.")
+    assert "4839" not in out and "4 8 3 9" not in out and "4-8-3-9" not in out, out
+
