@@ -56,6 +56,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # in June 2025" are seven days of that month.
         ("week_of", rf"\b(?:the\s+)?{_ORDINAL}\s+week\s+(?:of|in)\s+({_ANY_MONTH})\b\.?"
                     rf"(?:,?\s+{_YEAR}\b)?"),
+        # "between 2025-07-10 and 2025-07-15", "from July 10 to July 15", "from July 10
+        # to 15": both days included (before the single days they are made of).
+        ("iso_day_range", r"\b(?:between|from)\s+(\d{4})-(\d{2})-(\d{2})\s+(?:and|to|until|"
+                          r"till|through|-)\s+(\d{4})-(\d{2})-(\d{2})\b"),
+        ("day_range", rf"\b(?:between|from)\s+({_ANY_MONTH})\.?\s+{_DAY}\s+(?:and|to|until|till|"
+                      rf"through|-)\s+(?:({_ANY_MONTH})\.?\s+)?{_DAY}\b(?:,?\s+{_YEAR}\b)?"),
+        # "the week of July 14": the Monday-to-Sunday week holding that day.
+        ("week_of_day", rf"\b(?:the\s+)?week\s+of\s+(?:the\s+)?({_ANY_MONTH})\.?\s+{_DAY}\b"
+                        rf"(?:,?\s+{_YEAR}\b)?"),
         # "between September and October", "from March to May 2025": both months whole.
         ("month_range", rf"\b(?:between|from)\s+{_EDGE}({_ANY_MONTH})\.?(?:,?\s+{_YEAR})?\s+"
                         rf"(?:and|to|until|till|through|-)\s+{_EDGE}({_ANY_MONTH})\b\.?"
@@ -178,6 +187,39 @@ def span_of(question: str, today: _dt.date,
 def _span(kind: str, m: re.Match[str], today: _dt.date, days: Callable[[], Sequence[str]],
           years: range) -> tuple[_dt.date, _dt.date] | None:
     g = m.groups()
+    if kind == "iso_day_range":
+        a = _valid(int(g[0]), int(g[1]), int(g[2]))
+        b = _valid(int(g[3]), int(g[4]), int(g[5]))
+        return (min(a, b), max(a, b)) if a and b else None
+    if kind == "day_range":
+        m1, d1 = _month_of(g[0]), int(g[1])
+        m2, d2 = (_month_of(g[2]) if g[2] else m1), int(g[3])
+        if not (m1 and m2):
+            return None
+
+        def days_of(year: int) -> tuple[_dt.date, _dt.date] | None:
+            a = _valid(year, m1, d1)
+            b = _valid(year + (1 if (m2, d2) < (m1, d1) else 0), m2, d2)
+            return (a, b) if a and b else None
+
+        if g[4]:  # the year stands after the end: "from December 28 to January 3, 2025"
+            return days_of(int(g[4]) - (1 if (m2, d2) < (m1, d1) else 0))
+        spans = [x for x in (days_of(y) for y in years) if x]
+        return _latest(spans, days, today)
+    if kind == "week_of_day":
+        month = _month_of(g[0])
+
+        def week_of(year: int) -> tuple[_dt.date, _dt.date] | None:
+            day = _valid(year, month, int(g[1])) if month else None
+            if day is None:
+                return None
+            monday = day - _dt.timedelta(days=day.weekday())
+            return monday, monday + _dt.timedelta(days=6)
+
+        if g[2]:
+            return week_of(int(g[2]))
+        weeks = [x for x in (week_of(y) for y in years) if x]
+        return _latest(weeks, days, today)
     if kind == "week_of":
         month, nth = _month_of(g[1]), g[0].lower()
 

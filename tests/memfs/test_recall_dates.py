@@ -99,6 +99,12 @@ def _sessions(result) -> list[str]:
     ("what did we do between September and October?", "2026-09-01", "2026-10-31"),
     ("what did we do from March to May 2025?", "2025-03-01", "2025-05-31"),
     ("what changed between Nov 2025 and Feb?", "2025-11-01", "2026-02-28"),
+    # review 10: ranges of days, the week of a day
+    ("what did we do between 2025-07-10 and 2025-07-15?", "2025-07-10", "2025-07-15"),
+    ("what did we do between July 8 and July 21?", "2026-07-08", "2026-07-21"),
+    ("what did we do from July 8 to 21?", "2026-07-08", "2026-07-21"),
+    ("what did we do in the week of July 21?", "2026-07-20", "2026-07-26"),
+    ("from December 28 to January 3, 2025", "2024-12-28", "2025-01-03"),
 ])
 def test_span_of_the_days_a_question_names(question, start, end):
     span = span_of(question, TODAY)
@@ -161,6 +167,10 @@ def test_a_range_of_days_lists_its_sessions_by_date(store, mode):
                             embedder=embedder)) == ["a3"]
     assert _sessions(recall(store, "what did we work on between March and July?",
                             today=TODAY, embedder=embedder)) == ["a1", "a2", "a3", "a4"]
+    assert _sessions(recall(store, "what did we do between July 8 and July 21?",
+                            today=TODAY, embedder=embedder)) == ["a3", "a4"]
+    assert _sessions(recall(store, "what did we do between 2026-07-09 and 2026-07-25?",
+                            today=TODAY, embedder=embedder)) == ["a4"]
 
 
 def test_an_empty_range_abstains_and_says_what_it_looked_for(store):
