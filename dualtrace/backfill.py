@@ -41,6 +41,7 @@ from dualtrace.encoder.backends import EncodeRequest, Usage
 from dualtrace.encoder.backends.anthropic import AnthropicBackend, build_params
 from dualtrace.encoder.backends.pricing import cost_usd, estimate_request_tokens
 from dualtrace.errors import BackendError, DualtraceError
+from dualtrace.memfs.ids import short_id
 
 CAPTURE = "batch-capture"
 BATCH_RESULT = "anthropic-batch"
@@ -185,7 +186,8 @@ class Summary:
         rows = [("#", "session", "status", "stored", "updated", "tokens", "cost $", "note")]
         for n, (item, own) in enumerate(zip(self.items, parts, strict=True), 1):
             note = "; ".join(p for p in own if p not in shared)
-            rows.append((str(n), (item.session_id or Path(item.path).stem)[:12], item.status,
+            rows.append((str(n), short_id(item.session_id) if item.session_id
+                         else Path(item.path).stem[:16], item.status,
                          str(item.stored), str(item.updated), str(item.prompt_tokens),
                          f"{item.cost_usd:.4f}", _clip(note, 60)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

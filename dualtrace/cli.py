@@ -687,7 +687,18 @@ def show(memory_dir: Path | None, target: str) -> None:
         path = store.root / record.path
         click.echo(path.read_text(encoding="utf-8"), nl=False)
         return
-    fact, moment = store.lookup(target)
+    try:
+        fact, moment = store.lookup(target)
+    except DualtraceError as missing:
+        # A session as another command names it ("ses_450b70e6", a Cline task's id): its
+        # record, when one answers to it; else the anchor's own error.
+        try:
+            record = records.read_record(store.root, target)
+        except DualtraceError:
+            raise missing from None
+        click.echo(f"==> {record.path}")
+        click.echo((store.root / record.path).read_text(encoding="utf-8"), nl=False)
+        return
     click.echo(f"==> {fact.path}")
     click.echo(store.read_text(fact.path), nl=False)
     if moment is not None:

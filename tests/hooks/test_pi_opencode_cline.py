@@ -316,3 +316,26 @@ def test_two_cline_tasks_a_minute_apart_are_named_apart(run_cli, tmp_path: Path,
         assert f"session: '{task}'" in res.output or f"session: {task}" in res.output, res.output
     log = run_cli("log", "--memory-dir", str(mem))
     assert log.exit_code == 0 and all(task in log.output for task in tasks), log.output
+
+
+def test_an_opencode_session_is_shown_by_the_name_backfill_gives_it(run_cli, tmp_path: Path,
+                                                                    state_dir: Path):
+    """Review 10: backfill named the OpenCode session `ses_450b70e6` (its id cut at 12),
+    `sessions` by a hash, and `show ses_450b70e6` said no memory has that anchor. Every
+    command names it as `sessions` does, and `show` finds the record by its id's start."""
+    mem = tmp_path / "mem"
+    res = run_cli("backfill", "--memory-dir", str(mem), "--backend", "offline", str(OPENCODE))
+    assert res.exit_code == 0, res.output
+    sid = read_transcript(OPENCODE).session_id
+    from dualtrace.memfs.ids import short_id
+
+    assert short_id(sid) in res.output and sid[:12] not in res.output, res.output
+    listing = run_cli("sessions", "--memory-dir", str(mem))
+    assert short_id(sid) in listing.output, listing.output
+    for name in (short_id(sid), sid[:12], sid):
+        shown = run_cli("show", "--memory-dir", str(mem), name)
+        assert shown.exit_code == 0 and f"session: {sid}" in shown.output, (name, shown.output)
+    missing = run_dualtrace("show", "--memory-dir", str(mem), "no-such-anchor", ok=False)
+    assert missing.returncode == 1 and missing.stderr.strip() == \
+        "Error: no memory with anchor or path 'no-such-anchor'", missing.stderr
+
