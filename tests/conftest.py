@@ -196,6 +196,21 @@ def corpus_path(*parts: str) -> Path:
     return path
 
 
+def backfilled_corpus(tmp_path_factory, *parts: str) -> Path:
+    """A memory dir made by `dualtrace backfill` of a shared corpus folder, as a user
+    would (skips without the corpus); for module-scoped fixtures."""
+    from click.testing import CliRunner
+
+    from dualtrace.cli import cli
+
+    source = corpus_path(*parts)
+    mem = tmp_path_factory.mktemp(parts[-1]) / "memory"
+    result = CliRunner().invoke(cli, ["backfill", str(source), "--memory-dir", str(mem)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return mem
+
+
 @pytest.fixture
 def run_cli(monkeypatch):
     """The `dualtrace` CLI in process (click's CliRunner), for tests where the process

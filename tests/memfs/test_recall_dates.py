@@ -16,6 +16,7 @@ from dualtrace.memfs import embed
 from dualtrace.memfs.recall import LABEL_B_RECORD, LABEL_C, recall
 from dualtrace.memfs.store import MemoryStore
 from dualtrace.memfs.when import order_of, sessions_asked, span_of
+from tests.conftest import backfilled_corpus
 
 sessions = pytest.importorskip("dualtrace.memfs.sessions")
 TODAY = dt.date(2026, 12, 2)  # a Wednesday
@@ -232,18 +233,7 @@ def test_the_prompt_hook_lists_no_sessions_for_a_date(store):
 @pytest.fixture(scope="module")
 def ccl_memory(tmp_path_factory):
     """The real claude-code-log sessions (other people's), backfilled as a user would."""
-    from tests.conftest import corpus_path
-
-    source = corpus_path("claude-code", "claude-code-log")
-    from click.testing import CliRunner
-
-    from dualtrace.cli import cli
-
-    mem = tmp_path_factory.mktemp("ccl") / "memory"
-    result = CliRunner().invoke(cli, ["backfill", str(source), "--memory-dir", str(mem)],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return mem
+    return backfilled_corpus(tmp_path_factory, "claude-code", "claude-code-log")
 
 
 def test_real_sessions_when_did_we_last_touch_the_tui(ccl_memory):

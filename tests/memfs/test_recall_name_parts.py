@@ -18,17 +18,8 @@ from dualtrace.memfs import formats
 from dualtrace.memfs.index import Index
 from dualtrace.memfs.recall import never_said_words, recall
 from dualtrace.memfs.store import MemoryStore
-
-try:
-    from dualtrace.memfs.embed import get_embedder
-
-    EMBEDDER = get_embedder()
-except Exception:  # noqa: BLE001 - without the extra only the lexical half runs
-    EMBEDDER = None
-
-MODES = [pytest.param(None, id="lexical"),
-         pytest.param(EMBEDDER, id="semantic",
-                      marks=pytest.mark.skipif(EMBEDDER is None, reason="no [semantic] extra"))]
+from tests.conftest import backfilled_corpus
+from tests.memfs.test_recall_never_said import MODES
 
 
 def _fact(path: str, description: str, body: str, stored: str) -> formats.Fact:
@@ -96,17 +87,7 @@ def test_the_project_names_stem_does_not_answer_a_question_never_discussed(named
 @pytest.fixture(scope="module")
 def ccl_memory(tmp_path_factory):
     """The real claude-code-log sessions (other people's), backfilled as a user would."""
-    from click.testing import CliRunner
-
-    from dualtrace.cli import cli
-    from tests.conftest import corpus_path
-
-    source = corpus_path("claude-code", "claude-code-log")
-    mem = tmp_path_factory.mktemp("ccl-f7") / "memory"
-    result = CliRunner().invoke(cli, ["backfill", str(source), "--memory-dir", str(mem)],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return mem
+    return backfilled_corpus(tmp_path_factory, "claude-code", "claude-code-log")
 
 
 @pytest.mark.parametrize("embedder", MODES)
@@ -176,17 +157,7 @@ def test_a_tool_calls_arguments_are_not_what_the_session_said(harbour, embedder)
 @pytest.fixture(scope="module")
 def spotter_memory(tmp_path_factory):
     """The real spotter sessions (other people's), backfilled as a user would."""
-    from click.testing import CliRunner
-
-    from dualtrace.cli import cli
-    from tests.conftest import corpus_path
-
-    source = corpus_path("claude-code", "spotter")
-    mem = tmp_path_factory.mktemp("spotter-n32") / "memory"
-    result = CliRunner().invoke(cli, ["backfill", str(source), "--memory-dir", str(mem)],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return mem
+    return backfilled_corpus(tmp_path_factory, "claude-code", "spotter")
 
 
 @pytest.mark.parametrize("embedder", MODES)
