@@ -792,8 +792,8 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                 evidence, verified, end = "", "", None  # edited again: a claim before is old
         elif f.kind == "assistant" and f.detail != "thinking":
             cause = cause or (_cause_of(f.text, signature, others) if block else _cause_of(f.text, signature))
-            claim = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
-            if fix and claim and len(claim) <= 400:
+            claim = _fix_claim(f.text)
+            if fix and claim:
                 evidence, verified, end = claim, "agent", j
         elif f.kind == "command" and f.command and _covers(f.command, signature, command, line):
             if not f.is_error and f.exit_code in (0, None):
@@ -821,6 +821,13 @@ def pasted_arc(session: Session, i: int, signature: str, line: str, command: str
                passed=evidence if verified == "re-run" else None, failures=failures, first=i,
                last=end if end is not None else i, origin="pasted", verified=verified,
                evidence=evidence, asked=i, tests=frozenset(failing_test_files(block or events[i].text)))
+
+
+def _fix_claim(text: str) -> str:
+    """The agent's sentence saying it fixed something ("Fixed: ..."), outside code
+    fences, at most 400 characters; "" when it says none."""
+    claim = next((x for x in sentences(_FENCE.sub(" ", text)) if _FIXED_CLAIM.search(x)), "")
+    return claim if len(claim) <= 400 else ""
 
 
 @dataclass(frozen=True)
@@ -854,8 +861,8 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
                 fix.append(rel)
             claim, check, check_ok = "", "", True  # edited again: what was said or run before is old
         elif f.kind == "assistant" and f.detail != "thinking":
-            said = next((x for x in sentences(_FENCE.sub(" ", f.text)) if _FIXED_CLAIM.search(x)), "")
-            if fix and said and len(said) <= 400:
+            said = _fix_claim(f.text)
+            if fix and said:
                 claim = said
         elif f.kind == "command" and f.command and (
                 check_command(f.command) or command and command in " ".join(f.command.split())):
