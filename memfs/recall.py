@@ -1603,6 +1603,8 @@ def _sessions_by_date(index: Index, question: str, order: str | None, limit: int
     those days (up to ``SPAN_SHOWN``), oldest first unless "last" is asked.
     """
     newest = order == "last"
+    # "What did we do the time before last?": the newest session but one comes first.
+    skip = 1 if newest and span is None and when.before_last(question) else 0
     asked = when.sessions_asked(question)
     heads: dict[str, Doc] = {}
     if span is not None:
@@ -1613,7 +1615,7 @@ def _sessions_by_date(index: Index, question: str, order: str | None, limit: int
         most = min(asked, SPAN_SHOWN) if asked else min(limit, RECORDS_SHOWN)
         # A day can hold several sessions: read a few more records than shown, then
         # order them by their start time.
-        docs = index.records_by_date((most + 1) * 3, newest=newest)
+        docs = index.records_by_date((most + skip) * 3, newest=newest)
     for doc in docs:
         if doc.path not in heads or _turn_rank(doc) < _turn_rank(heads[doc.path]):
             heads[doc.path] = doc
@@ -1624,8 +1626,6 @@ def _sessions_by_date(index: Index, question: str, order: str | None, limit: int
                 str(data.get("time") or ""), doc.path)
 
     out = []
-    # "What did we do the time before last?": the newest session but one comes first.
-    skip = 1 if newest and span is None and when.before_last(question) else 0
     for doc in sorted(heads.values(), key=by_start, reverse=newest)[skip:skip + most]:
         data = doc.data
         rec = RecordPassage(path=doc.path, session=str(data.get("session", "")),
