@@ -176,6 +176,24 @@ class Sandbox:
         raise AssertionError(f"worker not idle after {timeout}s; jobs: "
                              f"{queue.list_jobs(str(self.state))}\n{self.logs()}")
 
+    def wait_encoded(self, session_id: str, timeout: float = 90.0) -> list[dict]:
+        """The session's encode records, once there is one, and then an idle worker.
+
+        ``wait_idle`` alone can look too early: a host returns before its
+        backgrounded Stop / SessionEnd hooks have queued anything (seen once in CI,
+        under load: the worker of the SessionStart sweep had exited and no job was
+        written yet), and an idle queue then says nothing about this session."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [r for r in self.runs() if r.get("session") == session_id]
+            if found or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        assert found, (f"no encode run for session {session_id} after {timeout}s; jobs: "
+                       f"{queue.list_jobs(str(self.state))}\n{self.logs()}")
+        self.wait_idle(timeout=timeout)
+        return [r for r in self.runs() if r.get("session") == session_id]
+
     def runs(self) -> list[dict]:
         path = self.state / queue.RUNS
         if not path.exists():

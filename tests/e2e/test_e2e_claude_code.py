@@ -73,9 +73,7 @@ def only_memory_dir(box):
 def test_decision_is_stored_offline_and_nothing_from_dualtrace_reaches_the_model(claude):
     box = claude.box
     turn = claude.turn(DECISION)
-    box.wait_idle()
-    runs = [r for r in box.runs() if r.get("session") == turn.session_id]
-    assert runs, f"no encode run for the session\n{box.logs()}"
+    runs = box.wait_encoded(turn.session_id)
     assert runs[-1]["error"] is None, runs[-1]
     assert runs[-1]["backend"] == "offline", runs[-1]
     assert runs[-1]["commit"], runs[-1]
@@ -87,8 +85,7 @@ def test_decision_is_stored_offline_and_nothing_from_dualtrace_reaches_the_model
 
 def test_later_sessions_get_the_memory_back(claude):
     box = claude.box
-    claude.turn(DECISION)
-    box.wait_idle()
+    box.wait_encoded(claude.turn(DECISION).session_id)
     assert "PostgreSQL" in memory_text(only_memory_dir(box))
 
     # SessionStart: the next session's requests carry the memory. (Claude Code 2.1.328
@@ -119,7 +116,7 @@ def test_several_turns_of_one_session_end_in_one_commit(claude):
                          "cache, because we need key expiry events.", resume=sid)
     third = claude.turn("Thanks, that is all for today.", resume=sid)
     assert second.session_id == third.session_id == sid
-    box.wait_idle()
+    box.wait_encoded(sid)
     memdir = only_memory_dir(box)
     text = memory_text(memdir)
     assert "PostgreSQL" in text and "Redis" in text
@@ -155,8 +152,7 @@ def test_plugin_route_from_a_clone(claude_bin, sandbox, api):
 
     claude = Claude(claude_bin, box, api)  # dualtrace on PATH, as pipx/uv tool would put it
     turn = claude.turn(DECISION)
-    box.wait_idle()
-    runs = [r for r in box.runs() if r.get("session") == turn.session_id]
+    runs = box.wait_encoded(turn.session_id)
     assert runs and runs[-1]["commit"] and runs[-1]["backend"] == "offline", (runs, box.logs())
     assert "PostgreSQL" in memory_text(only_memory_dir(box))
     later = claude.turn("Let's plan the next sprint.")
@@ -247,10 +243,8 @@ def test_claude_backend_runs_the_real_claude_as_the_encoder(claude_bin, sandbox,
 
     api.default = model
     claude = Claude(claude_bin, box, api)
-    claude.turn(DECISION)
-    box.wait_idle(timeout=120)
-    claude.turn(SECOND)
-    box.wait_idle(timeout=120)
+    box.wait_encoded(claude.turn(DECISION).session_id, timeout=120)
+    box.wait_encoded(claude.turn(SECOND).session_id, timeout=120)
 
     records = box.runs()
     assert [r["backend"] for r in records if r.get("commit")] == ["claude", "claude"], (

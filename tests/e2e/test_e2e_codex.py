@@ -47,8 +47,7 @@ def test_a_codex_session_is_stored_at_session_end(codex):
     box = codex.box
     run = codex.exec(DECISION)
     assert run.messages and "PostgreSQL" in run.messages[-1]
-    box.wait_idle()
-    records = [r for r in box.runs() if r.get("session") == run.thread_id]
+    records = box.wait_encoded(run.thread_id)
     assert records and records[-1]["error"] is None, (records, box.logs())
     assert records[-1]["commit"] and records[-1]["backend"] == "offline"
     assert records[-1]["host"] == "codex"
@@ -66,8 +65,7 @@ def test_session_end_hook_queues_within_codex_cap(codex):
     box = codex.box
     run = codex.exec(DECISION)
     # Queued by SessionEnd itself, not Stop's 10-minute debounce: the encode ran now.
-    box.wait_idle(timeout=30)
-    [record] = [r for r in box.runs() if r.get("session") == run.thread_id]
+    [record] = box.wait_encoded(run.thread_id, timeout=30)
     assert record["commit"], record
     # The same SessionEnd payload, timed as Codex runs it (a process, JSON on stdin).
     [rollout] = codex.rollouts()
@@ -87,8 +85,7 @@ def test_a_compressed_rollout_of_an_older_session_is_caught_up_by_the_sweep(code
 
     box = codex.box
     first = codex.exec(DECISION)
-    box.wait_idle()
-    assert [r for r in box.runs() if r.get("session") == first.thread_id and r.get("commit")]
+    assert [r for r in box.wait_encoded(first.thread_id) if r.get("commit")]
     # The session goes on, but its process is killed mid-turn: neither Stop nor SessionEnd
     # reaches dualtrace (the hooks of that run are only the start and prompt ones).
     hooks_file = box.home / ".codex" / "hooks.json"
