@@ -10,6 +10,7 @@ import re
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from dualtrace.cmdline import log_error, report, warn_settings  # noqa: F401 - l
 from dualtrace.errors import DualtraceError
 from dualtrace.hooks import registry
 from dualtrace.memfs.types import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from dualtrace.memfs.gitrepo import LogEntry
 
 TYPES = [t.name for t in MEMORY_TYPES]
 FACT_FOLDER_TYPES = [t.name for t in MEMORY_TYPES if t.bullet_file is None]
@@ -611,12 +615,18 @@ def _revert_hint(store, sha: str) -> str:
             f"revert {sha}")
 
 
+def _by_hand(entry: LogEntry) -> bool:
+    """A commit a person asked for (forget), as its operation lines say."""
+    return any(line.startswith("mem: forget ") for line in entry.operations)
+
+
 @cli.command("log")
 @memory_dir_option
 @click.option("-n", "limit", type=click.IntRange(1, None), default=20, show_default=True, help="Sessions to show.")
 def log_cmd(memory_dir: Path | None, limit: int) -> None:
     """One entry per encoded session, newest commit first: when the session ran, its id,
     the commit and when it was encoded, each operation."""
+    from dualtrace.memfs.ids import short_id
     from dualtrace.memfs.sessions import list_records
 
     store = read_store(workspace_for(memory_dir))
@@ -632,9 +642,17 @@ def log_cmd(memory_dir: Path | None, limit: int) -> None:
             when = f"{info.date} {info.started[11:16]}"
             ran[info.session] = min(ran.get(info.session, when), when)
     for entry in entries:
-        when = ran.get(entry.session or "", "undated")
-        click.echo(f"{when:<16}  {entry.session or '-'}  {entry.backend or ''}  "
-                   f"{entry.sha[:10]}  encoded {entry.date}")
+        if entry.session:
+            # A session's row: when it ran, its short id (as `sessions` names it), the
+            # backend ("-" when the gate let none run: a record-only commit).
+            when = ran.get(entry.session, "undated")
+            click.echo(f"{when:<16}  {short_id(entry.session):<8}  {entry.backend or '-':<8}  "
+                       f"{entry.sha[:10]}  encoded {entry.date}")
+        else:
+            # Not a session's encode (forget, a merge from sync): it ran when it was
+            # committed, so that date is the row's, not "undated".
+            click.echo(f"{entry.date:<16}  {'-':<8}  {'by hand' if _by_hand(entry) else '-':<8}  "
+                       f"{entry.sha[:10]}  committed")
         for line in entry.operations:
             click.echo(f"    {line}")
 

@@ -86,8 +86,40 @@ def test_log_dates_a_session_by_when_it_ran_as_sessions_does(memdir, run_cli):
     log = run_cli("log", "--memory-dir", str(memdir)).output
     ran_1b = next(ln for ln in sessions.splitlines() if "1b000000" in ln)[:16]
     assert ran_1b == "2026-03-12 10:02"
-    entry = next(ln for ln in log.splitlines() if "1b000000-0000" in ln)
-    assert entry.startswith(f"{ran_1b}  1b000000-0000-4000-8000-000000000002  offline  "), entry
+    entry = next(ln for ln in log.splitlines() if "1b000000" in ln)
+    # Named by its short id, as `sessions` names it (review 10: log printed the whole uuid).
+    assert entry.startswith(f"{ran_1b}  1b000000  offline   "), entry
+    assert "1b000000-0000" not in log, log
     encoded = git_out(memdir, "log", "-1", "--format=%cd", "--date=format:%Y-%m-%d %H:%M",
                       "--grep", "json-structured-logging").strip()
     assert entry.endswith(f"encoded {encoded}"), entry
+
+
+def test_log_dates_a_forget_by_its_commit_and_a_record_only_encode_shows_no_backend(
+        memdir, run_cli, tmp_path):
+    """Review 10: a forget's row read "undated  -" (no session ran it), and a session the
+    gate kept only as a record printed an empty backend column (rows out of line)."""
+    _encode_all(memdir)
+    noise = tmp_path / "noise.jsonl"
+    noise.write_text("\n".join(json.dumps(r) for r in [
+        {"type": "user", "sessionId": "9c000000-0000-4000-8000-000000000009",
+         "timestamp": "2026-03-20T09:00:00Z", "cwd": "/w/p",
+         "message": {"role": "user", "content": "what does this repo do? just curious"}},
+        {"type": "assistant", "sessionId": "9c000000-0000-4000-8000-000000000009",
+         "timestamp": "2026-03-20T09:00:05Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "text", "text": "It is a small CLI that prints the weather."}]}},
+    ]) + "\n")
+    res = run_cli("encode", str(noise), "--memory-dir", str(memdir), "--backend", "offline")
+    assert res.exit_code == 0, res.output
+    anchor = git_out(memdir, "log", "--format=%s", "--grep", "mem: store decisions/").split(
+        "mem: store decisions/")[1].split()[0]
+    assert run_cli("forget", anchor, "--yes", "--memory-dir", str(memdir)).exit_code == 0
+    rows = [ln for ln in run_cli("log", "--memory-dir", str(memdir)).output.splitlines()
+            if not ln.startswith(" ")]
+    forgot = git_out(memdir, "log", "-1", "--format=%cd", "--date=format:%Y-%m-%d %H:%M").strip()
+    assert rows[0].startswith(f"{forgot}  -         by hand   ") and rows[0].endswith(
+        "  committed"), rows
+    assert "undated" not in rows[0]
+    record_only = next(ln for ln in rows if "9c000000" in ln)
+    assert record_only.startswith("2026-03-20 09:00  9c000000  -         "), rows
