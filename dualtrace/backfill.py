@@ -84,6 +84,25 @@ def discover(paths: Iterable[Path] = (), root: Path | None = None) -> list[Path]
     return sorted(unique, key=lambda p: (started_at(p), str(p)))
 
 
+def nothing_found(paths: tuple[Path, ...], root: Path | None) -> str:
+    """What backfill says when it found no transcript: where it looked (review 10: a
+    bare "No transcripts to backfill." left a person guessing which folder was read)."""
+    if paths:
+        from dualtrace.hooks.transcripts import DOCUMENT_FILE_NAMES
+
+        return "No transcripts to backfill in " + ", ".join(str(p) for p in paths) + \
+            " (a folder is searched for *.jsonl files and " + \
+            ", ".join(sorted(DOCUMENT_FILE_NAMES)) + ")."
+    root = root or config.project_root()
+    from dualtrace.hooks import registry
+
+    lines = [f"No transcripts to backfill for {root}. Looked in:"]
+    lines += [f"  {name}: {registry.get(name).transcripts_place(root)}"
+              for name in registry.names()]
+    lines.append("Name other transcripts or folders to backfill them: dualtrace backfill PATH...")
+    return "\n".join(lines)
+
+
 # "timestamp": Claude Code, Codex, the plain format; "captured_at": Letta Code.
 _TS = re.compile(rb'"(?:timestamp|captured_at)"\s*:\s*"([0-9T:.+Z-]{10,40})"')
 
@@ -603,7 +622,7 @@ def cli_run(*, workspace: config.Workspace, paths: Iterable[Path], backend: str 
         found = found[:limit]
     pending_batch = batch and state_file(target).is_file()
     if not found and not pending_batch:
-        click.echo("No transcripts to backfill.")
+        click.echo(nothing_found(tuple(paths), root))
         return
     if batch and not dry_run and not config.api_key(settings):
         raise DualtraceError("--batch needs an Anthropic API key (ANTHROPIC_API_KEY or api_key)")

@@ -179,6 +179,10 @@ def project_transcripts(root: Path) -> list[Path]:
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
+def transcripts_place(root: Path) -> str:
+    return f"{projects_dir(root)}/*.jsonl"
+
+
 def find_transcript(session_id: str) -> str | None:
     return None  # every Claude Code payload names its transcript
 

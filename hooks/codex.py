@@ -153,6 +153,10 @@ def project_transcripts(root: Path) -> list[Path]:
     return found
 
 
+def transcripts_place(root: Path) -> str:
+    return f"{Path(codex_home()) / 'sessions'}/*/*/*/rollout-*.jsonl[.zst] whose cwd is {root}"
+
+
 def find_transcript(session_id: str) -> str | None:
     return find_rollout(session_id)
 

@@ -69,6 +69,11 @@ class Host(Protocol):
         """Where this host keeps the sessions of project ``root`` (backfill discovery)."""
         ...
 
+    def transcripts_place(self, root: Path) -> str:
+        """Where ``project_transcripts`` looks, in words a person can check (backfill
+        says it when it finds nothing)."""
+        ...
+
     def find_transcript(self, session_id: str) -> str | None:
         """A session's transcript when the payload had none (Codex), else None."""
         ...

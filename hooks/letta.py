@@ -431,6 +431,14 @@ def project_transcripts(root: Path) -> list[Path]:
             for p in _agent_transcripts(agent_root(agent))]
 
 
+def transcripts_place(root: Path) -> str:
+    agents = project_agents(root)
+    if not agents:
+        return f"the Letta Code agents named in {Path(root) / '.letta' / 'settings.local.json'} (none)"
+    return f"the conversations of Letta Code agent{'s' if len(agents) > 1 else ''} " + \
+        ", ".join(agents[:3]) + (" ..." if len(agents) > 3 else "")
+
+
 def find_transcript(session_id: str) -> str | None:
     """A conversation's own transcript, by its folder name, under any agent."""
     want = segment(session_id)

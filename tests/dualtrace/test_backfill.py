@@ -385,3 +385,33 @@ def test_table_says_a_note_every_row_shares_once_and_cuts_at_a_word():
     # One transcript: its note is its own, in the column.
     single = Summary([Item("a.jsonl", "aaaa", "encoded", note="short note")]).table()
     assert single.splitlines()[1].endswith("short note") and "every session" not in single
+
+
+def test_a_backfill_that_finds_nothing_says_where_it_looked(tmp_path, monkeypatch):
+    """Review 10: `dualtrace backfill` in a project with no sessions said only "No
+    transcripts to backfill." Now it names each host's folder (the one a person would check)."""
+    project = tmp_path / "work" / "shop_api"
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    env = {**os.environ, "DUALTRACE_HOME": str(tmp_path / "state")}
+    proc = subprocess.run([sys.executable, "-m", "dualtrace", "backfill", "--memory-dir",
+                           str(tmp_path / "mem")], cwd=project, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"No transcripts to backfill for {project}. Looked in:", proc.stdout
+    claude = Path(os.environ["HOME"]) / ".claude" / "projects" / "-".join(
+        str(project).replace("_", "-").split("/"))
+    assert f"  claude-code: {claude}/*.jsonl" in lines, proc.stdout
+    assert any(ln.startswith(f"  codex: {tmp_path / 'codex' / 'sessions'}/") and
+               ln.endswith(f"whose cwd is {project}") for ln in lines), proc.stdout
+    assert any(ln.startswith("  letta: ") for ln in lines), proc.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "dualtrace", "backfill", str(empty),
+                           "--memory-dir", str(tmp_path / "mem")], cwd=project, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith(
+        f"No transcripts to backfill in {empty} (a folder is searched for *.jsonl"), proc.stdout
+    assert not (tmp_path / "mem").exists()
