@@ -121,6 +121,10 @@ SCORE_LEGEND = ("scores: d/s/r/l = durability/scope/rationale/retrieval likeliho
                 "first sighting RECORD, and the line's note says which; a FULL without a "
                 "grounded moment is kept as RECORD; an update keeps the memory's tier); "
                 "BULLET = a line in a preferences or conventions file")
+# After each encode a line, not the whole legend (review 10: ~600 characters after every
+# encode); `explain`, where a person asks why a tier, prints it in full.
+SCORE_LEGEND_SHORT = ("scores: d/s/r/l = durability/scope/rationale/retrieval likelihood, 0-3 "
+                      "each; (n) their sum: 8-12 FULL, 5-7 RECORD; why a tier: dualtrace explain")
 
 
 def _tier_label(op: dict) -> str:
@@ -131,7 +135,7 @@ def _tier_label(op: dict) -> str:
     return tier
 
 
-def _echo_operations(operations: list[dict]) -> None:
+def _echo_operations(operations: list[dict], legend: str = SCORE_LEGEND_SHORT) -> None:
     """One line per operation of an encode report, then the legend for the scores."""
     for op in operations:
         scores = op.get("scores")
@@ -144,7 +148,7 @@ def _echo_operations(operations: list[dict]) -> None:
         if op.get("note"):
             click.echo(f"       {op['note']}")
     if any(op.get("scores") for op in operations):
-        click.echo(SCORE_LEGEND)
+        click.echo(legend)
 
 
 def hint_command(*args: str, memory_dir: Path | None = None) -> str:
@@ -533,7 +537,7 @@ def explain(memory_dir: Path | None, session: str, as_json: bool) -> None:
         click.echo("  nothing stored: no candidate passed the encoder's cues")
     else:
         click.echo("  candidates:")
-        _echo_operations(report["operations"])
+        _echo_operations(report["operations"], SCORE_LEGEND)
 
 
 @cli.command()

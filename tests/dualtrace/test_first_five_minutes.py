@@ -264,6 +264,7 @@ def test_explain_says_why_a_session_stored_something_or_nothing(tmp_path):
     assert "mem: store decisions/json-structured-logging" in stored  # what was committed
     assert "signal: decision phrase" in stored  # the gate verdict
     assert "d/s/r/l=3/3/3/3 (12)" in stored and "scores: d/s/r/l = durability" in stored
+    assert "a routing rule can move it" in stored  # the whole legend where a person asks why
     noise = run("explain", str(EXAMPLES / "noise-only.jsonl"), "--memory-dir", str(memdir)).stdout
     assert "committed: nothing for this session" in noise
     assert "nothing stored: gates:" in noise and "routine activity only" in noise
@@ -277,7 +278,11 @@ def test_the_tier_column_never_says_skip_for_a_stored_bullet(tmp_path):
               str(memdir), "--backend", "offline").stdout
     row = next(line for line in out.splitlines() if "system/human.md" in line)
     assert row.startswith("BULLET") and "SKIP" not in row
-    assert "scores: d/s/r/l = durability/scope/rationale/retrieval" in out
+    # One line of legend after an encode (review 10: ~600 characters); explain has it whole.
+    [legend] = [line for line in out.splitlines() if line.startswith("scores: ")]
+    assert legend.startswith("scores: d/s/r/l = durability/scope/rationale/retrieval")
+    assert len(legend) <= 160 and "dualtrace explain" in legend, legend
+    assert "routing rule" not in out
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])

@@ -28,7 +28,15 @@ def test_the_encode_line_says_which_rule_set_a_tier_the_legend_range_does_not_gi
     lines = out.stdout.splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("FULL") and "(7)" in ln and "decisions/" in ln)
     assert lines[at + 1].strip() == "FULL at evidence 7: a decision with its why (rationale 2)"
-    assert "a routing rule can move it" in out.stdout and "the line's note says which" in out.stdout
+    # The legend after an encode is one line; the note on the row says which rule, and
+    # `explain` gives the whole legend (review 10: ~600 characters after every encode).
+    assert "8-12 FULL, 5-7 RECORD; why a tier: dualtrace explain" in out.stdout
+    explained = subprocess.run([str(DUALTRACE), "explain", str(transcript), "--memory-dir",
+                                str(tmp_path / "mem")], capture_output=True, text=True, env=env,
+                               timeout=120)
+    assert explained.returncode == 0, explained.stderr
+    assert "a routing rule can move it" in explained.stdout
+    assert "the line's note says which" in explained.stdout
 
 
 @pytest.mark.parametrize("name", ["0d3a8e6f-*.jsonl", "37f83ec9-*.jsonl", "fe869ecb-*.jsonl"])
