@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dualtrace.encoder.backends.pricing import CHARS_PER_TOKEN, estimate_tokens
@@ -72,6 +72,7 @@ class _Item:
     kind: str  # event kind (for kept/dropped stats)
     render: Any  # callable(caps) -> str
     count: int = 1  # events folded into this line
+    telling: bool = False  # a failed run, or the run that passed after one (a fix's ends)
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class _Items:
 
     def _fold_into_last(self) -> None:
         old = self.items[-1]
-        self.items[-1] = _Item(old.ts, old.priority, old.kind, old.render, old.count + 1)
+        self.items[-1] = replace(old, count=old.count + 1)
         self.stats["folded"] += 1
 
     def _user(self, i: int, e: Event, sub: str) -> bool:
@@ -265,7 +266,7 @@ class _Items:
             label = "TEST FAIL" if is_test else f"FAILED (exit {e.exit_code})"
             self.items.append(_Item(e.ts, 1, "command", lambda c, cmd=cmd, e=e, s=sub, lab=label:
                                     f"{s}{lab}: $ {_short(cmd, c['command'])} -> "
-                                    f"{_error_excerpt(e.result, c['result'])}"))
+                                    f"{_error_excerpt(e.result, c['result'])}", telling=True))
         else:
             before = self.failing.pop(key, None)
             if before is not None:
@@ -276,7 +277,8 @@ class _Items:
                 label, note = ("TEST PASS" if is_test else "RAN"), ""
                 prio = 1 if is_test else 2
             self.items.append(_Item(e.ts, prio, "command", lambda c, cmd=cmd, s=sub, lab=label,
-                                    n=note: f"{s}{lab}: $ {_short(cmd, c['command'])}{n}"))
+                                    n=note: f"{s}{lab}: $ {_short(cmd, c['command'])}{n}",
+                                    telling=before is not None))
         self.prev_cmd = (cmd, failed, len(self.items) - 1)
         self.prev_edit = None
         return True
@@ -331,7 +333,11 @@ def _subagent_result(e: Event) -> str:
 
 
 def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int,
-              admitted: frozenset[int] = frozenset()) -> tuple[list[str], Counter[str], Counter[str]]:
+              admitted: frozenset[int] = frozenset(),
+              shown: list[tuple[str, str, int]] | None = None
+              ) -> tuple[list[str], Counter[str], Counter[str]]:
+    """The timeline's lines and the events kept and dropped by kind; ``shown`` (when
+    given) receives each kept line with its kind and count."""
     lines: list[str] = []
     kept: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
@@ -350,6 +356,8 @@ def _timeline(items: list[_Item], caps: dict[str, int], max_prio: int,
         times = f" (x{it.count})" if it.count > 1 else ""
         lines.append(f"[{_hhmm(it.ts)}] {body}{times}")
         kept[it.kind] += it.count
+        if shown is not None:
+            shown.append((lines[-1], it.kind, it.count))
     return lines, kept, dropped
 
 
@@ -359,11 +367,19 @@ _FILL_RANK = {"assistant": 0, "compaction": 0, "subagent": 1, "error": 1, "comma
               "commit": 1, "edit": 2, "tool": 3}
 
 
+# The latest failed runs and the runs that passed after one come back before the agent's
+# words: a gate that cites "error -> fix -> pass" must find them (review 10: at budget
+# 1,500 all 8 failed commands of a session went, its explanations stayed).
+_FILL_ARC = 4
+
+
 def _fill(items: list[_Item], caps: dict[str, int], prio: int, room: int) -> list[int]:
     """Indices of ``prio`` items that fit in ``room`` estimated tokens, most telling first
     (the list is in that order: the caller trims from its end)."""
     ranked = sorted((n for n, it in enumerate(items) if it.priority == prio),
                     key=lambda n: (_FILL_RANK.get(items[n].kind, 3), -n))
+    arc = [n for n in ranked if items[n].telling][:_FILL_ARC]
+    ranked = arc + [n for n in ranked if n not in set(arc)]
     out: list[int] = []
     for n in ranked:
         cost = estimate_tokens(items[n].render(caps)) + 4  # its time stamp, a day line
@@ -386,9 +402,12 @@ def build_digest(session: Session, budget: int = DEFAULT_BUDGET) -> Digest:
         "started": session.started or "?", "ended": session.ended or "?",
     }
 
+    shown: list[tuple[str, str, int]] = []
+
     def compose(caps_i: int, max_prio: int, admitted: frozenset[int] = frozenset()
                 ) -> tuple[str, Counter[str], Counter[str]]:
-        lines, kept, dropped = _timeline(items, _CAPS[caps_i], max_prio, admitted)
+        shown.clear()
+        lines, kept, dropped = _timeline(items, _CAPS[caps_i], max_prio, admitted, shown)
         shown_files = files if caps_i < 2 else files[:40]
         return (render("digest.j2", **head, files=shown_files, commits=commits, lines=lines,
                        dropped=_dropped_note(stats["noise_dropped"], dropped)), kept, dropped)
@@ -418,6 +437,12 @@ def build_digest(session: Session, budget: int = DEFAULT_BUDGET) -> Digest:
         # Even the tightest level is over budget: keep the head and the tail.
         text = truncate_middle(text, budget * CHARS_PER_TOKEN)
         stats["hard_truncated"] = True
+        # What the cut took is dropped, not kept (review 10: the stats counted it kept).
+        for line, kind, count in shown:
+            if line not in text:
+                kept[kind] -= count
+                dropped[kind] += count
+        kept = +kept
     raw_tokens = (session.raw_bytes + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
     digest_tokens = estimate_tokens(text)
     stats.update({

@@ -72,7 +72,10 @@ def test_budget_respected_and_drops_counted(tmp_path: Path, budget: int):
     # User messages outrank assistant text: under pressure assistant text goes first.
     kept, dropped = d.stats["kept_by_kind"], d.stats["dropped_by_kind"]
     if budget == 8000:
-        assert kept.get("user") == 120
+        # The middle of the tightest level is cut (hard_truncated): a line the cut took is
+        # dropped, not kept (it counted 120 kept before, with 2 of them cut away).
+        assert kept.get("user", 0) + dropped.get("user", 0) == 120
+        assert kept.get("user", 0) >= 115
     assert kept.get("user", 0) >= kept.get("assistant", 0) or dropped == {}
     assert d.stats["raw_tokens"] / d.token_estimate > 10
 
@@ -174,3 +177,46 @@ def test_a_tight_budget_keeps_what_fits_of_the_agents_explanations(tmp_path: Pat
     assert d.token_estimate > 0.8 * 1500  # the budget is used, not a fifth of it
     assert "Case 39 failed because" in d.text  # the latest conclusion is among them
     assert d.text.index("step 38") < d.text.index("Case 39 failed")  # in time order
+
+
+def test_a_tight_budget_keeps_the_failed_runs_and_the_pass_that_ended_them(tmp_path: Path):
+    """Review 10: at budget 1,500 a session's 8 failed commands all went while its
+    explanations stayed, and the gate still cited "error -> fix -> pass". The latest failed
+    runs and the run that passed after them come back first when a tier is refilled."""
+    from tests.encoder.test_offline import claude
+    from tests.encoder.test_pasted_failures import bash, edit, said, user
+
+    records = []
+    for i in range(20):
+        records += [user(f"step {i}: the parser case {i} still fails, look again"),
+                    said(10 * i, f"Case {i} failed because the tokenizer drops the trailing quote "
+                                 f"when the line ends in a backslash; attempt {i} keeps it. "
+                         + "More detail follows here. " * 14),
+                    *bash(10 * i + 1, "pytest tests/test_parser.py",
+                          f"FAILED tests/test_parser.py::test_case_{i} - AssertionError\n"
+                          "1 failed, 9 passed in 0.3s", failed=True)]
+    records += [*edit(99, "parser/tokenize.py"),
+                *bash(100, "pytest tests/test_parser.py", "10 passed in 0.3s"),
+                said(101, "All parser cases pass now.")]
+    session = read_transcript(claude(tmp_path / "arc.jsonl", records))
+    d = build_digest(session, 800)
+    assert d.token_estimate <= 800
+    assert "TEST FAIL: $ pytest tests/test_parser.py" in d.text, d.text
+    assert "now passes" in d.text, d.text
+
+
+def test_a_hard_cut_counts_the_lines_it_removed_as_dropped(tmp_path: Path):
+    """Review 10: when even the tightest level was over budget and the middle was cut, the
+    stats still counted every user line as kept."""
+    path = tmp_path / "many.jsonl"
+    path.write_text("\n".join(json.dumps({
+        "role": "user", "timestamp": f"2026-03-04T10:{i % 60:02d}:00Z",
+        "content": f"request {i}: please rename the helper number {i} in the parser module"})
+        for i in range(120)) + "\n")
+    d = build_digest(read_transcript(path), 300)
+    assert d.stats.get("hard_truncated")
+    kept, dropped = d.stats["kept_by_kind"].get("user", 0), d.stats["dropped_by_kind"].get("user", 0)
+    assert kept + dropped == 120 and 0 < kept < 120, d.stats
+    whole = sum(f"request {i}: please rename the helper number {i} in the parser module"
+                in d.text for i in range(120))
+    assert kept == whole, d.stats
