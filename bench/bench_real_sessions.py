@@ -225,8 +225,13 @@ def transcript_haystack(path: Path) -> str:
     if sub.is_dir():
         texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(sub.glob("*.jsonl"))]
     raw = "\n".join(texts)
-    # JSON escapes: compare against the decoded characters too.
-    decoded = raw.replace("\\n", "\n").replace('\\"', '"').replace("\\/", "/").replace("\\\\", "\\")
+    # JSON escapes: compare against the decoded characters too, two levels deep (Codex
+    # keeps a tool call's arguments as a JSON string inside the JSON line, so a quote in
+    # a command is escaped twice there).
+    decoded = raw
+    for _ in range(2):
+        decoded = decoded.replace("\\n", "\n").replace('\\"', '"').replace("\\/", "/") \
+            .replace("\\\\", "\\")
     return (raw + "\n" + decoded).lower()
 
 
