@@ -413,6 +413,36 @@ def _names_a_choice(sentence: str) -> bool:
     return m is not None and bool(_clean_words(_SUBJECT_STOP.split(m.group(1))[0]))
 
 
+# What a user says when refusing a tool call that states a rule for the project: "use
+# pnpm", "we don't want a CONTRIBUTING file, use the wiki", "no new dependencies".
+_REFUSAL_RULE = re.compile(r"\b(?:we|i) (?:don'?t|do not|never) (?:want|use|do|need|add)\b"
+                           r"|\b(?:instead|rather than|not here)\b", _I)
+
+
+def _rejection_rule(event, session) -> Candidate | None:
+    """A rejected tool call's reason as a convention (review 8 F2: "we don't want a
+    CONTRIBUTING file, use the wiki" was heard as nothing): the user refused what the agent
+    was about to do and said what the project does instead. A reason that states no rule
+    ("not now", "wait", a question) is left to the ordinary reading."""
+    if not (event.detail or "").startswith("rejection"):
+        return None
+    reason = " ".join(event.text.split())
+    if reason.endswith("?") or len(work.content_words(reason)) < 2:
+        return None
+    clauses = [c.strip(" .!") for c in re.split(r"[,;]|\s+-\s+|\bbut\b", reason) if c.strip(" .!")]
+    if lead_type(reason) not in (None, "convention") or not any(
+            _RULE_HEAD.search(c) or _REFUSAL_RULE.search(c) for c in clauses):
+        return None
+    what = event.detail[len("rejection of "):] if event.detail.startswith("rejection of ") else ""
+    tool, _, target = what.partition(" ")
+    target = work.relative(target, session.cwd) if target.startswith("/") else target
+    refused = f"{tool} of `{target}`" if tool in ("Write", "Edit", "MultiEdit") and target else \
+        f"`{one_line(target, 80)}`" if target else (tool or "a tool call")
+    lead = work.clean_sentence(reason[0].upper() + reason[1:], 200)
+    return Candidate("convention", [lead], event_index=session.events.index(event), ts=event.ts,
+                     extra=[f"Said when the user rejected the agent's {refused}."])
+
+
 def segment(session) -> list[Candidate]:
     """Candidate events from the user's messages, with support from the assistant."""
     candidates: list[Candidate] = []
@@ -420,6 +450,10 @@ def segment(session) -> list[Candidate]:
         if event.agent is not None:
             continue
         if event.kind == "user":
+            rule = _rejection_rule(event, session)
+            if rule is not None:
+                candidates.append(rule)
+                continue
             current: Candidate | None = None
             pending: Candidate | None = None  # taken back; its replacement may follow
             said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
@@ -699,7 +733,13 @@ def _resolved_as_reported(cand: Candidate, session, command: str = "") -> Candid
     fix = work.reported_fix(session, cand.event_index, command)
     if fix is None:
         return cand
-    cand.extra.append("Fix: edited " + ", ".join(f"`{f}`" for f in fix.files[:8]))
+    if fix.cause and fix.cause not in (fix.claim, fix.evidence):
+        cand.extra.append(f"Cause (as the agent stated it): {_quote(fix.cause, 300)}")
+    edited = ", ".join(f"`{f}`" for f in fix.files[:8])
+    if fix.claim and fix.verified == "user":  # else the Resolved line quotes the claim
+        cand.extra.append(f"Fix: \"{_quote(fix.claim, 240)}\" (edited {edited})")
+    else:
+        cand.extra.append(f"Fix: edited {edited}")
     cand.extra.append("Resolved: " + _REPORTED_FIX[fix.verified].format(
         check=one_line(fix.check, 100), words=_quote(fix.evidence, 240)))
     cand.status = "resolved"
@@ -798,6 +838,12 @@ def states_choice(request: str, followups: Iterable[str] = ()) -> bool:
 #   summary's design points), stored as "Project goal: ..." (MEDIUM, the user's words).
 # - a one-off task with no lasting choice ("Add a function called X and a test for it"):
 #   the session record keeps the request and what the agent did; no fact is written.
+# A question about something that goes wrong ("why does the label break here?", "why is
+# the build failing", "what causes the 500?").
+_BREAKAGE = re.compile(r"\b(?:break(?:s|ing)?|broken|fail(?:s|ing|ed)?|crash(?:es|ing)?|errors?|"
+                       r"wrong|bug(?:gy)?|(?:does ?n[o']?t|won'?t|isn'?t|not) (?:work|load|show|render|"
+                       r"start|compile|build)|500|404|hang(?:s|ing)?|freez(?:es|ing)|overflow(?:s|ing)?"
+                       r"|wrap(?:s|ping)?|cut off|truncat\w*)\b", _I)
 _CREATES = re.compile(
     r"^(?:create|build|make|scaffold|set up|setup|bootstrap|start|write|develop|implement|generate|port)\b"
     r"[^.;:]{0,60}?\b(?:apps?|application|project|service|website|web ?site|site|library|package|tool|cli"
@@ -837,7 +883,8 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                                         request.replace('"', ""), flags=_I))
     outcome = work._outcome(t.report)
     answer = work._outcome(t.answer, 2) if t.answer else []
-    if answer and said.rstrip().endswith("?"):
+    asked = bool(answer and said.rstrip().endswith("?"))
+    if asked:
         # a question the agent answered, then acted on: the finding leads
         lead = work.clean_sentence(f"{answer[0].rstrip('.')} ({lead.rstrip('.').lower()})", 200)
     if vague and not request and outcome:
@@ -868,7 +915,15 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
                      + (f" and {len(t.changed) - 10} more" if len(t.changed) > 10 else ""))
     lines += _commit_lines(t.commits[-3:])
     raw = "\n".join([t.request.text, *t.followups, t.report])
-    return Candidate("decision", [lead], support=[*t.followups, *outcome], event_index=t.start,
+    kind, status = "decision", None
+    if asked:
+        # The lead is the agent's diagnosis, not the user's word: never HIGH (review 10).
+        confidence = "MEDIUM"
+        if t.changed and _BREAKAGE.search(said):
+            # "why does the label break here?", answered and then fixed in the files: what
+            # broke, why and the fix - an incident, resolved when the fix was committed.
+            kind, status = "incident", "resolved" if t.commits else None
+    return Candidate(kind, [lead], support=[*t.followups, *outcome], event_index=t.start, status=status,
                      problem=[" ".join(t.request.text.split())],
                      ts=t.request.ts, role="work", idents=_identifiers(raw)[:8],
                      description=description, body_text="\n\n".join(lines),
@@ -1431,6 +1486,20 @@ class SessionFacts:
     errors: list[str]
     commits: list[tuple[str | None, str]]
     idents: list[str]
+    # Who said a quoted sentence (speaker): the user's and the agent's own words, each
+    # flattened to one lowercase line.
+    user_words: tuple[str, ...] = ()
+    agent_words: tuple[str, ...] = ()
+
+    def speaker(self, sentence: str, role: str) -> str:
+        """"the user" / "the agent" for a sentence found in their words, else by the
+        candidate's role (review 10: a request quoted as "the session said")."""
+        flat = " ".join(sentence.lower().split())[:160].rstrip(".!?\"'")
+        if role in ("user", "stack") or (flat and any(flat in u for u in self.user_words)):
+            return "the user"
+        if role == "assistant" or (flat and any(flat in a for a in self.agent_words)):
+            return "the agent"
+        return "the session"
 
     @classmethod
     def of(cls, session, date: str) -> SessionFacts:
@@ -1470,8 +1539,14 @@ class SessionFacts:
                     if "_" in token or "(" in token or "/" in token:
                         if token not in idents and len(idents) < 40:
                             idents.append(token)
+        said = {kind: tuple(" ".join(e.text.lower().split()) for e in session.events
+                            if e.kind == kind and e.agent is None and e.text
+                            and e.detail != "thinking")
+                for kind in ("user", "assistant")}
+        # A redacted value is no identifier of the session ("it mentions `REDACTED`").
+        idents = [i for i in idents if "REDACTED" not in i]
         return cls(session.session_id, date, session.git_branch, files, commands, errors,
-                   commits, idents)
+                   commits, idents, said["user"], said["assistant"])
 
 
 class OfflineBackend:
@@ -1696,7 +1771,10 @@ class OfflineBackend:
         lines += [f"Taken back earlier in the same session: \"{one_line(t, 300)}\"" for t in cand.took_back[-2:]]
         if cand.idents:
             lines.append("Code: " + ", ".join(f"`{i}`" for i in cand.idents[:8]))
-        if facts.files:
+        # Not again when a Fix line named them all (review 10: a fixed failure listed its
+        # files twice).
+        named = set(cand.files) if any(x.startswith("Fix: ") for x in cand.extra) else set()
+        if facts.files and not set(facts.files) <= named:
             lines.append("Files changed in the session: " + ", ".join(f"`{f}`" for f in facts.files[:6]))
         if facts.commits:
             sha, msg = facts.commits[-1]
@@ -1789,7 +1867,8 @@ class OfflineBackend:
         mentioned = [i for i in facts.idents if i.lower() in cand.text.lower()][:3]
         for match in _CODEISH.finditer(cand.text):
             token = (match.group(1) or match.group(2) or "").strip()
-            if token and token not in mentioned and len(mentioned) < 4:
+            if token and token not in mentioned and len(mentioned) < 4 \
+                    and "REDACTED" not in token:
                 mentioned.append(token)
         if not mentioned and not facts.files:
             mentioned = facts.idents[:2]  # the session's own code references
@@ -1811,11 +1890,16 @@ class OfflineBackend:
             return None
         where = f" on branch `{facts.branch}`" if facts.branch else ""
         sid = f"session {short_id(facts.session_id)}" if facts.session_id else "a session"
-        who = "the user" if cand.role in ("user", "stack") else "the session"
         # a stack statement's subject is quoted as the user said it, not as "Use Docker."
         said, then = (cand.support[0], cand.support[1:]) if cand.role == "stack" and cand.support \
             else (cand.lead[0], cand.support)
-        narrative = (f"In {sid}{where} ({facts.date}), {who} said: \"{one_line(said, 300)}\""
+        who = facts.speaker(said, cand.role)
+        # Only a person's words are quoted as said; a line the encoder composed from the
+        # session's runs ("`pytest` failed: ...") is stated as what happened.
+        stated = one_line(said, 300)
+        opening = (f", {who} said: \"{stated}\"" if who != "the session"
+                   else ": " + (stated if stated.endswith((".", "!", "?", "…")) else stated + "."))
+        narrative = (f"In {sid}{where} ({facts.date}){opening}"
                      + (f" Then: \"{one_line(then[0], 240)}\"" if then else "")
                      + " Concretely, " + "; ".join(artifacts) + ".")
         verbs = {"decision": "decided", "incident": "reported", "convention": "set convention",

@@ -838,6 +838,8 @@ class ReportedFix:
     evidence: str  # the agent's or the user's words
     check: str  # the check that passed after the last edit ("" when none ran)
     files: tuple[str, ...]  # the files edited for the fix
+    cause: str = ""  # the agent's sentence on why it failed, before its fix claim
+    claim: str = ""  # the agent's stated fix ("Fixed: ..."), also when the user confirmed
 
 
 def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | None:
@@ -851,10 +853,16 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
     events = session.events
     fix: list[str] = []
     claim, check, check_ok = "", "", True
+    cause = last_claim = ""
     for j in range(i + 1, len(events)):
         f = events[j]
         if f.agent is not None:
             continue
+        if f.kind == "assistant" and f.detail != "thinking" and not cause:
+            # Why it failed, as the agent said it on the way (review 10: nginx's 1 MB limit
+            # was named and lost); a planned step ("let me check ...") is no cause.
+            stated = _cause_of(f.text)
+            cause = stated if stated and not _PLAN.search(stated) else ""
         if f.kind == "edit" and f.path and not f.is_error:
             rel = relative(f.path, session.cwd)
             if rel and rel not in fix:
@@ -863,7 +871,7 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
         elif f.kind == "assistant" and f.detail != "thinking":
             said = _fix_claim(f.text)
             if fix and said:
-                claim = said
+                claim = last_claim = said
         elif f.kind == "command" and f.command and (
                 check_command(f.command) or command and command in " ".join(f.command.split())):
             check, check_ok = f.command, not f.failed  # the latest check after the last edit
@@ -875,14 +883,15 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
                 claim, check, check_ok = "", "", True
                 continue
             if fix and _WORKS.search(words):
-                return ReportedFix("user", words, check if check_ok else "", tuple(fix))
+                return ReportedFix("user", words, check if check_ok else "", tuple(fix),
+                                   cause, claim or last_claim)
             if not fix and _answers_diagnosis(events, i, j, ""):
                 continue  # the user answering the agent's question about it
             if not is_trivial(words):
                 break  # the user moved on
     if not fix or not claim or not check_ok:
         return None
-    return ReportedFix("check" if check else "agent", claim, check, tuple(fix))
+    return ReportedFix("check" if check else "agent", claim, check, tuple(fix), cause, claim)
 
 
 def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
