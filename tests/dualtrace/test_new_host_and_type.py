@@ -51,6 +51,10 @@ def project_transcripts(root):
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
+def transcripts_place(root):
+    return f"{Path(root) / '.acme-logs'}/*.jsonl"
+
+
 keep = _cc.keep
 context_output = _cc.context_output
 find_transcript = _cc.find_transcript
