@@ -258,8 +258,12 @@ def _encode_into(store, backend, redacted, whole: tuple[Session, bool], digest, 
     # A name from the registry, or a backend object (backfill's batch helpers).
     engine = get_backend(backend, settings) if isinstance(backend, str) else backend
     day = redacted.date or _date.today().isoformat()
+    from dualtrace.memfs.ids import short_id
+
     grounding = Grounding(_grounding_text(redacted, digest), day,
-                          LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()))
+                          LazyArtifacts(lambda: getattr(digest, "artifacts", ()) or ()),
+                          frozenset({short_id(redacted.session_id).lower()}
+                                    if redacted.session_id else ()))
 
     from dualtrace.encoder.hostile import Provenance
 

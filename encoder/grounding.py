@@ -43,10 +43,14 @@ class Grounding:
     text: str  # the redacted session text (digest and events), any case
     date: str  # session date YYYY-MM-DD
     artifacts: frozenset[str] | LazyArtifacts = frozenset()
+    # Names dualtrace itself gives the session (its short id, which moments cite as
+    # "session 3fa2b1c9"): a hash of a long id looks like a commit and is in no transcript.
+    names: frozenset[str] = frozenset()
 
     def has(self, token: str) -> bool:
         token = token.strip().lower()
-        return bool(token) and (token in self._haystack or token == self.date.lower())
+        return bool(token) and (token in self._haystack or token == self.date.lower()
+                                or token in self.names)
 
     @property
     def _haystack(self) -> str:
@@ -89,6 +93,8 @@ def check_moment(draft: MomentDraft, anchor: str, grounding: Grounding) -> None:
         raise Rejected("moment Timeline needs what happened")
     text = "\n".join((draft.narrative, draft.what, draft.marker, draft.prior, draft.after))
     text = text.replace(anchor, " ")
+    for name in grounding.names:  # "session 7970beb2": no number 7970 of the session's
+        text = re.sub(re.escape(name), " ", text, flags=re.I)
     invented = sorted(s for s in specifics(text) if not grounding.has(s))
     if invented:
         raise Rejected(
