@@ -30,7 +30,7 @@ def test_the_sessions_own_name_is_no_invented_specific():
 
 def test_a_plain_chat_with_a_long_id_keeps_its_moment(tmp_path):
     """sde-bench's boltons-redact-001 chat, written as eval_sdebench writes it."""
-    task = corpus_path("sde-bench", "tasks", "boltons-redact-001.task.json")
+    task = corpus_path("sde-bench", "tasks", "boltons-redact.task.json")
     if not task.is_file():
         pytest.skip("corpus absent")
     turns = json.loads(task.read_text(encoding="utf-8"))["conversations"]
