@@ -419,7 +419,7 @@ _REFUSAL_RULE = re.compile(r"\b(?:we|i) (?:don'?t|do not|never) (?:want|use|do|n
                            r"|\b(?:instead|rather than|not here)\b", _I)
 
 
-def _rejection_rule(event, session) -> Candidate | None:
+def _rejection_rule(event, index: int, session) -> Candidate | None:
     """A rejected tool call's reason as a convention (review 8 F2: "we don't want a
     CONTRIBUTING file, use the wiki" was heard as nothing): the user refused what the agent
     was about to do and said what the project does instead. A reason that states no rule
@@ -439,7 +439,7 @@ def _rejection_rule(event, session) -> Candidate | None:
     refused = f"{tool} of `{target}`" if tool in ("Write", "Edit", "MultiEdit") and target else \
         f"`{one_line(target, 80)}`" if target else (tool or "a tool call")
     lead = work.clean_sentence(reason[0].upper() + reason[1:], 200)
-    return Candidate("convention", [lead], event_index=session.events.index(event), ts=event.ts,
+    return Candidate("convention", [lead], event_index=index, ts=event.ts,
                      extra=[f"Said when the user rejected the agent's {refused}."])
 
 
@@ -450,7 +450,7 @@ def segment(session) -> list[Candidate]:
         if event.agent is not None:
             continue
         if event.kind == "user":
-            rule = _rejection_rule(event, session)
+            rule = _rejection_rule(event, index, session)
             if rule is not None:
                 candidates.append(rule)
                 continue
