@@ -53,3 +53,40 @@ FRESH9: list[dict] = [
      "path": f"{CCT}/sample_codex_session.jsonl", "held_out": True,
      "expect": []},  # AGENTS.md skills block (host-injected) and one question, no answer kept
 ]
+
+# ---- session 13: FRESH11 (`--part fresh11`) -----------------------------------------------
+# github.com/handgemacht-ai/claude-code-log (MIT), ``test/test_data/real_projects/``: real
+# Claude Code 2.1.42 sessions its author kept as test data (real uuids, French `ls` dates,
+# /exit at the end; stored commits read: 15bec058 for 03eb5929, cffbcdb2 for a95fea4a,
+# cd5009ef for ef958aa1); none is in ../shared/corpus (whose claude-code-log folder is another
+# project of the same tool). Labels written by reading each transcript whole, before any
+# encoder ran on them (the same rules as FRESH9: not changed after the first run).
+CCL11 = "claude-code-log/test/test_data/real_projects"
+
+FRESH11: list[dict] = [
+    {"key": "f11-ideas-docs", "project": "f11-ideas", "format": "claude-code",
+     "path": f"{CCL11}/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl",
+     "held_out": True, "expect": [
+         # The folder holds one idea, work-and-dev-docs.md: dev-docs/ = technical reference,
+         # work/ = work items (archive/, backlog/, future/); the user tried it in clmail. The
+         # rest is pros / cons / a balanced opinion asked twice (a rewind): the user's own
+         # view flips, so no preference is kept, only what the idea is.
+         {"what": "the dev-docs/ vs work/ convention for the Markdown a session writes",
+          "types": ["convention", "decision", "project", "learning"], "words": ["dev-docs", "work"]},
+     ]},
+    {"key": "f11-ideas-snapshots", "project": "f11-ideas", "format": "claude-code",
+     "path": f"{CCL11}/-experiments-ideas/a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl",
+     "held_out": True, "expect": []},  # four file-history-snapshot lines, no message
+    {"key": "f11-worktrees-teammates", "project": "f11-worktrees", "format": "claude-code",
+     "path": f"{CCL11}/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+     "held_out": True, "expect": [
+         # Three named teammates (Agent, isolation: "worktree") research plan mode, teammates
+         # and Beads on their own branches, octopus-merged into master twice. What a reader
+         # keeps: the user's rule for the channel, and what the agent found when round 2 hung.
+         {"what": "use the builtin subagent teams, not ClMail, for teammate communication",
+          "types": ["convention", "decision", "preference"], "words": ["clmail"]},
+         {"what": "SendMessage does not resurrect a terminated subagent: respawn fresh agents "
+                  "with the worktree path for a second round",
+          "types": ["learning", "incident", "decision"], "words": ["sendmessage", "terminated"]},
+     ]},
+]
