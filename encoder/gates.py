@@ -53,6 +53,7 @@ _USER_SIGNAL = re.compile(
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
     r"|we(?:'re| are) (?:moving|migrating|dropping|adopting|replacing|switching|swapping|standardi[sz]ing)"
     r"|we(?:'re| are) going to (?:move|migrate|switch|use|adopt|replace|drop)"
+    r"|(?:don'?t|do not|never) use\b[^.;!?]{1,80}?[,;]\s*(?:but |instead,? |rather )?use"
     r"|we(?:'re| are)? (?:sticking with|staying (?:with|on)|keeping)"
     r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
     # an HTTP failure the user reports ("the login page returns 500 when ...")

@@ -85,9 +85,16 @@ LEAD = {
     "convention": re.compile(
         r"\b(?:from now on|going forward|the rule is|our convention|by convention|as a rule"
         r"|we always|we never|always use|never use|must always|should always|must never"
-        r"|every (?:new )?[\w-]+ (?:must|should)|(?:team|project) (?:rule|standard))\b", _I),
+        r"|every (?:new )?[\w-]+ (?:must|should)|(?:team|project) (?:rule|standard))\b"
+        # a tool ruled out for another: "don't use ClMail for communication, use the builtin
+        # teams", "do not use npm; use pnpm instead"
+        r"|\b(?:don'?t|do not|never) use\b[^.;!?]{1,80}?[,;]\s*(?:but |instead,? |rather )?use\b", _I),
     "decision": re.compile(
-        r"\b(?:we(?:'re| are)? (?:switching|moving|migrating|going)\b[^.;]{0,40}?\b(?:to|from|over|back)\b"
+        # "we're going to" alone opens a plan ("we're going to make a little experiment");
+        # it is a choice only with a verb of choosing, or going back/over to something
+        r"\b(?:we(?:'re| are)? (?:switching|moving|migrating)\b[^.;]{0,40}?\b(?:to|from|over|back)\b"
+        r"|we(?:'re| are)? going (?:back|over) to\b"
+        r"|we(?:'re| are)? going to (?:move|migrate|switch|use|adopt|replace|drop|keep|stick with|go with)\b"
         r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
         r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
         # a choice kept ("we're sticking with PostgreSQL for billing", "we keep MySQL")
@@ -443,6 +450,16 @@ def _rejection_rule(event, index: int, session) -> Candidate | None:
                      extra=[f"Said when the user rejected the agent's {refused}."])
 
 
+# a discourse opener says how the statement is meant, not what it is about
+_ASIDE = re.compile(r"^(?:(?:just )?to be (?:clear|precise|explicit)|to clarify|for the record|one more thing"
+                    r"|important(?:ly)?|note|nb|p\.?s\.?)\s*[:,\u2014-]\s*(?=\S)", _I)
+
+
+def _without_aside(sentence: str) -> str:
+    body = _ASIDE.sub("", sentence, count=1)
+    return body[0].upper() + body[1:] if body != sentence else sentence
+
+
 def segment(session) -> list[Candidate]:
     """Candidate events from the user's messages, with support from the assistant."""
     candidates: list[Candidate] = []
@@ -513,6 +530,7 @@ def segment(session) -> list[Candidate]:
                 elif kind is not None:
                     if correction_kind(sentence):
                         sentence = without_opener(sentence)  # "wait, the base path is ..."
+                    sentence = _without_aside(sentence)  # "To be clear: don't use X, use Y"
                     current = Candidate(kind, [sentence], event_index=index, ts=event.ts, revises=revising)
                     candidates.append(current)
         elif event.kind == "assistant" and event.detail != "thinking":
@@ -778,6 +796,27 @@ def work_candidates(session) -> list[Candidate]:
            if (c := _task_candidate(t, where, notes, compacted)) is not None]
     out += _constraint_candidates(notes, where, len(session.events))
     out.extend(_arc_candidate(arc, where, session) for arc in arcs)
+    return out
+
+
+def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """What the agent found when the user asked it to look at something, and its closing
+    takeaway (work.findings): learnings in the agent's own words, quoted. A user message
+    another candidate already stands for (a failure report, a decision) is not asked again."""
+    where = short_id(session.session_id) if session.session_id else "this session"
+    taken = {i for c in covered for i in (c.event_index, *c.told) if c.role != "assistant"}
+    out: list[Candidate] = []
+    for f in work.findings(session, skip=taken):
+        said = " ".join(f.sentence.split())
+        if f.asked is None:
+            body = f"The agent's takeaway at the end of the session ({where}): {_quote(said, 500)}"
+        else:
+            body = (f"Asked ({where}): \"{_quote(f.question, 200)}\"\n\n"
+                    f"The agent found: {_quote(said, 500)}")
+        out.append(Candidate("learning", [said], event_index=f.at, role="found",
+                             description=work.clean_sentence(said), body_text=body,
+                             subject=" ".join(_polar_content(said)[:6]),  # "doesn't" stays "not"
+                             told=(f.asked,) if f.asked is not None else ()))
     return out
 
 
@@ -1567,7 +1606,7 @@ class OfflineBackend:
         kept: list[Candidate] = []
         for w in worked:
             spoken = [c for c in candidates if c.role == "user" and w.role == "work"
-                      and any(x in w.problem[0] for x in c.lead)]
+                      and any(x.lower() in w.problem[0].lower() for x in c.lead)]
             if not spoken:
                 kept.append(w)
                 continue
@@ -1597,6 +1636,7 @@ class OfflineBackend:
             candidates += worked
         else:
             candidates += structural_incidents(session, candidates)
+        candidates += finding_candidates(session, candidates)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:

@@ -1051,3 +1051,90 @@ def compaction_notes(session: Session) -> Compacted:
             if bullet not in solving:
                 solving.append(bullet.strip())
     return Compacted(request, tuple(concepts), tuple(solving), tuple(points))
+
+
+# ---------------------------------------------------------------- findings
+
+# The user asks the agent to look at something that is not a failing check ("the
+# subagents seem to be stuck, can you check?", "why does the cache miss?"), and the agent's
+# answer says how a named thing behaves ("`SendMessage` queues into an inbox but doesn't
+# resurrect a terminated process"): what the agent found, kept as a learning. The agent's
+# own closing "Takeaway: ..." / "Lesson learned: ..." line is one too.
+_CHECK = re.compile(
+    r"\b(?:can|could|would) you (?:please )?(?:check|look into|investigate|find out|figure out|see (?:why|what|if|whether))\b"
+    r"|^(?:please )?(?:check|investigate|find out|figure out) (?:why|what|whether|if)\b"
+    r"|\bwhy (?:is|are|does|do|did|was|were|isn'?t|aren'?t|doesn'?t|don'?t|didn'?t|won'?t|can'?t)\b"
+    r"|\bwhat(?:'s| is| was) (?:going on|happening|wrong)\b|\bwhat happened\b"
+    r"|\bseems? (?:to be )?(?:(?:either|both) )?(?:stuck|hung|hanging|frozen|idle|slow|broken)\b"
+    r"|\b(?:is|are) (?:it|they|these|those) (?:stuck|hung|hanging|done|running)\b", _I | re.M)
+# a statement about how something behaves: a negated or limited capability, or a cause
+_BEHAVES = re.compile(
+    r"\b(?:doesn'?t|does not|don'?t|do not|didn'?t|did not|can'?t|cannot|won'?t|will not|isn'?t|is not"
+    r"|aren'?t|are not|never|only (?:works?|runs?|applies|when|if)|requires?|instead of|rather than)\b", _I)
+_NAMED = re.compile(r"`[^`\n]{2,60}`|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b[\w-]+\.\w{1,4}\b")
+_TAKEAWAY = re.compile(
+    r"^\W*(?:(?:key|main|the|one|my)\s+)?(?:takeaways?|lessons?(?: learned)?|gotchas?|caveats?|insights?)"
+    r"(?:\s+(?:on|about|for|from|here)\b[^:\n]{0,50})?\s*\**\s*:\s*\**\s*(?P<rest>\S.*)", _I)
+_NARRATES = re.compile(r"^(?:i'?ll|i will|i'?m going to|let me|let'?s|now i|next,? i|first,? i)\b", _I)
+
+
+@dataclass(frozen=True)
+class Finding:
+    asked: int | None  # the user message it answers (None: a closing takeaway)
+    at: int  # the assistant message it was said in
+    question: str
+    sentence: str
+
+
+def _finding_sentence(text: str) -> str:
+    for sent in sentences(_FENCE.sub(" ", text)):
+        plain = sent.replace("**", "").strip()
+        if not 30 <= len(plain) <= 320 or plain.endswith("?") or _NARRATES.search(plain):
+            continue
+        if _PLAN.search(plain) and not _CAUSE.search(plain):
+            continue
+        if _BEHAVES.search(plain) and _NAMED.search(plain) or states_cause(plain):
+            return plain
+    return ""
+
+
+def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), limit: int = 2) -> list[Finding]:
+    """What the agent found when asked to look at something (see above), and its closing
+    takeaways; ``skip`` holds the user messages another reader already keeps (a failure's
+    report). At most ``limit``, in session order."""
+    events = session.events
+    out: list[Finding] = []
+    for i, e in enumerate(events):
+        if len(out) >= limit:
+            break
+        if e.agent is not None or e.kind != "user" or i in skip or (e.detail or "").startswith("rejection"):
+            continue
+        said = prose(e.text)
+        if not _CHECK.search(said) or len(said) > 1500:
+            continue
+        failed_run = False
+        for j in range(i + 1, len(events)):
+            f = events[j]
+            if f.agent is not None:
+                continue
+            if f.kind == "user":
+                break
+            if f.kind == "edit":
+                break  # the answer became work: the task and arc readers keep it
+            if f.kind == "command" and f.failed and check_command(f.command or ""):
+                failed_run = True  # a failing check: the arc reader's
+            if f.kind == "assistant" and f.detail != "thinking" and not failed_run:
+                found = _finding_sentence(f.text)
+                if found:
+                    out.append(Finding(i, j, first_sentence(said), found))
+                    break
+    closing = next((j for j in range(len(events) - 1, -1, -1) if events[j].agent is None
+                    and events[j].kind == "assistant" and events[j].detail != "thinking"), None)
+    if closing is not None:  # the agent's last words: a takeaway is said once, at the end
+        for line in _FENCE.sub("\n", events[closing].text).splitlines():
+            m = _TAKEAWAY.match(line.strip())
+            rest = m.group("rest").replace("**", "").strip() if m else ""
+            if len(rest) >= 30:
+                out.append(Finding(None, closing, "", (sentences(rest) or [rest])[0]))
+                break
+    return out
