@@ -215,6 +215,20 @@ def _plain_password(value: str) -> bool:
             and not low.endswith(("ed", "ing", "ly", "able", "ible")))
 
 
+# What the second half of a login pair names when it is no password: a field, a method.
+_PAIR_NOT = frozenset(
+    "password passwords passwd pass passw pwd pw secret secrets token tokens username usernames "
+    "user users userid email emails mail name names login logins session sessions sso oauth "
+    "oidc saml ldap google github gitlab bitbucket microsoft azure apple facebook okta auth0 "
+    "otp code codes phone number none same blank empty null unset magic link key keys cookie "
+    "cookies jwt bearer basic form forms page pages".split())
+
+
+def _plain_pair_password(value: str) -> bool:
+    """A word of plain letters as a login pair's second half that is the password."""
+    return (not value.isupper() and value.lower() not in _PAIR_NOT and _plain_password(value))
+
+
 # What a password "is" in prose ("the password is incorrect"), not a password.
 _PASSWORD_PROSE = frozenset(
     "incorrect correct invalid valid optional mandatory blank case sensitive unknown "
@@ -375,6 +389,14 @@ def _header_and_prose_rules(rules: _Rules) -> None:
         1, flags=re.I, anchors=("login", "log", "sign", "cred"),
         check=lambda v: _secret_value(v) and any(c.isalpha() for c in v)
         and any(not c.isalpha() for c in v))
+    # The same pair with a password of plain letters ("the staging login is admin / hunter",
+    # "creds: bob/tulips"): only after "is"/":"/"=" (not "sign in with Google/GitHub"), and
+    # never a word that names a field or a method ("login is email / password", "SSO/OIDC").
+    add("password",
+        r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds)\b"
+        r"(?:\s+(?:is|are|was|were)\s+|\s*[:=]\s*)[\"'`]?"
+        r"[A-Za-z0-9_.@\-]{1,64}(?:\s*/\s*|:)([A-Za-z]{4,40})(?=[\"'`]?(?:[\s.,;:?!)\]]|$))(?!\s*/)",
+        1, flags=re.I, anchors=("login", "log", "sign", "cred"), check=_plain_pair_password)
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"
         r"[\"'`]?([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",
