@@ -821,6 +821,13 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         # "first", "last time", "in July", "touched" say when, not what: not evidence.
         topic = [t for t in terms if t not in _TEMPORAL_WORDS and t not in _ACTIVITY_WORDS
                  and t not in said]
+        kinds = {_DATED_TYPE_WORDS.get(t) for t in topic}
+        if topic and None not in kinds and only in (None, *kinds):
+            # "What did we decide last time?", "the first incident": no subject, a kind
+            # of memory and a time. That kind's newest (or oldest) memories answer, by
+            # date; the session records would show the latest session, decided or not.
+            return _typed_by_date(index, question, tuple(sorted(k for k in kinds if k)), order,
+                                  limit, stale_days, project_root)
         if dated and not [t for t in topic if t not in _SESSIONS_AGG_WORDS]:
             # "What did we do last time?", "the first session", "what did we work on in
             # July?": no topic, only a time. The session records answer, by date (the
@@ -894,8 +901,10 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
         passages = _record_results(index, passing_chunks, terms, qvec, embedder,
                                    order or ("first" if span is not None else None),
                                    max(limit, RECORDS_SHOWN))
-    if order is not None and passages:
-        # "When did we first / what did we do last time": the episodes answer, by date.
+    kinds = {_DATED_TYPE_WORDS.get(t) for t in terms} - {None}
+    if order is not None and passages and not any(m.type in kinds for m in memories):
+        # "When did we first / what did we do last time": the episodes answer, by date
+        # ("what did we decide about X last time?" asks for the decision: curated first).
         shown = passages[:limit] + memories[: max(limit - len(passages), 0)]
     else:
         # Curated memories first; the episodes they came from keep up to
@@ -1590,6 +1599,40 @@ def _aggregate_sessions(index: Index, question: str,
         out.append(RecalledMemory(path=doc.path, type=SESSION_TYPE, confidence="MEDIUM",
                                   stored=rec.date, score=score, record=rec))
     return RecallResult(question, "B", tuple(out), aggregation=True, terms=tuple(topic))
+
+
+# A question's word that names a kind of memory, the verb included ("what did we
+# decide", "what broke"), for a question about when with no other subject.
+_DATED_TYPE_WORDS = {**_TYPE_WORDS, **{w: "decision" for w in (
+    "decide", "agree", "agreed", "settle", "settled", "choose", "chose", "chosen", "pick", "picked")},
+    **{w: "incident" for w in ("break", "broke", "broken", "fail", "failed", "failure", "failures",
+                               "bug", "bugs", "crash", "crashed")},
+    **{w: "learning" for w in ("learn", "learned", "learnt", "lesson", "found", "discover",
+                               "discovered")},
+    "rule": "convention"}
+TYPED_SHOWN = 3  # "what did we decide last time?": the latest few of the kind
+
+
+def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: str | None,
+                   limit: int, stale_days: int, project_root: Path | str | None) -> RecallResult:
+    """The newest (``order`` "last", or no order) or oldest memories of ``types``, by the
+    day they were last changed (newest) or first stored (oldest); superseded ones left out."""
+    groups: dict[str, _Unit] = {}
+    for doc in index.docs_of_type(types):
+        groups.setdefault(doc.unit, _Unit(doc.unit, coverage=1.0, final=1.0)).docs.append(doc)
+    memories = [_materialise(index, u, stale_days, project_root) for u in groups.values()]
+    memories = [m for m in memories if not (m.fact is not None and getattr(m.fact, "superseded_by", None))]
+    if not memories:
+        return RecallResult(question, "C", terms=types)
+    if order == "first":
+        memories.sort(key=_timeline_key)
+    else:
+        memories.sort(key=lambda m: (m.updated or m.stored or "", m.path), reverse=True)
+    shown = tuple(memories[:min(limit, TYPED_SHOWN)])
+    kind = " or ".join(f"{t}s" for t in types)
+    note = (f"The {'first' if order == 'first' else 'latest'} {len(shown)} {kind} stored, "
+            f"{'oldest' if order == 'first' else 'newest'} first (of {len(memories)}):")
+    return RecallResult(question, shown[0].state, shown, aggregation=True, terms=types, note=note)
 
 
 def _sessions_by_date(index: Index, question: str, order: str | None, limit: int,

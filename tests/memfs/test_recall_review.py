@@ -172,3 +172,27 @@ def test_a_superseded_memory_shows_when_it_was_stored_and_when_updated(tmp_path)
     assert (old_m.to_dict()["stored"], old_m.to_dict()["updated"]) == (stored, updated)
     # Staleness counts from the last change (100 days ago, under stale_days).
     assert old_m.stale is None
+
+
+def test_what_did_we_decide_last_time_answers_with_the_latest_decisions(demo):
+    """Session 12's named limit: a kind of memory and a time, no subject ("what did we
+    decide last time?") showed the newest session record, decided or not. Now: the newest
+    decisions, newest first, each a decision; "the first incident" the oldest incident."""
+    decided = {p.relative_to(demo).as_posix(): formats.parse_fact(p.read_text(), p.relative_to(demo).as_posix())
+               for p in (demo / "decisions").glob("*.md")}
+    assert len(decided) >= 2
+    result = ask(demo, "what did we decide last time?")
+    assert result.state in ("A", "B") and result.memories
+    assert all(m.type == "decision" for m in result.memories), paths(result)
+    days = [m.updated or m.stored for m in result.memories]
+    assert days == sorted(days, reverse=True)
+    newest = max((f.updated or f.stored) for f in decided.values())
+    assert days[0] == newest
+    assert result.render().splitlines()[1].startswith("The latest ")
+    first = ask(demo, "what was the first incident?")
+    assert first.memories and all(m.type == "incident" for m in first.memories)
+    stored = [m.stored for m in first.memories]
+    assert stored == sorted(stored)
+    # A subject still decides: not a listing of the kind.
+    about = ask(demo, "what did we decide about session storage last time?")
+    assert paths(about)[:1] == ["decisions/move-session-storage-redis-postgres.md"], paths(about)
