@@ -459,11 +459,18 @@ def content_terms(text: str, *, keep_type_words: bool = True) -> list[str]:
     seen: dict[str, str] = {}
     # "how long", "how many", "how much": the second word belongs to the question form.
     text = _HOW.sub(" ", text.lower())
+    # A hyphenated word made only of stop words ("to-do", "how-to") would vanish
+    # whole: it is the one word the memory writes ("TODO app").
+    text = _STOP_COMPOUND.sub(lambda m: m.group(0) if not all(
+        p in STOPWORDS or len(p) < 2 for p in m.group(0).split("-")) else m.group(0).replace("-", ""), text)
     for token in words.content_words(text, STOPWORDS):
         if not keep_type_words and token in _TYPE_WORDS:
             continue
         seen.setdefault(_singular(token), token)
     return list(seen.values())
+
+
+_STOP_COMPOUND = re.compile(r"\b[a-z]+(?:-[a-z]+)+\b")
 
 
 def _singular(word: str) -> str:
