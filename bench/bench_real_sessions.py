@@ -23,7 +23,7 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 - superseded: a revision whose earlier decision got ``superseded_by``.
 
 Usage:
-  python bench/bench_real_sessions.py [--part dev|held-out|all|new|fresh9|fresh11] [--backend offline]
+  python bench/bench_real_sessions.py [--part dev|held-out|all|new|fresh9|fresh11|fresh13] [--backend offline]
          [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
 ``--part new`` encodes only the session-7 held-out part (``NEW_HELD_OUT``; sessions of a
@@ -32,7 +32,8 @@ the former held-out ones among them, also summed on their own line); held-out
 sessions are encoded and reported only with ``--part held-out`` or ``--part all``.
 ``--part fresh9`` encodes only the session-9 fresh held-out part (``fresh_sessions.FRESH9``),
 read from ``$DUALTRACE_FRESH_CORPUS`` (outside the project; skipped when unset or absent);
-``--part fresh11`` likewise encodes the session-13 part (``fresh_sessions.FRESH11``).
+``--part fresh11`` and ``--part fresh13`` likewise encode the session-13 parts
+(``fresh_sessions.FRESH11``, ``FRESH13``).
 ``--backend anthropic --fake-server`` runs the model backend against the local fake
 Messages API (tests/fake_anthropic.py): it checks the plumbing, not the model.
 """
@@ -358,7 +359,7 @@ def _fake_server():
 
 
 def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, Any]:
-    from fresh_sessions import FRESH9, FRESH11
+    from fresh_sessions import FRESH9, FRESH11, FRESH13
     from real_sessions import NEW_HELD_OUT, SESSIONS
 
     from dualtrace.errors import DualtraceError
@@ -367,8 +368,8 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
     corpus = CORPUS
     if part == "new":
         chosen = NEW_HELD_OUT
-    elif part in ("fresh9", "fresh11"):
-        chosen = FRESH9 if part == "fresh9" else FRESH11
+    elif part in ("fresh9", "fresh11", "fresh13"):
+        chosen = {"fresh9": FRESH9, "fresh11": FRESH11, "fresh13": FRESH13}[part]
         corpus = Path(FRESH_CORPUS or "")
         if not FRESH_CORPUS or not corpus.is_dir():
             return {"part": part, "skipped": "DUALTRACE_FRESH_CORPUS unset or absent", "sessions": []}
@@ -381,7 +382,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
     per_session: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DUALTRACE_HOME"] = str(Path(tmp) / "state")
-        scorer = Scorer(SESSIONS + NEW_HELD_OUT + FRESH9 + FRESH11)
+        scorer = Scorer(SESSIONS + NEW_HELD_OUT + FRESH9 + FRESH11 + FRESH13)
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
             transcript = corpus / s["path"]
@@ -390,7 +391,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                 report = encode_session(transcript, memory_dir=memdir, backend=backend,
                                         settings=_settings(backend, fake.url if fake else None))
             except DualtraceError as exc:
-                if part not in ("new", "fresh9", "fresh11"):
+                if part not in ("new", "fresh9", "fresh11", "fresh13"):
                     raise
                 # a host dualtrace has no reader for: reported, scored as nothing captured
                 per_session.append({"key": s["key"], "held_out": True, "exposed": False,
@@ -469,9 +470,10 @@ def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "held-out", "all", "new", "fresh9", "fresh11"), default="dev",
+    ap.add_argument("--part", choices=("dev", "held-out", "all", "new", "fresh9", "fresh11", "fresh13"), default="dev",
                     help="new: the session-7 held-out part (real_sessions.NEW_HELD_OUT), on its own; "
-                         "fresh9/fresh11: fresh_sessions.FRESH9/FRESH11 under $DUALTRACE_FRESH_CORPUS")
+                         "fresh9/fresh11/fresh13: fresh_sessions.FRESH9/FRESH11/FRESH13 under "
+                         "$DUALTRACE_FRESH_CORPUS")
     ap.add_argument("--backend", default="offline", help="offline | anthropic | claude-cli | auto")
     ap.add_argument("--fake-server", action="store_true",
                     help="point the anthropic backend at the local fake Messages API (plumbing only)")
@@ -487,11 +489,11 @@ def main() -> None:
     print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
-    if args.part in ("new", "fresh9", "fresh11"):
+    if args.part in ("new", "fresh9", "fresh11", "fresh13"):
         result["new_held_out" if args.part == "new" else args.part] = result.pop("held_out")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    for name in ("dev", "exposed", "held_out", "new_held_out", "fresh9", "fresh11"):
+    for name in ("dev", "exposed", "held_out", "new_held_out", "fresh9", "fresh11", "fresh13"):
         if result.get(name):
             print(f"{name}: {json.dumps(result[name])}")
     for r in result["sessions"]:

@@ -90,3 +90,29 @@ FRESH11: list[dict] = [
           "types": ["learning", "incident", "decision"], "words": ["sendmessage", "terminated"]},
      ]},
 ]
+
+# ---- session 13, second find: FRESH13 (`--part fresh13`) -----------------------------------
+# github.com/alicoding/claude-parser, ``jsonl-prod-data-for-test/test-data/`` at commit
+# 77e073aeae06c6d28361b470ec7157920b196b89: a real Claude Code 1.0.89 session (real msg/toolu/req
+# ids) its author kept as "prod data for test". Licence: MIT as the README states it (badge and a
+# "MIT License - see LICENSE" section); the stored index holds no LICENSE file, so the evidence is
+# the README only. Labelled by reading it whole, before any encoder ran on it.
+CP13 = "alicoding__claude-parser/jsonl-prod-data-for-test/test-data"
+
+FRESH13: list[dict] = [
+    {"key": "f13-parser-moved-away", "project": "f13-parser", "format": "claude-code",
+     "path": f"{CP13}/3a7770b4-aba3-46dd-b677-8fc2d71d4e06.jsonl",
+     "held_out": True, "expect": [
+         # Asked to move the project into ~/.claude/projects, the agent ran `rm -rf
+         # ~/.claude/projects/claude-parser && mv <cwd> ~/.claude/projects/`: the existing copy
+         # was deleted, and every later command failed because the Bash tool's working
+         # directory (the moved project) no longer existed; the user lost work (git commits,
+         # unknown remote), recovery left to testdisk/photorec by hand.
+         {"what": "the rm -rf && mv move deleted the claude-parser folder (an incident the user "
+                  "reported: 'you just deleted my claude-parser?')",
+          "types": ["incident", "pattern", "learning"], "words": ["rm -rf", "claude-parser"]},
+         {"what": "once its working directory is moved away the Bash tool is stuck: every command "
+                  "fails with 'Path ... does not exist'",
+          "types": ["learning", "incident"], "words": ["does not exist", "stuck"]},
+     ]},
+]
