@@ -243,10 +243,13 @@ def grounded(kind: str, token: str, hay: str) -> bool:
         t = t.rstrip(".\u2026").rstrip()
     if t in hay:
         return True
-    if t.startswith("~/"):
+    if "~/" in t:
         # the redactor writes a home directory as ~ (encoder/redact.py): ~/x is
-        # /home/<name>/x or /Users/<name>/x of the transcript
-        return re.search(r"/(?:home|users)/[^/\s\"]+" + re.escape(t[1:]), hay) is not None
+        # /home/<name>/x or /Users/<name>/x of the transcript, also inside a command
+        # (`ls ~/.claude/projects` for `ls /Users/ali/.claude/projects`)
+        home = r"(?:~|/(?:home|users)/[^/\s\"]+)/"
+        pattern = home.join(re.escape(part) for part in t.split("~/"))
+        return re.search(pattern, hay) is not None
     if kind == "file":
         # a project-relative path of an absolute path in the transcript, or a basename
         return t.rsplit("/", 1)[-1] in hay and any(part in hay for part in t.split("/") if part)

@@ -27,6 +27,21 @@ RETURN_TO = (
     # "revert the last commit to fix CI" is a task, not a return to a choice
     r"(?! (?:fix|make|get|see|check|unblock|avoid|keep|test|try|restore|undo|find|stop|let|help|clean)\b)"
     r"|\b(?:use|using) (?:the |our )?[\w.-]+(?: [\w.-]+)? again\b|\bback to [\w.-]+(?: [\w.-]+){0,4} after all\b")
+# The user telling the agent it destroyed their work ("you just deleted my claude-parser?",
+# "you wiped our changes", "my work is gone"): an incident the user reports, caused by what
+# the agent ran before it. A pattern text, for the encoder's incident cue and the gate's signal.
+DESTROYED = (
+    r"\byou(?:'ve| have)? (?:just |accidentally |actually |completely )?(?:deleted|removed|wiped|erased"
+    r"|overwr(?:ote|itten)|destroyed|nuked|trashed|clobbered|lost) (?:all (?:of )?)?(?:my|our)\b"
+    r"|\b(?:my|our|all (?:my|our|the)) (?:work|changes|files?|folders?|director(?:y|ies)|repo(?:sitory)?"
+    r"|project|code|commits?|data|database|branch) (?:is|are|was|were|got|has been|have been) "
+    r"(?:gone|lost|deleted|wiped|erased|destroyed)\b")
+# A command that destroys files, history or data: what such a report is about.
+DESTRUCTIVE = re.compile(
+    r"\brm\s+-[a-zA-Z]*[rRf]|\bgit\s+(?:reset\s+--hard|clean\s+-[a-z]*f|checkout\s+(?:--\s+)?\.(?:\s|$)"
+    r"|push\s+(?:-f\b|--force)|branch\s+-D\b|stash\s+(?:drop|clear)\b|restore\s+(?:--\S+\s+)*\.(?:\s|$))"
+    r"|\bdrop\s+(?:table|database|schema)\b|\btruncate\s+table\b|\bfind\b[^|;&]*\s-delete\b"
+    r"|\bmv\s+-f\b|\bdd\s+if=|\bmkfs\b", re.I)
 AGREEMENT_WEAK = re.compile(r"^\W*(?:got it|understood|done|right|ok(?:ay)?|so,|perfect|great)\b", re.I)
 RULE_WORDS = re.compile(
     r"\b(?:exactly|always|never|only|must|rule|policy|contract|wins?|first|capped|at most|at least"
@@ -69,6 +84,44 @@ def fixed_by_rerun(events: Sequence[Event], i: int) -> int | None:
               and run_key(e.command or "") == key):
             return j if edited else None
     return None
+
+
+# Every command the agent runs failing with one and the same output, whatever it runs
+# (`ls`, `cd ~ && ls`, `brew install ...` all answer 'Path "/x" does not exist' once the
+# working directory was moved away): the environment broke, not one command. The gates'
+# signal and the offline encoder's incident (encoder/backends/work.stuck_runs) both ask this.
+STUCK_RUNS = 3
+
+
+def _output_key(e: Event) -> str:
+    return " ".join((e.result or e.text or "").split())[:200]
+
+
+def stuck_run(events: Sequence[Event]) -> tuple[int, str, tuple[str, ...]] | None:
+    """(index of the first, the output, the commands) of the longest run of main-thread
+    commands that all failed with one output, by at least ``STUCK_RUNS`` different commands."""
+    best: tuple[int, str, tuple[str, ...]] | None = None
+    run: list[int] = []
+
+    def close() -> None:
+        nonlocal best
+        commands = tuple(dict.fromkeys(events[k].command or "" for k in run))
+        if len(commands) >= STUCK_RUNS and (best is None or len(commands) > len(best[2])):
+            best = (run[0], _output_key(events[run[0]]), commands)
+
+    for i, e in enumerate(events):
+        if e.kind != "command" or e.agent is not None:
+            continue
+        key = _output_key(e) if e.failed else ""
+        if key and run and key == _output_key(events[run[0]]):
+            run.append(i)
+            continue
+        if run:
+            close()
+        run = [i] if key else []
+    if run:
+        close()
+    return best
 
 
 # The checks a person asks about later: tests, linters, type checkers, builds, in any

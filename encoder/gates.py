@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from dualtrace.encoder.cues import (
+    DESTROYED,
     RETURN_TO,
     asks_to_remember,
     correction_kind,
@@ -20,6 +21,7 @@ from dualtrace.encoder.cues import (
     is_agreement,
     retraction,
     run_key,
+    stuck_run,
 )
 from dualtrace.encoder.cues import TEST_COMMAND as _TEST
 from dualtrace.encoder.session import Event, Session
@@ -60,7 +62,7 @@ _USER_SIGNAL = re.compile(
     r"|(?:returns?|returning|got|gets|getting|gives?|giving|throws?|throwing) (?:an? |the )?(?:http )?[45]\d\d"
     r"|[45]\d\d (?:errors?|internal server error|unauthorized|forbidden|not found)"
     r"|i want to (?:build|use|create)|we'?re building|the goal (?:is|of this project))\b"
-    r"|" + RETURN_TO
+    r"|" + RETURN_TO + r"|" + DESTROYED
 )
 _MERGED = re.compile(r"\bgh\s+pr\s+merge\b|\bgit\s+merge\b")
 
@@ -196,6 +198,9 @@ def evaluate(session: Session) -> GateVerdict:
     arc = _fix_arc(events)
     if arc:
         signal_reasons.append(f"error -> fix -> passing test: {arc}")
+    stuck = stuck_run(events)
+    if stuck is not None:
+        signal_reasons.append(f"{len(stuck[2])} different commands in a row failed the same way")
     if len(paths) >= 3:
         signal_reasons.append(f"{len(paths)} files edited")
     reasons.extend("signal: " + r for r in signal_reasons)

@@ -37,6 +37,8 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import (
     AGREEMENT_STRONG,
+    DESTROYED,
+    DESTRUCTIVE,
     REMEMBER,
     RETURN_TO,
     Retraction,
@@ -114,7 +116,7 @@ LEAD = {
         r"|(?:still )?(?:does not|doesn'?t|do not|don'?t) work|(?:is|are) not working|stopped working"
         r"|[45]\d\ds|(?:http|status|returns?|returning|got an?|throws?|throwing) [45]\d\d"
         r"|[45]\d\d (?:errors?|responses?|unauthorized|forbidden|not found)"
-        r"|\w+(?:Error|Exception))\b", _I),
+        r"|\w+(?:Error|Exception))\b|" + DESTROYED, _I),
     "learning": re.compile(
         r"\b(?:til|today i learned|i learned|learned that|turns out|didn'?t know|now i (?:understand|know|get)"
         r"|i realized|lesson learned|the lesson)\b", _I),
@@ -677,6 +679,42 @@ def _command_words(command: str) -> set[str]:
     return _subject_tokens(re.sub(r"[^\w]+", " ", _bare_command(command)))
 
 
+_DESTROYED = re.compile(DESTROYED, _I)
+
+
+def _destruction_reports(candidates: list[Candidate], session) -> list[Candidate]:
+    """A user's report that the agent destroyed their work ("you just deleted my X?") is
+    one incident per session: later reports of the same loss join it, and it names the
+    destructive commands (``rm -rf``, ``git reset --hard``, ...) the agent ran before the
+    first report. Without such a command in the session it stays an ordinary report."""
+    events = session.events
+    first: Candidate | None = None
+    out: list[Candidate] = []
+    for c in candidates:
+        if not (c.type == "incident" and c.role in ("user", "destroyed") and c.body_text is None
+                and any(_DESTROYED.search(x) for x in c.lead)):
+            out.append(c)
+            continue
+        if first is not None:
+            first.support.extend(x for x in c.lead if x not in first.support)
+            continue
+        ran = [e for e in events[:c.event_index] if e.kind == "command" and e.agent is None
+               and e.command and DESTRUCTIVE.search(e.command)]
+        if not ran:
+            out.append(c)
+            continue
+        c.role = "destroyed"
+        said = " ".join(c.lead[0].split()).rstrip(" ?!.")
+        c.description = (f"The user reported \"{one_line(said, 90)}\" after the agent ran "
+                         f"`{one_line(ran[-1].command or '', 70)}`.")
+        for e in ran[-2:]:
+            c.extra.append(f"Before it the agent ran `{one_line(e.command or '', 160)}`"
+                           + (" (it failed)" if e.failed else ""))
+        first = c
+        out.append(c)
+    return out
+
+
 def _per_failure(cand: Candidate, session) -> list[Candidate]:
     """A user's failure report as one incident per failure it names *and the session
     shows*: each clause matched to the failing command its own words name ("the deploy"
@@ -797,6 +835,38 @@ def work_candidates(session) -> list[Candidate]:
     out += _constraint_candidates(notes, where, len(session.events))
     out.extend(_arc_candidate(arc, where, session) for arc in arcs)
     return out
+
+
+_QUOTED_PATH = re.compile(r"[\"'`][^\"'`\n]*[/\\][^\"'`\n]*[\"'`]")
+
+
+def stuck_candidates(session) -> list[Candidate]:
+    """Every command failing with one output (work.stuck_runs): an incident of the
+    environment, with the commands and the agent's explanation, quoted."""
+    stuck = work.stuck_runs(session)
+    if stuck is None:
+        return []
+    where = short_id(session.session_id) if session.session_id else "this session"
+    events = session.events
+    last = max(i for i, e in enumerate(events) if e.kind == "command" and e.agent is None
+               and (e.command or "") in stuck.commands)
+    recovered = any(e.kind == "command" and e.agent is None and not e.failed for e in events[last + 1:])
+    n = len(stuck.commands)
+    line = one_line(stuck.line, 160)
+    body = [f"From `{one_line(stuck.commands[0], 80)}` on ({where}), {n} different commands in a row "
+            f"failed with the same output:", f"    {line}"]
+    if stuck.explanation:
+        body.append(f"The agent said: \"{_quote(stuck.explanation, 300)}\"")
+    body.append("Commands: " + ", ".join(f"`{one_line(c, 60)}`" for c in stuck.commands[:5])
+                + (f" and {n - 5} more" if n > 5 else ""))
+    if recovered:
+        body.append("Later commands passed again.")
+    words = _polar_content(_QUOTED_PATH.sub(" ", stuck.line))[:5]
+    return [Candidate("incident", [f"{n} commands failed with: {line}"], event_index=stuck.first,
+                      role="found", description=work.clean_sentence(
+                          f"Every command failed with the same error: {line}", 200),
+                      body_text="\n\n".join(body), subject=" ".join(["every", "command", *words]),
+                      status="resolved" if recovered else "investigating", confidence="MEDIUM")]
 
 
 def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
@@ -1619,10 +1689,13 @@ class OfflineBackend:
         worked = kept
         # what the user took back is gone now that the work it asked for was matched to it
         candidates = [c for c in candidates if not c.retracted]
+        # the user telling the agent it destroyed their work: one incident, with the
+        # destructive commands the agent ran before it
+        candidates = _destruction_reports(candidates, session)
         # a user's failure report: one incident per failure it names, each with its command
         candidates = [x for c in candidates
                       for x in (_per_failure(c, session) if c.type == "incident" and c.role == "user"
-                                and c.body_text is None else [c])]
+                                and c.body_text is None and c.role != "destroyed" else [c])]
         if worked:
             # What the agent did at the user's request carries that request: an assistant
             # recap of the work would be a second memory of one subject.
@@ -1637,6 +1710,7 @@ class OfflineBackend:
         else:
             candidates += structural_incidents(session, candidates)
         candidates += finding_candidates(session, candidates)
+        candidates += stuck_candidates(session)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:

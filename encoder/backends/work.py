@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump
+from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump, stuck_run
 from dualtrace.encoder.matching import GENERIC_ERRORS
 from dualtrace.encoder.session import Event, Session
 
@@ -1138,3 +1138,38 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
                 out.append(Finding(None, closing, "", (sentences(rest) or [rest])[0]))
                 break
     return out
+
+
+# ---------------------------------------------------------------- a stuck environment
+
+# A run of commands that all failed the same way (cues.stuck_run), with the agent's own
+# explanation when it gave one ("my bash context is stuck in the old directory", "...,
+# which is why we're getting errors").
+_EXPLAINS = re.compile(r"\b(?:stuck|no longer exists?|does(?:n'?t| not) exist|which is why|is why|because"
+                       r"|the (?:issue|problem|reason) is)\b", _I)
+
+
+@dataclass(frozen=True)
+class Stuck:
+    first: int  # the first failing command
+    line: str  # the output every one of them printed
+    commands: tuple[str, ...]
+    explanation: str  # the agent's sentence about it, or ""
+
+
+def stuck_runs(session: Session) -> Stuck | None:
+    found = stuck_run(session.events)
+    if found is None:
+        return None
+    first, line, commands = found
+    events = session.events
+    last = max(i for i, e in enumerate(events) if e.kind == "command" and e.agent is None
+               and (e.command or "") in commands)
+    said = ""
+    for e in events[first:last + 1]:
+        if e.kind == "assistant" and e.agent is None and e.detail != "thinking":
+            said = next((x for x in sentences(_FENCE.sub(" ", e.text))
+                         if 20 <= len(x) <= 300 and _EXPLAINS.search(x) and not _PLAN.search(x)), "")
+            if said:
+                break
+    return Stuck(first, line, commands, said)
