@@ -230,3 +230,19 @@ def run_cli(monkeypatch):
         return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
     return run
+
+
+def bench_transcript():
+    """bench/hostile_corpus.py's ``Transcript`` builder (bench/ is not a package): the one
+    loader the encoder tests that write their own transcripts share."""
+    import importlib.util
+    import sys
+
+    name = "bench_hostile_corpus"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "bench" / "hostile_corpus.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name].Transcript

@@ -6,28 +6,15 @@ writes; the held-out session that showed the gap (bench --part fresh11) is not r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from dualtrace.encoder.backends.offline import lead_type
 from dualtrace.pipeline import encode_session
-from tests.conftest import REPO_ROOT
+from tests.conftest import bench_transcript
 
-
-def _transcript_builder():
-    spec = importlib.util.spec_from_file_location("hostile_corpus_findings",
-                                                  REPO_ROOT / "bench" / "hostile_corpus.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("hostile_corpus_findings", mod)
-    spec.loader.exec_module(mod)
-    return mod.Transcript
-
-
-Transcript = _transcript_builder()
+Transcript = bench_transcript()
 
 
 def _memories(mem: Path) -> dict[str, str]:

@@ -7,28 +7,15 @@ writes, through the real encode path."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from dualtrace.encoder.backends.offline import lead_type
 from dualtrace.pipeline import encode_session
-from tests.conftest import REPO_ROOT
+from tests.conftest import bench_transcript
 
-
-def _transcript_builder():
-    spec = importlib.util.spec_from_file_location("hostile_corpus_destroyed",
-                                                  REPO_ROOT / "bench" / "hostile_corpus.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("hostile_corpus_destroyed", mod)
-    spec.loader.exec_module(mod)
-    return mod.Transcript
-
-
-Transcript = _transcript_builder()
+Transcript = bench_transcript()
 GONE = 'Path "/srv/app/reports" does not exist'
 
 
