@@ -834,7 +834,7 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
             # of memory and a time. That kind's newest (or oldest) memories answer, by
             # date; the session records would show the latest session, decided or not.
             return _typed_by_date(index, question, tuple(sorted(k for k in kinds if k)), order,
-                                  limit, stale_days, project_root)
+                                  limit, stale_days, project_root, span)
         if dated and not [t for t in topic if t not in _SESSIONS_AGG_WORDS]:
             # "What did we do last time?", "the first session", "what did we work on in
             # July?": no topic, only a time. The session records answer, by date (the
@@ -1618,27 +1618,47 @@ _DATED_TYPE_WORDS = {**_TYPE_WORDS, **{w: "decision" for w in (
                                "discovered")},
     "rule": "convention"}
 TYPED_SHOWN = 3  # "what did we decide last time?": the latest few of the kind
+_ONE_OF_KIND = re.compile(r"\b(?:last|latest|first|earliest|most recent|newest|oldest)\s+"
+                          r"(?:incident|decision|bug|crash|failure|outage|learning|lesson|"
+                          r"convention|rule|choice|fix)\b(?!s)", re.I)
 
 
 def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: str | None,
-                   limit: int, stale_days: int, project_root: Path | str | None) -> RecallResult:
+                   limit: int, stale_days: int, project_root: Path | str | None,
+                   span: when.Span | None = None) -> RecallResult:
     """The newest (``order`` "last", or no order) or oldest memories of ``types``, by the
-    day they were last changed (newest) or first stored (oldest); superseded ones left out."""
+    day they were last changed (newest) or first stored (oldest); superseded ones left out.
+    With ``span`` ("what did we decide in April?"): only those stored or changed then."""
     groups: dict[str, _Unit] = {}
     for doc in index.docs_of_type(types):
         groups.setdefault(doc.unit, _Unit(doc.unit, coverage=1.0, final=1.0)).docs.append(doc)
     memories = [_materialise(index, u, stale_days, project_root) for u in groups.values()]
     memories = [m for m in memories if not (m.fact is not None and getattr(m.fact, "superseded_by", None))]
+    kind = " or ".join(f"{t}s" for t in types)
+    if span is not None:
+        memories = [m for m in memories
+                    if span.holds(m.stored or "") or span.holds(m.updated or "")]
+        if not memories:
+            return RecallResult(question, "C", terms=types,
+                                note=f"No {kind} stored {span.describe()}.")
     if not memories:
         return RecallResult(question, "C", terms=types)
     if order == "first":
         memories.sort(key=_timeline_key)
     else:
         memories.sort(key=lambda m: (m.updated or m.stored or "", m.path), reverse=True)
-    shown = tuple(memories[:min(limit, TYPED_SHOWN)])
-    kind = " or ".join(f"{t}s" for t in types)
-    note = (f"The {'first' if order == 'first' else 'latest'} {len(shown)} {kind} stored, "
-            f"{'oldest' if order == 'first' else 'newest'} first (of {len(memories)}):")
+    # "the last incident" (one, singular) or "what did we decide last time?" (a few)
+    one = _ONE_OF_KIND.search(question) is not None
+    shown = tuple(memories[:1 if one else min(limit, TYPED_SHOWN)])
+    when_said = f" {span.describe()}" if span is not None else ""
+    latest = "first" if order == "first" else "latest"
+    if len(memories) == 1:
+        note = f"The one {' or '.join(types)} stored{when_said}:"
+    elif len(shown) == 1:
+        note = f"The {latest} {' or '.join(types)} stored{when_said} (of {len(memories)}):"
+    else:
+        note = (f"The {latest} {len(shown)} {kind} stored{when_said}, "
+                f"{'oldest' if order == 'first' else 'newest'} first (of {len(memories)}):")
     return RecallResult(question, shown[0].state, shown, aggregation=True, terms=types, note=note)
 
 

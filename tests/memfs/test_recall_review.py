@@ -196,3 +196,71 @@ def test_what_did_we_decide_last_time_answers_with_the_latest_decisions(demo):
     # A subject still decides: not a listing of the kind.
     about = ask(demo, "what did we decide about session storage last time?")
     assert paths(about)[:1] == ["decisions/move-session-storage-redis-postgres.md"], paths(about)
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory):
+    """Five sessions on five days of 2026: decisions in March, May and July, incidents in
+    April and June (review 13's F12 set)."""
+    from tests.conftest import bench_transcript
+
+    Transcript = bench_transcript()
+    base = tmp_path_factory.mktemp("dated")
+    commit = ("git commit -am x", "[main a1b2c3d] x\n 1 file changed")
+    sessions = {
+        "2026-03-02": Transcript(101).user("We decided to use PostgreSQL for the billing service "
+                                           "instead of MySQL. Set up the config and commit.")
+        .edit("config/db.py", "mysql", "postgresql").bash(*commit).say("Configured PostgreSQL."),
+        "2026-04-10": Transcript(102).user("The login endpoint returns 500 when the email has a "
+                                           "plus sign. Fix it.")
+        .bash("pytest tests/test_login.py", "FAILED tests/test_login.py::test_plus - "
+              "AssertionError: 500 != 200", error=True)
+        .edit("api/login.py", "email.split('+')", "email")
+        .bash("pytest tests/test_login.py", "3 passed").bash(*commit).say("Fixed it."),
+        "2026-05-20": Transcript(103).user("Let's go with Redis for the session cache. Add it "
+                                           "and commit.")
+        .edit("config/cache.py", "memory", "redis").bash(*commit).say("Switched to Redis."),
+        "2026-06-15": Transcript(104).user("The nightly export crashes with KeyError: 'region'. "
+                                           "Please fix.")
+        .bash("python -m export", "KeyError: 'region'", error=True)
+        .edit("export.py", "row['region']", "row.get('region')")
+        .bash("python -m export", "ok").bash(*commit).say("Fixed the KeyError."),
+        "2026-07-01": Transcript(105).user("Add a todo list to the README and commit. We decided "
+                                           "to keep the docs in markdown, not rst.")
+        .edit("README.md", "", "## TODO\n- docs\n").bash(*commit).say("Added the list."),
+    }
+    paths = []
+    for day, t in sessions.items():
+        for record in t.records:
+            record["timestamp"] = day + record["timestamp"][10:]
+        paths.append(t.write(base / f"{day}.jsonl"))
+    return encode_offline(base, paths)
+
+
+def test_what_did_we_decide_in_a_month_keeps_to_that_month(dated):
+    """Review 13 F12 (a regression of session 13): "what did we decide in April?" listed
+    the three newest decisions; no decision was made in April, so it abstains."""
+    today = dt.date(2026, 12, 3)
+    april = ask(dated, "what did we decide in April?", today=today)
+    assert april.state == "C" and not april.memories
+    assert "No decisions stored from 2026-04-01 to 2026-04-30." in april.render()
+    assert ask(dated, "what did we decide last week?", today=today).state == "C"
+    march = ask(dated, "what did we decide in March?", today=today)
+    assert [m.stored for m in march.memories] == ["2026-03-02"]
+    assert march.memories[0].type == "decision"
+    june = ask(dated, "what broke in June?", today=today)
+    assert [(m.type, m.stored) for m in june.memories] == [("incident", "2026-06-15")]
+
+
+def test_the_last_incident_is_the_newest_one(dated):
+    """Review 13 F15: "what was the last incident?" abstained ("last" counted only as
+    "last time"). One, singular: the newest of the kind; "decisions" plural: a few."""
+    last = ask(dated, "what was the last incident?")
+    assert [(m.type, m.stored) for m in last.memories] == [("incident", "2026-06-15")]
+    assert "The latest incident stored (of 2):" in last.render()
+    one = ask(dated, "last decision?")
+    assert [(m.type, m.stored) for m in one.memories] == [("decision", "2026-07-01")]
+    few = ask(dated, "what were the last decisions?")
+    assert [m.stored for m in few.memories] == ["2026-07-01", "2026-05-20", "2026-03-02"]
+    # "last week" is still a range, not "the last (memory)".
+    assert ask(dated, "what broke last week?", today=dt.date(2026, 12, 3)).state == "C"
