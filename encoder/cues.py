@@ -93,20 +93,55 @@ def fixed_by_rerun(events: Sequence[Event], i: int) -> int | None:
 STUCK_RUNS = 3
 
 
+# What makes two failed outputs look alike without saying anything about the environment:
+# the host's own messages ("<tool_use_error>Sibling tool call errored" when one of several
+# parallel calls fails: 9 in the corpus), a bare "Exit code 1" (greps that find nothing),
+# terminal colours and markup.
+_HOST_ERROR = "<tool_use_error>"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\e\[[0-9;]*m")
+_MARKUP = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+_EXIT_LINE = re.compile(r"^\s*(?:exit (?:code|status)|exited with(?: code)?)\s*-?\d+\s*", re.I)
+_WORDS3 = re.compile(r"[A-Za-z]{3}")
+
+
 def _output_key(e: Event) -> str:
-    return " ".join((e.result or e.text or "").split())[:200]
+    text = e.result or e.text or ""
+    if _HOST_ERROR in text:
+        return ""
+    text = _EXIT_LINE.sub("", _MARKUP.sub("", _ANSI.sub("", text)))
+    key = " ".join(text.split())[:200]
+    return key if _WORDS3.search(key) else ""
+
+
+# Steps of a shell line that run no program of their own: a wait, a change of directory.
+_NOT_PROGRAMS = frozenset({"cd", "pushd", "sleep", "export", "set", "source", ".", "true", ":"})
+
+
+def _program(command: str) -> str:
+    """The program a shell line runs (``sleep 2 && curl ...``: curl; ``cd ~ && ls``: ls)."""
+    for simple in _simple_commands(command):
+        rest = simple[_PREFIX.match(simple).end():]  # type: ignore[union-attr]
+        words = rest.split()
+        if words and words[0].rsplit("/", 1)[-1] not in _NOT_PROGRAMS:
+            return words[0].rsplit("/", 1)[-1]
+    return command.split()[0] if command.split() else ""
 
 
 def stuck_run(events: Sequence[Event]) -> tuple[int, str, tuple[str, ...]] | None:
     """(index of the first, the output, the commands) of the longest run of main-thread
-    commands that all failed with one output, by at least ``STUCK_RUNS`` different commands."""
+    commands that all failed with one output, by at least ``STUCK_RUNS`` different commands
+    of at least two programs. Re-runs of one program (three pytest runs refused by a
+    database that is down, curl polling a server that is starting) are that program's
+    failure, for the fix-arc reader; an environment that broke fails whatever runs."""
     best: tuple[int, str, tuple[str, ...]] | None = None
     run: list[int] = []
 
     def close() -> None:
         nonlocal best
         commands = tuple(dict.fromkeys(events[k].command or "" for k in run))
-        if len(commands) >= STUCK_RUNS and (best is None or len(commands) > len(best[2])):
+        programs = {_program(c) for c in commands}
+        if (len(commands) >= STUCK_RUNS and len(programs) >= 2
+                and (best is None or len(commands) > len(best[2]))):
             best = (run[0], _output_key(events[run[0]]), commands)
 
     for i, e in enumerate(events):

@@ -23,6 +23,7 @@ EVENT_KINDS = frozenset(
 # before redaction and the digest: nothing downstream needs megabytes of output, and
 # the cut bounds memory and time for every later stage.
 MAX_RESULT_CHARS = 4000
+_ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 MAX_TEXT_CHARS = 20000
 
 
@@ -403,6 +404,9 @@ class SessionBuilder:
                 self.ended = ts
 
     def add(self, event: Event) -> int:
+        if event.result and "\x1b" in event.result:
+            # Terminal colours in a tool's output are nothing a memory or a record keeps.
+            event = replace(event, result=_ANSI_ESCAPE.sub("", event.result))
         self.events.append(event)
         return len(self.events) - 1
 

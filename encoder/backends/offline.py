@@ -864,8 +864,8 @@ def stuck_candidates(session) -> list[Candidate]:
     words = _polar_content(_QUOTED_PATH.sub(" ", stuck.line))[:5]
     return [Candidate("incident", [f"{n} commands failed with: {line}"], event_index=stuck.first,
                       role="found", description=work.clean_sentence(
-                          f"Every command failed with the same error: {line}", 200),
-                      body_text="\n\n".join(body), subject=" ".join(["every", "command", *words]),
+                          f"Commands kept failing with the same error ({n} in a row): {line}", 200),
+                      body_text="\n\n".join(body), subject=" ".join(["commands", "fail", *words]),
                       status="resolved" if recovered else "investigating", confidence="MEDIUM")]
 
 

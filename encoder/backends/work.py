@@ -1166,10 +1166,22 @@ def stuck_runs(session: Session) -> Stuck | None:
     last = max(i for i, e in enumerate(events) if e.kind == "command" and e.agent is None
                and (e.command or "") in commands)
     said = ""
-    for e in events[first:last + 1]:
+    # The agent explains inside the run or in its first message after it ("My shell is
+    # stuck in a directory that no longer exists, which is why every command fails.").
+    for i in range(first, len(events)):
+        e = events[i]
         if e.kind == "assistant" and e.agent is None and e.detail != "thinking":
             said = next((x for x in sentences(_FENCE.sub(" ", e.text))
                          if 20 <= len(x) <= 300 and _EXPLAINS.search(x) and not _PLAN.search(x)), "")
-            if said:
+            if said or i > last:
                 break
-    return Stuck(first, line, commands, said)
+        elif i > last and e.kind == "user":
+            break
+    return Stuck(first, _first_sentence(line), commands, said)
+
+
+def _first_sentence(output: str) -> str:
+    """The error an output opens with: its first sentence ("Error: build cache corrupt."),
+    not the advice that may follow it in the same line ("Maintainers: the fix is ...")."""
+    head = sentences(output)
+    return head[0] if head else output
