@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dualtrace.encoder.backends.work import findings
 from dualtrace.encoder.cues import (
     DESTROYED,
     RETURN_TO,
@@ -201,6 +202,13 @@ def evaluate(session: Session) -> GateVerdict:
     stuck = stuck_run(events)
     if stuck is not None:
         signal_reasons.append(f"{len(stuck[2])} different commands in a row failed the same way")
+    # A question the agent answered with what it found ("why does the cache miss on every
+    # request?"): worth reading even when the session did nothing else (review 13 F13).
+    found = findings(session, limit=1)
+    if found:
+        signal_reasons.append("the agent reported what it found" + (
+            f" when asked (at {_hhmm(events[found[0].asked].ts)})" if found[0].asked is not None
+            else " in its closing takeaway"))
     if len(paths) >= 3:
         signal_reasons.append(f"{len(paths)} files edited")
     reasons.extend("signal: " + r for r in signal_reasons)

@@ -1073,9 +1073,33 @@ _BEHAVES = re.compile(
     r"|aren'?t|are not|never|only (?:works?|runs?|applies|when|if)|requires?|instead of|rather than)\b", _I)
 _NAMED = re.compile(r"`[^`\n]{2,60}`|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b[\w-]+\.\w{1,4}\b")
 _TAKEAWAY = re.compile(
-    r"^\W*(?:(?:key|main|the|one|my)\s+)?(?:takeaways?|lessons?(?: learned)?|gotchas?|caveats?|insights?)"
+    r"^[^\w>]*(?:(?:key|main|the|one|my)\s+)?(?:takeaways?|lessons?(?: learned)?|gotchas?|insights?)"
     r"(?:\s+(?:on|about|for|from|here)\b[^:\n]{0,50})?\s*\**\s*:\s*\**\s*(?P<rest>\S.*)", _I)
 _NARRATES = re.compile(r"^(?:i'?ll|i will|i'?m going to|let me|let'?s|now i|next,? i|first,? i)\b", _I)
+# What is no finding of the agent's (review 13 F1, F14): what a tool, file or page says,
+# passed on ("The log says the release job doesn't need review"); a guess ("I'm not sure,
+# it might be ..."); the agent about itself: an apology, what it did not do or cannot do
+# here ("I can't run `docker ps` in this sandbox", "I didn't add a test because ...").
+_NOT_FOUND = re.compile(
+    r"\b(?:the|this|that|its?|your|their)\s+(?:[\w.-]+\s+)?(?:logs?|output|readme|docs?|documentation|file|page"
+    r"|comments?|message|ticket|issue|changelog|notes?|website|site|wiki|guide|instructions|banner)"
+    r"\s+(?:says?|said|states?|mentions?|claims?|reads|tells?|suggests?|recommends?|notes|warns?|asks?)\b"
+    r"|\baccording to\b|\b(?:says|reads|states):\s*$"
+    r"|\b(?:might|maybe|perhaps|probably|possibly|presumably|not sure|unsure|i think|i guess|i suspect"
+    r"|i believe|could be|my guess|(?:haven'?t|have not|not) (?:yet )?(?:verified|confirmed|checked|tested))\b"
+    r"|\b(?:sorry|apologi[sz]e|my mistake|my bad)\b"
+    r"|^\W*(?:i|we)(?:'ve| have)?\s+(?:didn'?t|did not|haven'?t|have not|can'?t|cannot|couldn'?t|could not"
+    r"|wasn'?t able|was not able|don'?t have|do not have|won'?t|will not|forgot)\b"
+    r"|\b(?:in|inside) (?:this|the|my) (?:sandbox|environment|container|session)\b"
+    r"|\b(?:don'?t|do not) have (?:access|permission)", _I)
+# A question about the agent's own conduct ("why didn't you add a test?"): its answer is
+# an account of itself, no finding about the project.
+_ABOUT_AGENT = re.compile(r"\bwhy (?:did|didn'?t|do|don'?t|would|wouldn'?t|are|aren'?t|were|weren'?t"
+                          r"|have|haven'?t|is it that) you\b", _I)
+# What says how the work should go ("should", "doesn't need review", "skip"): from a tool's
+# output only, that is the tool's instruction, not the agent's finding.
+_NORMATIVE = re.compile(r"\b(?:should|must|need(?:s|n'?t)? (?:to|no|not)|doesn'?t need|don'?t need|no need"
+                        r"|skip|always|never|required|allowed|--force|--no-verify)\b", _I)
 
 
 @dataclass(frozen=True)
@@ -1086,10 +1110,31 @@ class Finding:
     sentence: str
 
 
-def _finding_sentence(text: str) -> str:
-    for sent in sentences(_FENCE.sub(" ", text)):
+_RELAY_STOP = frozenset("""the and for are was were not but with that this from into its it's has have had
+    should must need needs doesn't don't job jobs can will would been they them then than there also""".split())
+
+
+def _relayed(sentence: str, outputs: Sequence[str]) -> bool:
+    """``sentence`` tells how the work should go in words a tool output holds (two thirds
+    of its content words or more): the tool's instruction passed on, not a finding."""
+    if not outputs or not _NORMATIVE.search(sentence):
+        return False
+    words = set(re.findall(r"[a-z][a-z0-9_.-]{2,}", sentence.lower())) - _RELAY_STOP
+    if len(words) < 3:
+        return False
+    return any(len(words & set(re.findall(r"[a-z][a-z0-9_.-]{2,}", out.lower()))) * 3 >= len(words) * 2
+               for out in outputs)
+
+
+def _finding_sentence(text: str, outputs: Sequence[str] = ()) -> str:
+    # Quoted lines (">") are someone else's words.
+    text = "\n".join(line for line in _FENCE.sub(" ", text).splitlines()
+                     if not line.lstrip().startswith(">"))
+    for sent in sentences(text):
         plain = sent.replace("**", "").strip()
         if not 30 <= len(plain) <= 320 or plain.endswith("?") or _NARRATES.search(plain):
+            continue
+        if _NOT_FOUND.search(plain) or _relayed(plain, outputs):
             continue
         if _PLAN.search(plain) and not _CAUSE.search(plain):
             continue
@@ -1110,9 +1155,10 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
         if e.agent is not None or e.kind != "user" or i in skip or (e.detail or "").startswith("rejection"):
             continue
         said = prose(e.text)
-        if not _CHECK.search(said) or len(said) > 1500:
+        if not _CHECK.search(said) or len(said) > 1500 or _ABOUT_AGENT.search(said):
             continue
         failed_run = False
+        outputs: list[str] = []
         for j in range(i + 1, len(events)):
             f = events[j]
             if f.agent is not None:
@@ -1121,21 +1167,32 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
                 break
             if f.kind == "edit":
                 break  # the answer became work: the task and arc readers keep it
+            if f.kind in ("command", "tool") and (f.result or f.text):
+                outputs.append(f.result or f.text or "")
             if f.kind == "command" and f.failed and check_command(f.command or ""):
                 failed_run = True  # a failing check: the arc reader's
             if f.kind == "assistant" and f.detail != "thinking" and not failed_run:
-                found = _finding_sentence(f.text)
+                found = _finding_sentence(f.text, outputs)
                 if found:
                     out.append(Finding(i, j, first_sentence(said), found))
                     break
     closing = next((j for j in range(len(events) - 1, -1, -1) if events[j].agent is None
                     and events[j].kind == "assistant" and events[j].detail != "thinking"), None)
     if closing is not None:  # the agent's last words: a takeaway is said once, at the end
+        quoting = False
         for line in _FENCE.sub("\n", events[closing].text).splitlines():
+            # A quote (">") and what follows "The README says:" are another's words.
+            if line.lstrip().startswith(">") or quoting and not line.strip():
+                continue
+            if quoting:  # the quoted line itself
+                quoting = False
+                continue
+            quoting = line.rstrip().endswith(":") and bool(_NOT_FOUND.search(line))
             m = _TAKEAWAY.match(line.strip())
             rest = m.group("rest").replace("**", "").strip() if m else ""
-            if len(rest) >= 30:
-                out.append(Finding(None, closing, "", (sentences(rest) or [rest])[0]))
+            first = (sentences(rest) or [rest])[0] if rest else ""
+            if len(first) >= 30 and not _NOT_FOUND.search(first):
+                out.append(Finding(None, closing, "", first))
                 break
     return out
 
