@@ -33,9 +33,21 @@ RETURN_TO = (
 DESTROYED = (
     r"\byou(?:'ve| have)? (?:just |accidentally |actually |completely )?(?:deleted|removed|wiped|erased"
     r"|overwr(?:ote|itten)|destroyed|nuked|trashed|clobbered|lost) (?:all (?:of )?)?(?:my|our)\b"
+    # what one is glad to see go ("you removed my typo", "our unused imports")
+    r"(?! (?:typos?|unused|dead|old|stale|extra|duplicated?|debug|commented|temp(?:orary)?|tmp"
+    r"|placeholders?|todos?|warnings?|bugs?)\b)"
+    r"|\byou(?:'ve| have)? (?:just )?(?:deleted|removed|wiped|erased|nuked|destroyed|trashed) (?:the whole|the entire"
+    r"|everything|all (?:of )?the)\b|\byou (?:just )?(?:threw|thrown|throw) away (?:my|our|all)\b"
+    r"|\bwhere (?:did|have|has) (?:all )?(?:my|our) [\w .-]{1,40}? (?:go|gone)\b"
+    r"|\b(?:everything|it all)(?: in there)? (?:is|was|got|has been) (?:gone|lost|deleted|wiped)\b"
     r"|\b(?:my|our|all (?:my|our|the)) (?:work|changes|files?|folders?|director(?:y|ies)|repo(?:sitory)?"
     r"|project|code|commits?|data|database|branch) (?:is|are|was|were|got|has been|have been) "
     r"(?:gone|lost|deleted|wiped|erased|destroyed)\b")
+# Thanks in the same sentence ("you removed my typo, thanks!"), or the user's own doing ("I
+# ran rm on the wrong dir and my files are gone"): no loss the agent caused.
+NOT_A_LOSS = re.compile(r"\b(?:thanks|thank you|great|nice|perfect|awesome|cool|good job|well done|love it)\b"
+                        r"|\bI(?:'ve| have)? (?:just )?(?:accidentally )?(?:ran|run|deleted|removed|wiped|typed"
+                        r"|lost|overwrote|nuked|messed up)\b", re.I)
 # A command that destroys files, history or data: what such a report is about.
 DESTRUCTIVE = re.compile(
     r"\brm\s+-[a-zA-Z]*[rRf]|\bgit\s+(?:reset\s+--hard|clean\s+-[a-z]*f|checkout\s+(?:--\s+)?\.(?:\s|$)"

@@ -39,6 +39,7 @@ from dualtrace.encoder.cues import (
     AGREEMENT_STRONG,
     DESTROYED,
     DESTRUCTIVE,
+    NOT_A_LOSS,
     REMEMBER,
     RETURN_TO,
     Retraction,
@@ -289,6 +290,9 @@ def lead_type(sentence: str) -> str | None:
         if LEAD[kind].search(sentence):
             if kind == "incident" and _DISMISS.match(sentence):
                 continue
+            if kind == "incident" and NOT_A_LOSS.search(sentence) and _DESTROYED.search(sentence) \
+                    and not LEAD["incident"].search(_DESTROYED.sub(" ", sentence)):
+                continue  # "you removed my typo, thanks!": no other incident word
             if kind == "preference" and not re.match(
                     r"^(?:(?:also|and|oh|btw|ps|by the way|fwiw|incidentally)\W+)?(?:i\b|my\b|please\b|personally\b)",
                     sentence, _I):
@@ -682,6 +686,45 @@ def _command_words(command: str) -> set[str]:
 _DESTROYED = re.compile(DESTROYED, _I)
 
 
+# What a loss report names that says nothing about which command caused it.
+_LOSS_GENERIC = frozenset("""you just accidentally actually completely deleted removed wiped erased
+    overwrote overwritten destroyed nuked trashed clobbered lost all my our the work change changes file
+    files folder folders directory directories repo repository project code commit commits data database
+    branch everything stuff thing things gone got has have been was were is are wait what why did
+    please restore back undo ugh had there here whole entire not just now again seriously hey oh
+    throw threw thrown away uncommitted afternoon morning day week hours""".split())
+# Commands that destroy without naming what (``git reset --hard``, ``git checkout .``):
+# a loss report is about them when they ran since the user's previous message.
+_PATHLESS = re.compile(r"^\s*git\s+(?:reset\s+--hard|checkout\s+(?:--\s+)?\.|clean\b|stash\s+(?:drop|clear)"
+                       r"|restore\s+(?:--\S+\s+)*\.)", _I)
+
+
+def _loss_commands(events, at: int, said: str) -> list:
+    """The destructive commands the agent ran before the user's loss report at ``at``
+    that the report is about: those naming what it names ("you deleted my reports" and
+    ``rm -rf /srv/archive/reports``); when it names nothing particular ("you wiped our
+    changes!"), those since the user's previous message. Review 13 F7: any earlier
+    destructive command was blamed ("you deleted my comment in README" and
+    ``rm -rf .pytest_cache``)."""
+    if NOT_A_LOSS.search(said):
+        return []
+    ran = [i for i in range(at) if events[i].kind == "command" and events[i].agent is None
+           and events[i].command and DESTRUCTIVE.search(events[i].command)]
+    generic = _subject_tokens(" ".join(_LOSS_GENERIC))
+    named = _subject_tokens(re.sub(r"[^\w]+", " ", said)) - generic
+    since = max((i for i in range(at) if events[i].kind == "user" and events[i].agent is None), default=-1)
+    return [events[i] for i in ran
+            if named and any(same_word(w, x) for w in named for x in _command_words(events[i].command or ""))
+            or i > since and (not named or _PATHLESS.match(_destructive_part(events[i].command or "")))]
+
+
+def _destructive_part(command: str) -> str:
+    """The step of a shell line that destroys (``rm -rf X`` of ``rm -rf X && mv Y X``): a
+    description names it whole rather than cutting the line inside a path."""
+    parts = [p.strip() for p in re.split(r"\s(?:&&|\|\||;)\s", command)]
+    return next((p for p in parts if DESTRUCTIVE.search(p)), command)
+
+
 def _destruction_reports(candidates: list[Candidate], session) -> list[Candidate]:
     """A user's report that the agent destroyed their work ("you just deleted my X?") is
     one incident per session: later reports of the same loss join it, and it names the
@@ -698,15 +741,14 @@ def _destruction_reports(candidates: list[Candidate], session) -> list[Candidate
         if first is not None:
             first.support.extend(x for x in c.lead if x not in first.support)
             continue
-        ran = [e for e in events[:c.event_index] if e.kind == "command" and e.agent is None
-               and e.command and DESTRUCTIVE.search(e.command)]
+        ran = _loss_commands(events, c.event_index, c.lead[0])
         if not ran:
             out.append(c)
             continue
         c.role = "destroyed"
         said = " ".join(c.lead[0].split()).rstrip(" ?!.")
         c.description = (f"The user reported \"{one_line(said, 90)}\" after the agent ran "
-                         f"`{one_line(ran[-1].command or '', 70)}`.")
+                         f"`{one_line(_destructive_part(ran[-1].command or ''), 70)}`.")
         for e in ran[-2:]:
             c.extra.append(f"Before it the agent ran `{one_line(e.command or '', 160)}`"
                            + (" (it failed)" if e.failed else ""))

@@ -159,3 +159,43 @@ def test_the_explanation_after_the_stuck_run_is_kept_and_colours_are_not(tmp_pat
     # The session record logs the output as it was (evidence), without the colours.
     record = "".join(p.read_text() for p in (tmp_path / "mem" / "sessions").rglob("*.md"))
     assert "registry <b>unreachable</b>" in record and "\x1b" not in record
+
+
+def test_a_loss_report_blames_only_the_command_it_is_about(tmp_path):
+    """Review 13 F7: "you deleted my comment in README" was put on an unrelated `rm -rf
+    .pytest_cache` the user had asked for. The command must name what the report names,
+    or, naming no path (`git reset --hard`), have run since the user's previous message."""
+    t = (Transcript(88).user("Remove .pytest_cache and fix the typo in README.")
+         .bash("rm -rf .pytest_cache", "")
+         .edit("README.md", "teh", "the").say("Done.")
+         .user("You deleted my comment in README, please restore it.")
+         .edit("README.md", "", "<!-- note -->").say("Restored."))
+    report, found = _incidents(tmp_path, t)
+    assert not any("pytest_cache" in v for v in found.values()), found
+    reset = (Transcript(89).user("Reset the repo to the last release tag.")
+             .bash("git reset --hard v1.2.0", "HEAD is now at abc123 release 1.2.0").say("Reset.")
+             .user("Wait, where did all my uncommitted changes go?? Did you just throw away my work?"))
+    (tmp_path / "b").mkdir()
+    report, found = _incidents(tmp_path / "b", reset)
+    assert [v for v in found.values() if "after the agent ran `git reset --hard v1.2.0`" in v], found
+
+
+@pytest.mark.parametrize(("said", "kind"), [
+    ("Nice, you removed my typo, thanks! Now commit it.", None),
+    ("Thanks, you removed our unused import and the tmp dir, great.", None),
+    ("I ran rm on the wrong dir in my terminal and my files are gone.", None),
+    ("You nuked the whole migrations folder, not just old!", "incident"),
+    ("Ugh, you deleted everything I had in there.", "incident"),
+])
+def test_praise_and_the_users_own_doing_are_no_loss(said, kind):
+    """Review 13 F8: praise for a removal was an incident ("you removed my typo, thanks!")."""
+    assert lead_type(said) == kind
+
+
+def test_the_users_own_loss_is_not_put_on_the_agents_command(tmp_path):
+    t = (Transcript(90).user("Run git clean -fd to drop the build leftovers.")
+         .bash("git clean -fd", "Removing build/").say("Cleaned.")
+         .user("I ran rm on the wrong dir in my terminal and my files are gone. Can you help me recover them?")
+         .say("Check your backups or the trash."))
+    report, found = _incidents(tmp_path, t)
+    assert not any("git clean" in v for v in found.values()), found
