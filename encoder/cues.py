@@ -27,6 +27,45 @@ RETURN_TO = (
     # "revert the last commit to fix CI" is a task, not a return to a choice
     r"(?! (?:fix|make|get|see|check|unblock|avoid|keep|test|try|restore|undo|find|stop|let|help|clean)\b)"
     r"|\b(?:use|using) (?:the |our )?[\w.-]+(?: [\w.-]+)? again\b|\bback to [\w.-]+(?: [\w.-]+){0,4} after all\b")
+# "We're going to" with a verb of choosing ("rewrite the parser in Rust", "deprecate the
+# v1 API", "host it on Fly.io") is a decision; with a verb of doing ("make a little
+# experiment", "build three prototypes") it opens a plan. A pattern text (review 13 F10).
+CHOICE_VERBS = (r"(?:move|migrate|switch|use|adopt|replace|drop|keep|stick with|go with|rewrite|port"
+                r"|deprecate|retire|sunset|remove|host|deploy|run|standardi[sz]e|consolidate|split|merge"
+                r"|rename|require|enforce|ban|support|target|ship|freeze|pin|upgrade|downgrade|self-host"
+                r"|vendor|outsource|stop using|no longer|go back|switch back|abandon|phase out)\b")
+# A tool ruled out for another ("don't use ClMail for communication, use the builtin teams",
+# "do not use npm; use pnpm instead", "Don't use npm - use pnpm", "..., please use pnpm"):
+# the project's rule. Not when either side is a pronoun ("don't use that, use what I said":
+# nothing a later session could follow). A pattern text, for the encoder's convention cue
+# and the gate's signal.
+_DEICTIC = r"(?:that|it|this|those|these|them|what|whatever|something|anything|mine|yours)\b"
+DONT_USE = (r"\b(?:don'?t|do not|never) use\s+(?!" + _DEICTIC + r")[^.;!?]{1,80}?"
+            r"(?:[,;]|\s[-\u2013\u2014]+)\s*(?:but |instead,? |rather |please |just )?use\s+(?!" + _DEICTIC + r")")
+# What limits an order to the work at hand ("for this one test", "for now", "this time"):
+# no rule of the project (a project, repo or team scope is one).
+ONE_OFF_SCOPE = re.compile(
+    r"\bfor (?:(?:this|that) (?:one |single |particular |specific |current )?|the (?:one|single|particular"
+    r"|specific|current) )(?!project|repo|repository|codebase|team|company|org|organi[sz]ation|monorepo)\w+"
+    r"|\b(?:for now|this time|for the moment|for today|just this once|temporar(?:y|ily)"
+    r"|in this (?:one )?(?:test|case|file|function|pr|branch|script|run|commit))\b", re.I)
+VAGUE_USE = re.compile(r"\buse\s+" + _DEICTIC, re.I)  # "don't use that, use what I said"
+_DONT_USE_ALONE = re.compile(r"^\W*(?:please\s+)?(?:don'?t|do not|never)\s+use\s+\S[^.;!?]{0,60}[.!]$", re.I)
+_USE_NEXT = re.compile(r"^\W*(?:please\s+|just\s+|instead,?\s+)?use\s+\S", re.I)
+
+
+def joined_rules(sentences: list[str]) -> list[str]:
+    """"Don't use npm." + "Use pnpm." as one sentence ("Don't use npm, use pnpm."): the
+    rule is the pair, and the convention cue reads one sentence at a time."""
+    out: list[str] = []
+    for s in sentences:
+        if out and _DONT_USE_ALONE.match(out[-1]) and _USE_NEXT.match(s):
+            out[-1] = out[-1][:-1] + ", " + s[0].lower() + s[1:]
+        else:
+            out.append(s)
+    return out
+
+
 # The user telling the agent it destroyed their work ("you just deleted my claude-parser?",
 # "you wiped our changes", "my work is gone"): an incident the user reports, caused by what
 # the agent ran before it. A pattern text, for the encoder's incident cue and the gate's signal.

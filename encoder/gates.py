@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from dualtrace.encoder.backends.work import findings
 from dualtrace.encoder.cues import (
+    CHOICE_VERBS,
     DESTROYED,
+    DONT_USE,
     RETURN_TO,
     asks_to_remember,
     correction_kind,
@@ -55,8 +57,8 @@ _USER_SIGNAL = re.compile(
     r"|turns out|today i learned|til|i learned|lesson learned|keep (?:making|forgetting|hitting)"
     r"|we'?ll (?:use|go with|switch|adopt|keep)|let'?s (?:use|go with|switch|adopt)"
     r"|we(?:'re| are) (?:moving|migrating|dropping|adopting|replacing|switching|swapping|standardi[sz]ing)"
-    r"|we(?:'re| are) going to (?:move|migrate|switch|use|adopt|replace|drop)"
-    r"|(?:don'?t|do not|never) use\b[^.;!?]{1,80}?[,;]\s*(?:but |instead,? |rather )?use"
+    r"|we(?:'re| are) going to " + CHOICE_VERBS +
+    r"|" + DONT_USE +
     r"|we(?:'re| are)? (?:sticking with|staying (?:with|on)|keeping)"
     r"|replac(?:e|ing) [\w.-]+(?: [\w.-]+){0,2} with|came back|\w+(?:Error|Exception)"
     # an HTTP failure the user reports ("the login page returns 500 when ...")

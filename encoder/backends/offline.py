@@ -37,17 +37,22 @@ from dualtrace.config import Settings
 from dualtrace.encoder.backends import EncodeRequest, Usage, work
 from dualtrace.encoder.cues import (
     AGREEMENT_STRONG,
+    CHOICE_VERBS,
     DESTROYED,
     DESTRUCTIVE,
+    DONT_USE,
     NOT_A_LOSS,
+    ONE_OFF_SCOPE,
     REMEMBER,
     RETURN_TO,
+    VAGUE_USE,
     Retraction,
     check_command,
     correction_kind,
     fixed_by_rerun,
     is_agreement,
     is_dump,
+    joined_rules,
     retraction,
     without_opener,
 )
@@ -91,13 +96,13 @@ LEAD = {
         r"|every (?:new )?[\w-]+ (?:must|should)|(?:team|project) (?:rule|standard))\b"
         # a tool ruled out for another: "don't use ClMail for communication, use the builtin
         # teams", "do not use npm; use pnpm instead"
-        r"|\b(?:don'?t|do not|never) use\b[^.;!?]{1,80}?[,;]\s*(?:but |instead,? |rather )?use\b", _I),
+        r"|" + DONT_USE, _I),
     "decision": re.compile(
         # "we're going to" alone opens a plan ("we're going to make a little experiment");
         # it is a choice only with a verb of choosing, or going back/over to something
         r"\b(?:we(?:'re| are)? (?:switching|moving|migrating)\b[^.;]{0,40}?\b(?:to|from|over|back)\b"
         r"|we(?:'re| are)? going (?:back|over) to\b"
-        r"|we(?:'re| are)? going to (?:move|migrate|switch|use|adopt|replace|drop|keep|stick with|go with)\b"
+        r"|we(?:'re| are)? going to " + CHOICE_VERBS +
         r"|we decided|decided to|(?:the )?decision (?:is|was)|let'?s (?:go with|use|switch|move|adopt)"
         r"|we'?ll (?:use|go with|switch|adopt|standardi[sz]e|keep)|we will (?:use|switch|adopt|keep)"
         # a choice kept ("we're sticking with PostgreSQL for billing", "we keep MySQL")
@@ -284,6 +289,9 @@ def lead_type(sentence: str) -> str | None:
     if GOAL.search(sentence):
         return "decision"
     corrected = correction_kind(sentence)
+    if corrected == "convention" and (VAGUE_USE.search(sentence) or ONE_OFF_SCOPE.search(sentence)
+                                      and not GENERAL.search(sentence)):
+        corrected = None  # an order for the task at hand, or one naming nothing (review 13 F9)
     if corrected is not None and not LEAD["decision"].search(sentence):
         return corrected
     for kind in PRIORITY:
@@ -299,6 +307,8 @@ def lead_type(sentence: str) -> str | None:
                 continue
             if kind == "preference" and ONE_OFF.search(sentence) and not GENERAL.search(sentence):
                 continue  # a one-off request within the work (see ONE_OFF)
+            if kind == "convention" and ONE_OFF_SCOPE.search(sentence) and not GENERAL.search(sentence):
+                continue  # "don't use the staging DB for this one test, use ...": the task's
             return kind
     return None
 
@@ -481,7 +491,7 @@ def segment(session) -> list[Candidate]:
             pending: Candidate | None = None  # taken back; its replacement may follow
             said = work.prose(event.text) if work.looks_pasted(event.text) else event.text
             earlier: list[str] = []  # this message's sentences before the current one
-            for sentence in sentences(said):
+            for sentence in joined_rules(sentences(said)):
                 earlier.append(sentence)
                 revising = False
                 back = retraction(sentence)

@@ -82,6 +82,16 @@ def test_the_agents_closing_takeaway_is_a_learning_in_its_words(tmp_path):
     ("To be clear: don't use ClMail for communication, use the builtin subagent teams.", "convention"),
     ("Do not use npm; use pnpm instead.", "convention"),
     ("Don't use that helper here.", None),
+    # review 13 F10: verbs of choosing after "we're going to" (a regression of 361f269)
+    ("We're going to rewrite the parser in Rust.", "decision"),
+    ("We are going to deprecate the v1 API next quarter.", "decision"),
+    ("We're going to host it on Fly.io from now.", "decision"),
+    # F11: more ways to rule a tool out; F9: an order for the task at hand, or a pronoun
+    ("Don't use npm, please use pnpm.", "convention"),
+    ("Don't use npm - use pnpm instead.", "convention"),
+    ("Don't use npm for this project, use pnpm.", "convention"),
+    ("Don't use the staging DB for this one test, use a local sqlite file.", None),
+    ("I told you, don't use that, use what I said.", None),
 ])
 def test_a_plan_opener_is_no_decision_and_a_tool_ruled_out_for_another_is_a_rule(said, kind):
     assert lead_type(said) == kind
@@ -98,6 +108,20 @@ def test_a_rule_keeps_its_words_not_its_aside(tmp_path):
     assert "- Don't use Sphinx for the API pages, use mkdocs with mkdocstrings." in rules, (
         report.operations, mems)
     assert not any("experiment" in k for k in mems), list(mems)
+
+
+def test_a_rule_said_in_two_sentences_is_one_rule_and_a_one_off_order_is_none(tmp_path):
+    t = (Transcript(75).user("Add the lint step to CI and commit. Don't use npm. Use pnpm.")
+         .edit(".github/workflows/ci.yml", "", "steps:\n  - run: pnpm lint\n")
+         .bash("git commit -am lint", "[main 0a1b2c3] lint\n 1 file changed").say("Added it.")
+         .user("Write a test for the invoice totals. Don't use the staging DB for this one test, "
+               "use a local sqlite file.")
+         .edit("tests/test_invoice.py", "", "def test_total():\n    assert True\n")
+         .bash("git commit -am test", "[main 1b2c3d4] test\n 1 file changed").say("Added the test."))
+    report, mems = _encode(tmp_path, t)
+    rules = "".join(v for k, v in mems.items() if k.startswith("system/"))
+    assert "- Don't use npm, use pnpm." in rules, (report.operations, mems)
+    assert "staging DB" not in rules
 
 
 def _asked(n: int, question: str, *steps) -> object:
