@@ -224,9 +224,49 @@ _PAIR_NOT = frozenset(
     "cookies jwt bearer basic form forms page pages".split())
 
 
-def _plain_pair_password(value: str) -> bool:
-    """A word of plain letters as a login pair's second half that is the password."""
-    return (not value.isupper() and value.lower() not in _PAIR_NOT and _plain_password(value))
+# The end of a plain-letter password in a pair: the clause ends, and no noun follows that
+# makes the pair a compound ("the admin/settings page"), nor another slash ("a/b/c").
+_PAIR_END = (r"(?=[\"'`]?(?:[\s.,;:?!)\]]|$))(?!\s*/)(?!\s+(?:pages?|screens?|panels?|tabs?|views?"
+             r"|buttons?|links?|routes?|flows?|split|modes?|sections?|menus?|forms?|portals?|dashboards?"
+             r"|apps?|sides?|parts?|areas?|modules?|components?|endpoints?|urls?|paths?)\b)")
+# Account names a pair's first half commonly is: with one of these (or a name with digits,
+# dots or an @) the second half is the password, whatever word it is ("admin / pass").
+_ACCOUNTS = frozenset(
+    "admin administrator root guest demo deploy deployer postgres mysql sa ubuntu pi jenkins "
+    "tester superuser sysadmin operator test testuser dev developer qa service svc ci bot".split())
+# Words that make "login is X/Y" prose about the login: states, sides, platforms, modes
+# (review 13 F16: "the login is client/server", "broken / flaky", "web/mobile", "read/write").
+_PAIR_PROSE = frozenset(
+    "client server frontend backend front back fast slow broken flaky working works fine ok okay "
+    "good bad great read write readonly local remote web mobile desktop native ios android "
+    "online offline on off yes no up down in out old new prod production staging public private "
+    "internal external get post sync async light dark open closed enabled disabled success "
+    "failure fail true false input output start stop manual automatic auto simple advanced "
+    "single multi primary secondary main legacy current next previous first last free paid "
+    "required optional allowed blocked visible hidden shown done pending active inactive "
+    "valid invalid left right top bottom http https rest graphql api ui cli".split())
+
+
+def _plain_pair(user: str | None, value: str | None) -> bool:
+    """Whether ``user``/``value`` after a login label is an account and its password of
+    plain letters. An account-like first half (a known account name, or one with digits,
+    dots, an @) makes any word but a field's name the password ("admin / pass", "admin /
+    tested"); a plain-word first half needs two words that are no prose pair and a
+    password that does not read as a field, a method or a state."""
+    if not user or not value:
+        return False
+    low_user, low = user.lower(), value.lower()
+    if low_user in _PAIR_PROSE or low in _PAIR_PROSE or _PLACEHOLDER_VALUES.match(value):
+        return False
+    field = low in _PAIR_NOT and low not in ("secret", "pass", "password", "passw", "pw", "code")
+    if low_user in _ACCOUNTS or re.search(r"[0-9_.@\-]", user):
+        return not field
+    if low_user in _PAIR_NOT:
+        return False  # "email / password", "SSO/OIDC", "username/password"
+    if low in ("secret", "pass", "password"):
+        return True  # "bob / secret": a name and the word people use as a password
+    return not field and _plain_password(value) or (not field and low.endswith(("ed", "ing", "ly"))
+                                                     and value[:1].isupper())
 
 
 # What a password "is" in prose ("the password is incorrect"), not a password.
@@ -272,6 +312,7 @@ class _Rule:
     boundary: bool = True  # an anchored match must not start inside a word
     check: Callable[[str], bool] | None = None  # extra validation of the secret part
     token: bool = False  # a token shape: widen the hit to the whole token
+    check_match: Callable[[re.Match[str]], bool] | None = None  # validation of the whole match
 
 
 _Q = r"[\"']?"  # an optional quote around a flag's value
@@ -284,9 +325,10 @@ class _Rules(list[_Rule]):
 
     def add(self, kind: str, pattern: str, group: int = 0, *, hint: tuple[str, ...] = (),
             anchors: tuple[str, ...] = (), flags: int = 0, boundary: bool = True,
-            check: Callable[[str], bool] | None = None, token: bool = False) -> None:
+            check: Callable[[str], bool] | None = None, token: bool = False,
+            check_match: Callable[[re.Match[str]], bool] | None = None) -> None:
         self.append(_Rule(kind, re.compile(pattern, flags), group, hint, anchors, boundary,
-                          check, token))
+                          check, token, check_match))
 
 
 def _build_rules() -> list[_Rule]:
@@ -392,11 +434,15 @@ def _header_and_prose_rules(rules: _Rules) -> None:
     # The same pair with a password of plain letters ("the staging login is admin / hunter",
     # "creds: bob/tulips"): only after "is"/":"/"=" (not "sign in with Google/GitHub"), and
     # never a word that names a field or a method ("login is email / password", "SSO/OIDC").
-    add("password",
-        r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds)\b"
-        r"(?:\s+(?:is|are|was|were)\s+|\s*[:=]\s*)[\"'`]?"
-        r"[A-Za-z0-9_.@\-]{1,64}(?:\s*/\s*|:)([A-Za-z]{4,40})(?=[\"'`]?(?:[\s.,;:?!)\]]|$))(?!\s*/)",
-        1, flags=re.I, anchors=("login", "log", "sign", "cred"), check=_plain_pair_password)
+    # A second pair in the same list ("alice / wonderland and bob / builder") is one too.
+    pair = (r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds)\b"
+            r"(?:\s+(?:is|are|was|were)\s+|\s*[:=]\s*)[\"'`]?"
+            r"([A-Za-z0-9_.@\-]{1,64})(?:\s*/\s*|:)([A-Za-z]{4,40})" + _PAIR_END
+            + r"(?:[\"'`]?(?:\s*,\s*|\s+and\s+|\s*&\s*)[\"'`]?([A-Za-z0-9_.@\-]{1,64})\s*/\s*"
+            r"([A-Za-z]{4,40})" + _PAIR_END + r")?")
+    for group in (2, 4):
+        add("password", pair, group, flags=re.I, anchors=("login", "log", "sign", "cred"),
+            check_match=lambda m, g=group: _plain_pair(m.group(g - 1), m.group(g)))
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"
         r"[\"'`]?([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",
@@ -691,6 +737,8 @@ class Redactor:
                 if s < 0 or not value or value.startswith("[REDACTED"):
                     continue
                 if rule.check is not None and not rule.check(value):
+                    continue
+                if rule.check_match is not None and not rule.check_match(m):
                     continue
                 if group and rule.kind == "cli-password" and not _flag_value(value):
                     continue

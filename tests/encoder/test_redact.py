@@ -328,3 +328,31 @@ def test_a_login_pair_with_a_password_of_plain_letters():
                   "login with Google / GitHub", "credentials are user:pass", "the login is user / token",
                   "the login is LDAP/SAML", "login: views/login"]:
         assert r.redact(prose) == prose, prose
+
+
+def test_login_pairs_review_13():
+    """Review 13 F16/F17: the plain-letter pair rule redacted prose ("the login is
+    client/server") and kept real pairs ("bob / secret", an all-caps or -ed password, the
+    second pair of a list). The first half decides: an account name (admin, root, a name
+    with digits or an @) makes the second word the password; a state, side or platform
+    word makes the pair prose."""
+    r = Redactor()
+    for text, secrets in [
+        ("creds: bob / " + "secret", ["secret"]),
+        ("the login is admin / " + "pass", ["pass"]),
+        ("creds: bob / " + "TULIPS", ["TULIPS"]),
+        ("the login is admin / " + "darling", ["darling"]),
+        ("the login is admin / " + "tested", ["tested"]),
+        ("Login: admin / " + "Holly", ["Holly"]),
+        ("The test login is alice / " + "wonderland and bob / " + "builder.", ["wonderland", "builder"]),
+        ("creds are alice/" + "wonderland, bob/" + "builder", ["wonderland", "builder"]),
+    ]:
+        out = r.redact(text)
+        assert out.count("[REDACTED:password]") == len(secrets), (text, out)
+        assert not any(s in out.replace("[REDACTED:password]", "") for s in secrets), (text, out)
+    for prose in ["the login is broken / flaky on Safari", "the login is client/server",
+                  "login: frontend/backend split", "the login is fast/slow depending on cache",
+                  "creds: local/remote", "the login is web/mobile", "the login is OK/fine now",
+                  "credentials are read/write", "login: admin/settings page", "login: user/pass",
+                  "the login is enabled/disabled", "login: form/redirect"]:
+        assert r.redact(prose) == prose, prose
