@@ -194,8 +194,10 @@ def _outcome(text: str, limit: int = 4) -> list[str]:
     """The substantive sentences and bullets of the agent's closing report."""
     out: list[str] = []
     for raw in _FENCE.sub("\n", text).splitlines():
+        if raw.lstrip().startswith(">"):
+            continue  # a quote (a file, a page, the user): not the agent's report
         line = " ".join(raw.replace("**", "").split()).strip()
-        line = re.sub(r"^[#>\s]+", "", line)
+        line = re.sub(r"^[#\s]+", "", line)
         line = re.sub(r"[\u2600-\u27bf\U0001f300-\U0001faff]\ufe0f?\s*", "", line).strip()
         if len(line) < 12 or line.endswith(":") and len(line) < 60:
             continue
