@@ -1618,6 +1618,7 @@ _DATED_TYPE_WORDS = {**_TYPE_WORDS, **{w: "decision" for w in (
                                "discovered")},
     "rule": "convention"}
 TYPED_SHOWN = 3  # "what did we decide last time?": the latest few of the kind
+_LAST_TIME = re.compile(r"\b(?:last time|the last session|did we last|have we last)\b", re.I)
 _ONE_OF_KIND = re.compile(r"\b(?:last|latest|first|earliest|most recent|newest|oldest)\s+"
                           r"(?:incident|decision|bug|crash|failure|outage|learning|lesson|"
                           r"convention|rule|choice|fix)\b(?!s)", re.I)
@@ -1647,12 +1648,22 @@ def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: s
         memories.sort(key=_timeline_key)
     else:
         memories.sort(key=lambda m: (m.updated or m.stored or "", m.path), reverse=True)
+    last_day = ""
+    if order != "first" and span is None and _LAST_TIME.search(question):
+        # "what did we decide last time?": the last day that one was made or changed, not
+        # the newest few of every day (review 13: a four-month-old decision read as "last time")
+        last_day = (memories[0].updated or memories[0].stored or "")[:10]
+        memories = [m for m in memories if (m.updated or m.stored or "")[:10] == last_day]
     # "the last incident" (one, singular) or "what did we decide last time?" (a few)
     one = _ONE_OF_KIND.search(question) is not None
     shown = tuple(memories[:1 if one else min(limit, TYPED_SHOWN)])
     when_said = f" {span.describe()}" if span is not None else ""
     latest = "first" if order == "first" else "latest"
-    if len(memories) == 1:
+    if last_day:
+        names = kind if len(shown) > 1 else " or ".join(types)
+        note = (f"{len(shown)} {names} stored on {last_day}, the latest day with one"
+                + (f" (of {len(memories)} that day)" if len(memories) > len(shown) else "") + ":")
+    elif len(memories) == 1:
         note = f"The one {' or '.join(types)} stored{when_said}:"
     elif len(shown) == 1:
         note = f"The {latest} {' or '.join(types)} stored{when_said} (of {len(memories)}):"

@@ -188,7 +188,9 @@ def test_what_did_we_decide_last_time_answers_with_the_latest_decisions(demo):
     assert days == sorted(days, reverse=True)
     newest = max((f.updated or f.stored) for f in decided.values())
     assert days[0] == newest
-    assert result.render().splitlines()[1].startswith("The latest ")
+    # "last time": the decisions of the latest day one was made, not older days' too
+    assert all(d[:10] == newest[:10] for d in days), days
+    assert f"stored on {newest[:10]}, the latest day with one" in result.render().splitlines()[1]
     first = ask(demo, "what was the first incident?")
     assert first.memories and all(m.type == "incident" for m in first.memories)
     stored = [m.stored for m in first.memories]
@@ -260,6 +262,8 @@ def test_the_last_incident_is_the_newest_one(dated):
     assert "The latest incident stored (of 2):" in last.render()
     one = ask(dated, "last decision?")
     assert [(m.type, m.stored) for m in one.memories] == [("decision", "2026-07-01")]
+    last_time = ask(dated, "what did we decide last time?")
+    assert [m.stored for m in last_time.memories] == ["2026-07-01"]
     few = ask(dated, "what were the last decisions?")
     assert [m.stored for m in few.memories] == ["2026-07-01", "2026-05-20", "2026-03-02"]
     # "last week" is still a range, not "the last (memory)".
