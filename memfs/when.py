@@ -112,6 +112,8 @@ class Span:
         return self.start.isoformat() <= day[:10] <= self.end.isoformat()
 
     def describe(self) -> str:
+        if self.start == _EARLIEST:
+            return f"up to {self.end.isoformat()}"
         if self.start == self.end:
             return f"on {self.start.isoformat()}"
         return f"from {self.start.isoformat()} to {self.end.isoformat()}"
@@ -180,8 +182,37 @@ def span_of(question: str, today: _dt.date,
         for m in pattern.finditer(question):
             found = _span(kind, m, today, recorded, years)
             if found is not None:
+                if kind in _POINTS:
+                    found = _open_ended(question, m, found, today)
                 return Span(found[0], found[1], m.group(0).strip())
     return None
+
+
+# A named month, day or year after "since", "after", "before", "until" is one end of the
+# span, not the span ("what broke since May?" asks May to today). Review 14 G1.
+_POINTS = frozenset({"iso_day", "iso_month", "month_day", "day_month", "month_year", "month", "year"})
+_OPEN_WORD = re.compile(r"\b(since|from|after|before|until|till|prior to|up to)\s+(?:the\s+)?$", re.I)
+_EARLIEST = _dt.date(1970, 1, 1)
+
+
+def _open_ended(question: str, m: re.Match[str], found: tuple[_dt.date, _dt.date],
+                today: _dt.date) -> tuple[_dt.date, _dt.date]:
+    said = m.group(0).strip()
+    first = said.split()[0].lower() if said else ""
+    word = first if first in ("since", "from", "until", "till") else None
+    if word is None:
+        before = _OPEN_WORD.search(question[:m.start()] + " ")
+        word = before.group(1).lower() if before else None
+    start, end = found
+    if word in ("since", "from"):
+        return start, max(today, end)
+    if word == "after":
+        return end + _dt.timedelta(days=1), max(today, end + _dt.timedelta(days=1))
+    if word in ("before", "prior to"):
+        return _EARLIEST, start - _dt.timedelta(days=1)
+    if word in ("until", "till", "up to"):
+        return _EARLIEST, end
+    return found
 
 
 def _span(kind: str, m: re.Match[str], today: _dt.date, days: Callable[[], Sequence[str]],

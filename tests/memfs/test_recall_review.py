@@ -268,3 +268,15 @@ def test_the_last_incident_is_the_newest_one(dated):
     assert [m.stored for m in few.memories] == ["2026-07-01", "2026-05-20", "2026-03-02"]
     # "last week" is still a range, not "the last (memory)".
     assert ask(dated, "what broke last week?", today=dt.date(2026, 12, 3)).state == "C"
+
+
+def test_since_before_and_after_a_month_are_open_ended(dated):
+    """Review 14 G1: "since May", "before April", "after April" were read as that month."""
+    today = dt.date(2026, 12, 3)
+    since = ask(dated, "what broke since May?", today=today)
+    assert [m.stored for m in since.memories] == ["2026-06-15"], since.render()
+    before = ask(dated, "what did we decide before April?", today=today)
+    assert [m.stored for m in before.memories] == ["2026-03-02"]
+    after = ask(dated, "what did we decide after April?", today=today)
+    assert sorted(m.stored for m in after.memories) == ["2026-05-20", "2026-07-01"]
+    assert ask(dated, "what did we decide before March?", today=today).state == "C"
