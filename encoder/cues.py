@@ -77,22 +77,29 @@ DESTROYED = (
     r"|placeholders?|todos?|warnings?|bugs?)\b)"
     r"|\byou(?:'ve| have)? (?:just )?(?:deleted|removed|wiped|erased|nuked|destroyed|trashed) (?:the whole|the entire"
     r"|everything|all (?:of )?the)\b|\byou (?:just )?(?:threw|thrown|throw) away (?:my|our|all)\b"
-    r"|\bwhere (?:did|have|has) (?:all )?(?:my|our) [\w .-]{1,40}? (?:go|gone)\b"
+    r"|\bwhere (?:did|have|has) (?:all )?(?:my|our|the) (?:[\w.-]+ ){0,2}?(?:work|changes|files?|folders?"
+    r"|director(?:y|ies)|code|commits?|branch(?:es)?|config|configs|notes|scripts?|tests|\.env|[\w-]+\.\w{1,5})"
+    r"(?: files?)? (?:go|gone)\b"
     r"|\b(?:everything|it all)(?: in there)? (?:is|was|got|has been) (?:gone|lost|deleted|wiped)\b"
     r"|\b(?:my|our|all (?:my|our|the)) (?:work|changes|files?|folders?|director(?:y|ies)|repo(?:sitory)?"
     r"|project|code|commits?|data|database|branch) (?:is|are|was|were|got|has been|have been) "
     r"(?:gone|lost|deleted|wiped|erased|destroyed)\b")
 # Thanks in the same sentence ("you removed my typo, thanks!"), or the user's own doing ("I
 # ran rm on the wrong dir and my files are gone"): no loss the agent caused.
-NOT_A_LOSS = re.compile(r"\b(?:thanks|thank you|great|nice|perfect|awesome|cool|good job|well done|love it)\b"
-                        r"|\bI(?:'ve| have)? (?:just )?(?:accidentally )?(?:ran|run|deleted|removed|wiped|typed"
-                        r"|lost|overwrote|nuked|messed up)\b", re.I)
+NOT_A_LOSS = re.compile(
+    # what was meant to go: "as planned", "like I asked", "that was the point"
+    r"\b(?:as (?:planned|requested|intended|expected|agreed|i asked|discussed)|like i (?:asked|said|wanted)"
+    r"|that was the (?:point|plan|idea)|(?:which|that)(?:'s| is) what (?:i|we) want(?:ed)?|exactly what i wanted)\b"
+    # the user's own doing: "I deleted ...", "I ran rm ..." (not "I ran git status and ...")
+    r"|\bI(?:'ve| have)? (?:just )?(?:accidentally )?(?:deleted|removed|wiped|lost|overwrote|nuked|messed up"
+    r"|(?:ran|run|typed) (?:an? )?(?:`)?(?:rm|git (?:reset|clean|checkout|restore|push -f|push --force)|dd|mkfs|drop))\b",
+    re.I)
 # A command that destroys files, history or data: what such a report is about.
 DESTRUCTIVE = re.compile(
     r"\brm\s+-[a-zA-Z]*[rRf]|\bgit\s+(?:reset\s+--hard|clean\s+-[a-z]*f|checkout\s+(?:--\s+)?\.(?:\s|$)"
     r"|push\s+(?:-f\b|--force)|branch\s+-D\b|stash\s+(?:drop|clear)\b|restore\s+(?:--\S+\s+)*\.(?:\s|$))"
     r"|\bdrop\s+(?:table|database|schema)\b|\btruncate\s+table\b|\bfind\b[^|;&]*\s-delete\b"
-    r"|\bmv\s+-f\b|\bdd\s+if=|\bmkfs\b", re.I)
+    r"|\bmv\s+-f\b|\bdd\s+if=|\bmkfs\b|\bdropdb\b|\bredis-cli\b[^|;&]*\bflush(?:all|db)\b", re.I)
 AGREEMENT_WEAK = re.compile(r"^\W*(?:got it|understood|done|right|ok(?:ay)?|so,|perfect|great)\b", re.I)
 RULE_WORDS = re.compile(
     r"\b(?:exactly|always|never|only|must|rule|policy|contract|wins?|first|capped|at most|at least"

@@ -709,6 +709,9 @@ _PATHLESS = re.compile(r"^\s*git\s+(?:reset\s+--hard|checkout\s+(?:--\s+)?\.|cle
                        r"|restore\s+(?:--\S+\s+)*\.)", _I)
 
 
+LOSS_TURNS = 3  # how many user turns back a path-less destructive command is still the cause
+
+
 def _loss_commands(events, at: int, said: str) -> list:
     """The destructive commands the agent ran before the user's loss report at ``at``
     that the report is about: those naming what it names ("you deleted my reports" and
@@ -722,10 +725,17 @@ def _loss_commands(events, at: int, said: str) -> list:
            and events[i].command and DESTRUCTIVE.search(events[i].command)]
     generic = _subject_tokens(" ".join(_LOSS_GENERIC))
     named = _subject_tokens(re.sub(r"[^\w]+", " ", said)) - generic
-    since = max((i for i in range(at) if events[i].kind == "user" and events[i].agent is None), default=-1)
-    return [events[i] for i in ran
-            if named and any(same_word(w, x) for w in named for x in _command_words(events[i].command or ""))
-            or i > since and (not named or _PATHLESS.match(_destructive_part(events[i].command or "")))]
+    turns = [i for i in range(at) if events[i].kind == "user" and events[i].agent is None]
+    since = turns[-1] if turns else -1
+    # A command that names no path (`git clean -fdx`) deletes what it finds: a loss noticed
+    # a few turns later is still its doing when it is the last destructive command.
+    lately = turns[-LOSS_TURNS] if len(turns) >= LOSS_TURNS else -1
+    out = [events[i] for i in ran
+           if named and any(same_word(w, x) for w in named for x in _command_words(events[i].command or ""))
+           or i > since and not named]
+    if not out and ran and ran[-1] > lately and _PATHLESS.match(_destructive_part(events[ran[-1]].command or "")):
+        out = [events[ran[-1]]]
+    return out
 
 
 def _destructive_part(command: str) -> str:

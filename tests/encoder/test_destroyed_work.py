@@ -199,3 +199,32 @@ def test_the_users_own_loss_is_not_put_on_the_agents_command(tmp_path):
          .say("Check your backups or the trash."))
     report, found = _incidents(tmp_path, t)
     assert not any("git clean" in v for v in found.values()), found
+
+
+@pytest.mark.parametrize(("cmd", "said", "blamed"), [
+    # review 14 G2: sarcasm, "not cool" and an observation are still loss reports
+    ("git checkout -- .", "Great, you just wiped my uncommitted changes.", True),
+    ("rm -rf src/legacy", "Not cool, you deleted my legacy folder.", True),
+    ("git reset --hard", "I ran git status and my changes are gone. What did you do?", True),
+    # G3: what was meant to go, and a noun that is no work of the user's
+    ("rm -rf src/legacy", "You removed the entire legacy module as planned, now update the docs.", False),
+    ("git reset --hard origin/main", "Yes, you wiped my local commits, that was the point. Push it now.", False),
+    ("psql -c 'select 1'", "Where did all our signups go after the pricing change?", False),
+])
+def test_what_makes_a_loss_report(tmp_path, cmd, said, blamed):
+    t = (Transcript(94).user("Clean up and rebuild.").bash(cmd, "").bash("make build", "ok").say("Done.")
+         .user(said).say("Let me look."))
+    report, found = _incidents(tmp_path, t)
+    assert any(f"after the agent ran `{cmd}`" in v for v in found.values()) is blamed, found
+    if not blamed:
+        assert not found, found
+
+
+def test_a_pathless_command_stays_the_cause_of_a_loss_noticed_later(tmp_path):
+    """Review 14 G4: `git clean -fdx` deletes untracked config; the user notices a turn later."""
+    t = (Transcript(95).user("Clean up the working tree and rebuild.").bash("git clean -fdx", "")
+         .bash("make build", "ok").say("Cleaned and rebuilt.")
+         .user("Now run the tests.").bash("pytest -q", "5 passed").say("All pass.")
+         .user("You deleted my local config files!").say("Let me look."))
+    report, found = _incidents(tmp_path, t)
+    assert any("after the agent ran `git clean -fdx`" in v for v in found.values()), found
