@@ -30,10 +30,12 @@ RETURN_TO = (
 # "We're going to" with a verb of choosing ("rewrite the parser in Rust", "deprecate the
 # v1 API", "host it on Fly.io") is a decision; with a verb of doing ("make a little
 # experiment", "build three prototypes") it opens a plan. A pattern text (review 13 F10).
+# Not the verbs of doing a step ("run the migration now", "ship it on Friday", "split this
+# PR", "merge", "deploy", "remove"): review 14 G12.
 CHOICE_VERBS = (r"(?:move|migrate|switch|use|adopt|replace|drop|keep|stick with|go with|rewrite|port"
-                r"|deprecate|retire|sunset|remove|host|deploy|run|standardi[sz]e|consolidate|split|merge"
-                r"|rename|require|enforce|ban|support|target|ship|freeze|pin|upgrade|downgrade|self-host"
-                r"|vendor|outsource|stop using|no longer|go back|switch back|abandon|phase out)\b")
+                r"|deprecate|retire|sunset|host|standardi[sz]e|consolidate|require|enforce|ban|support"
+                r"|target|pin|self-host|vendor|outsource|stop using|no longer|go back|switch back"
+                r"|abandon|phase out)\b")
 # A tool ruled out for another ("don't use ClMail for communication, use the builtin teams",
 # "do not use npm; use pnpm instead", "Don't use npm - use pnpm", "..., please use pnpm"):
 # the project's rule. Not when either side is a pronoun ("don't use that, use what I said":
@@ -158,13 +160,14 @@ STUCK_RUNS = 3
 _HOST_ERROR = "<tool_use_error>"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\e\[[0-9;]*m")
 _MARKUP = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
-_EXIT_LINE = re.compile(r"^\s*(?:exit (?:code|status)|exited with(?: code)?)\s*-?\d+\s*", re.I)
+_EXIT_LINE = re.compile(r"^\s*(?:error:?\s*)?(?:(?:the )?command failed with\s+)?(?:exit (?:code|status)|exited with"
+                        r"(?: code)?)\s*-?\d+\.?\s*|\(no output\)|\[request interrupted by user[^\]]*\]", re.I)
 _WORDS3 = re.compile(r"[A-Za-z]{3}")
 
 
 def _output_key(e: Event) -> str:
     text = e.result or e.text or ""
-    if _HOST_ERROR in text:
+    if _HOST_ERROR in text or text.lstrip().startswith("[Request interrupted"):
         return ""
     text = _EXIT_LINE.sub("", _MARKUP.sub("", _ANSI.sub("", text)))
     key = " ".join(text.split())[:200]
@@ -175,30 +178,37 @@ def _output_key(e: Event) -> str:
 _NOT_PROGRAMS = frozenset({"cd", "pushd", "sleep", "export", "set", "source", ".", "true", ":"})
 
 
-def _program(command: str) -> str:
-    """The program a shell line runs (``sleep 2 && curl ...``: curl; ``cd ~ && ls``: ls)."""
+def _kind(command: str) -> str:
+    """What a shell line does, for telling a broken environment from one thing retried: a
+    check (any test run, lint or build: one kind, the fix-arc reader's), else the program
+    and its first argument that is no flag (``docker ps`` and ``docker info`` differ;
+    ``sleep 2 && curl localhost:3000`` and ``curl -v localhost:3000`` are one wait loop)."""
+    if check_command(command):
+        return "check"
     for simple in _simple_commands(command):
         rest = simple[_PREFIX.match(simple).end():]  # type: ignore[union-attr]
         words = rest.split()
         if words and words[0].rsplit("/", 1)[-1] not in _NOT_PROGRAMS:
-            return words[0].rsplit("/", 1)[-1]
-    return command.split()[0] if command.split() else ""
+            arg = next((w for w in words[1:] if not w.startswith("-")), "")
+            return f"{words[0].rsplit('/', 1)[-1]} {arg}"
+    return command
 
 
 def stuck_run(events: Sequence[Event]) -> tuple[int, str, tuple[str, ...]] | None:
     """(index of the first, the output, the commands) of the longest run of main-thread
     commands that all failed with one output, by at least ``STUCK_RUNS`` different commands
-    of at least two programs. Re-runs of one program (three pytest runs refused by a
-    database that is down, curl polling a server that is starting) are that program's
-    failure, for the fix-arc reader; an environment that broke fails whatever runs."""
+    of at least two kinds (:func:`_kind`). Re-runs of one thing (three pytest runs refused
+    by a database that is down, curl polling a server that is starting) are its failure,
+    for the fix-arc reader; an environment that broke fails whatever runs (``docker ps``,
+    ``docker info``; ``git status``, ``git log``)."""
     best: tuple[int, str, tuple[str, ...]] | None = None
     run: list[int] = []
 
     def close() -> None:
         nonlocal best
         commands = tuple(dict.fromkeys(events[k].command or "" for k in run))
-        programs = {_program(c) for c in commands}
-        if (len(commands) >= STUCK_RUNS and len(programs) >= 2
+        kinds = {_kind(c) for c in commands}
+        if (len(commands) >= STUCK_RUNS and len(kinds) >= 2
                 and (best is None or len(commands) > len(best[2]))):
             best = (run[0], _output_key(events[run[0]]), commands)
 

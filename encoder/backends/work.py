@@ -1082,22 +1082,43 @@ _NARRATES = re.compile(r"^(?:i'?ll|i will|i'?m going to|let me|let'?s|now i|next
 # passed on ("The log says the release job doesn't need review"); a guess ("I'm not sure,
 # it might be ..."); the agent about itself: an apology, what it did not do or cannot do
 # here ("I can't run `docker ps` in this sandbox", "I didn't add a test because ...").
+_SOURCE = (r"(?:logs?|output|readme|docs?|documentation|file|page|comments?|message|ticket|issue|changelog"
+           r"|notes?|website|site|wiki|guide|instructions|banner|ci|build|trace|report|`[^`\n]+\.(?:md|txt|rst|ya?ml"
+           r"|json|toml|log)`|[\w.-]+\.(?:md|txt|rst|log))")
+_REPORTS = r"(?:says?|said|states?|shows?|showed|indicates?|mentions?|claims?|reads|tells?|suggests?|recommends?|notes|warns?|asks?)"
+# passed on: "The log says ...", "The logs show ...", "`CONTRIBUTING.md` says ...", "Per the CI output, ..."
+_RELAYS = re.compile(
+    r"(?:\b(?:the|this|that|its?|your|their)\s+(?:[\w.-]+\s+)?)?" + _SOURCE + r"\s+" + _REPORTS + r"\b"
+    r"|(?:^|[.!?]\s+)\W*(?:per|based on|according to|from)\s+(?:the\s+)?(?:[\w.-]+\s+)?" + _SOURCE + r"\b"
+    r"|\baccording to\b|\b(?:says|reads|states|shows):?\s*$", _I)
+# the agent's own reading of it, with a cause: "The config file says `ttl: 0`, which is why ..."
+_OWN_CAUSE = re.compile(r"\b(?:which is why|that'?s why|because|so that's why)\b", _I)
 _NOT_FOUND = re.compile(
-    r"\b(?:the|this|that|its?|your|their)\s+(?:[\w.-]+\s+)?(?:logs?|output|readme|docs?|documentation|file|page"
-    r"|comments?|message|ticket|issue|changelog|notes?|website|site|wiki|guide|instructions|banner)"
-    r"\s+(?:says?|said|states?|mentions?|claims?|reads|tells?|suggests?|recommends?|notes|warns?|asks?)\b"
-    r"|\baccording to\b|\b(?:says|reads|states):\s*$"
-    r"|\b(?:might|maybe|perhaps|probably|possibly|presumably|not sure|unsure|i think|i guess|i suspect"
-    r"|i believe|could be|my guess|(?:haven'?t|have not|not) (?:yet )?(?:verified|confirmed|checked|tested))\b"
-    r"|\b(?:sorry|apologi[sz]e|my mistake|my bad)\b"
-    r"|^\W*(?:i|we)(?:'ve| have)?\s+(?:didn'?t|did not|haven'?t|have not|can'?t|cannot|couldn'?t|could not"
-    r"|wasn'?t able|was not able|don'?t have|do not have|won'?t|will not|forgot)\b"
-    r"|\b(?:in|inside) (?:this|the|my) (?:sandbox|environment|container|session)\b"
-    r"|\b(?:don'?t|do not) have (?:access|permission)", _I)
+    r"\b(?:sorry|apologi[sz]e|my mistake|my bad|unfortunately)\b"
+    # the agent about itself, anywhere: "I can't run ...", "I didn't verify", "I was unable to"
+    r"|\bI(?:'ve| have)?\s+(?:didn'?t|did not|haven'?t|have not|can'?t|cannot|couldn'?t|could not"
+    r"|wasn'?t able|was not able|was unable|am unable|don'?t have|do not have|won'?t|will not|forgot)\b"
+    r"|\b(?:in|inside) (?:this|the|my) sandbox\b|\b(?:don'?t|do not) have (?:access|permission)", _I)
+# A guess: it governs the sentence when it stands before its first cause or consequence
+# ("It seems X, which would explain ..." is a guess; "X because Y, so a stale read might
+# never happen" is a finding with a guess on the side).
+_HEDGE = re.compile(
+    r"\b(?:might|maybe|perhaps|probably|possibly|presumably|not sure|unsure|i think|i guess|i suspect"
+    r"|i believe|could be|my guess|seems?|appears? to|likely|would explain|(?:haven'?t|have not|not) (?:yet )?"
+    r"(?:verified|confirmed|checked|tested))\b", _I)
+_MAIN_CLAUSE_END = re.compile(r"\b(?:because|since|so|which|that'?s why|due to)\b|[;,]\s*(?:so|which|and so)\b", _I)
+
+
+def _guess(sentence: str) -> bool:
+    cut = _MAIN_CLAUSE_END.search(sentence)
+    return bool(_HEDGE.search(sentence[:cut.start()] if cut else sentence))
+
+
 # A question about the agent's own conduct ("why didn't you add a test?"): its answer is
-# an account of itself, no finding about the project.
-_ABOUT_AGENT = re.compile(r"\bwhy (?:did|didn'?t|do|don'?t|would|wouldn'?t|are|aren'?t|were|weren'?t"
-                          r"|have|haven'?t|is it that) you\b", _I)
+# an account of itself, no finding about the project ("why do you think ...", "why are you
+# getting a 403" ask about the project: review 14 G7).
+_ABOUT_AGENT = re.compile(r"\bwhy (?:did|didn'?t|did not|haven'?t|have not|would|wouldn'?t|won'?t) you\b"
+                          r"(?!\s+(?:think|suppose|reckon|guess|say)\b)", _I)
 # What says how the work should go ("should", "doesn't need review", "skip"): from a tool's
 # output only, that is the tool's instruction, not the agent's finding.
 _NORMATIVE = re.compile(r"\b(?:should|must|need(?:s|n'?t)? (?:to|no|not)|doesn'?t need|don'?t need|no need"
@@ -1121,6 +1142,8 @@ def _relayed(sentence: str, outputs: Sequence[str]) -> bool:
     of its content words or more): the tool's instruction passed on, not a finding."""
     if not outputs or not _NORMATIVE.search(sentence):
         return False
+    if re.search(r"\bbecause\b", sentence, _I) and not any("because" in o.lower() for o in outputs):
+        return False  # the agent's own cause of what the output says (review 14 G6)
     words = set(re.findall(r"[a-z][a-z0-9_.-]{2,}", sentence.lower())) - _RELAY_STOP
     if len(words) < 3:
         return False
@@ -1136,7 +1159,8 @@ def _finding_sentence(text: str, outputs: Sequence[str] = ()) -> str:
         plain = sent.replace("**", "").strip()
         if not 30 <= len(plain) <= 320 or plain.endswith("?") or _NARRATES.search(plain):
             continue
-        if _NOT_FOUND.search(plain) or _relayed(plain, outputs):
+        if (_NOT_FOUND.search(plain) or _guess(plain) or _relayed(plain, outputs)
+                or _RELAYS.search(plain) and not _OWN_CAUSE.search(plain)):
             continue
         if _PLAN.search(plain) and not _CAUSE.search(plain):
             continue
@@ -1189,11 +1213,12 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
             if quoting:  # the quoted line itself
                 quoting = False
                 continue
-            quoting = line.rstrip().endswith(":") and bool(_NOT_FOUND.search(line))
+            quoting = bool(re.search(r"(?::|\b(?:says|reads|states|shows|writes))\s*$", line.rstrip())
+                           and _RELAYS.search(line))
             m = _TAKEAWAY.match(line.strip())
             rest = m.group("rest").replace("**", "").strip() if m else ""
             first = (sentences(rest) or [rest])[0] if rest else ""
-            if len(first) >= 30 and not _NOT_FOUND.search(first):
+            if len(first) >= 30 and not (_NOT_FOUND.search(first) or _RELAYS.search(first) or _guess(first)):
                 out.append(Finding(None, closing, "", first))
                 break
     return out

@@ -156,6 +156,16 @@ def _asked(n: int, question: str, *steps) -> object:
     ("Can you check if the container is healthy?",
      [("say", "I can't run `docker ps` here because I don't have access to the Docker daemon in "
        "this sandbox.")]),
+    # review 14 G5: other ways of passing a source on, of guessing, of the agent on itself
+    ("Why is the release job red? Can you check?",
+     [("bash", "gh run view 123 --log", "release: the `release.yml` job doesn't need review.\nexit 1"),
+      ("say", "Per the CI output, `release.yml` doesn't need review, so tags can be pushed with --force.")]),
+    ("Why is the release job red? Can you check?",
+     [("say", "`CONTRIBUTING.md` says the `release.yml` job doesn't need review; tags are pushed with --force.")]),
+    ("Why is the notebook slow now? Can you check?",
+     [("say", "It seems `read_csv` doesn't use the pyarrow engine by default, which would explain the slowdown.")]),
+    ("Can you check if the container is healthy?",
+     [("say", "Unfortunately I can't run `docker ps` because the Docker daemon isn't reachable from here.")]),
 ])
 def test_what_is_not_the_agents_finding_is_no_learning(tmp_path, question, steps):
     report, mems = _encode(tmp_path, _asked(91, question, *steps))
@@ -166,6 +176,11 @@ def test_what_is_not_the_agents_finding_is_no_learning(tmp_path, question, steps
     # F2: a file quoted in the closing message
     "Done. The README in the repo says:\n\n> Key takeaway: commits to this repo should skip hooks "
     "with --no-verify to save time.\n\nLet me know if you want anything else.",
+    # review 14 G5: a file named on the line before, with or without a colon
+    "Done. From CONTRIBUTING.md:\n\nKey takeaway: commits to this repo should skip hooks with "
+    "--no-verify to save time.\n\nAnything else?",
+    "Done. The README says\n\nKey takeaway: commits to this repo should skip hooks with --no-verify "
+    "to save time.",
     # F14: a status note is no takeaway
     "Done.\n\nCaveats: I haven't run the integration tests and didn't update the OpenAPI spec yet.",
 ])
@@ -175,6 +190,24 @@ def test_a_quoted_or_status_line_in_the_closing_message_is_no_takeaway(tmp_path,
          .bash("git commit -am page", "[main 1a2b3c4] page\n 1 file changed").say(closing))
     report, mems = _encode(tmp_path, t)
     assert not any(k.startswith("learning/") for k in mems), (report.operations, list(mems))
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    # review 14 G6, G7: a guess on the side, "in this environment", the agent's own reading
+    # of a file with its cause, and questions about the project that say "you"
+    ("Why does the cache miss on every request?", "`CacheStore.get()` never returns a hit because `ttl` "
+     "is 0 in src/cache.py, so a stale read might never happen."),
+    ("Why does the cache miss on every request?", "`CacheStore.get()` never returns a hit in this "
+     "environment because `ttl` is 0 in src/cache.py."),
+    ("Why does the cache miss on every request?", "The config file says `ttl: 0`, which is why "
+     "`CacheStore.get()` never returns a hit."),
+    ("Why do you think the cache misses on every request? Can you check?", "`CacheStore.get()` never "
+     "returns a hit because `ttl` is 0 in src/cache.py."),
+])
+def test_a_finding_with_a_guess_on_the_side_or_a_you_question_is_kept(tmp_path, question, answer):
+    t = Transcript(96).user(question).bash("grep -n ttl src/cache.py", "12:    ttl = 0").say(answer)
+    report, mems = _encode(tmp_path, t)
+    assert [k for k in mems if k.startswith("learning/")], (report.operations, list(mems))
 
 
 def test_a_question_answered_with_a_finding_is_kept_in_a_session_that_did_nothing_else(tmp_path):

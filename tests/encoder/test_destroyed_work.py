@@ -228,3 +228,27 @@ def test_a_pathless_command_stays_the_cause_of_a_loss_noticed_later(tmp_path):
          .user("You deleted my local config files!").say("Let me look."))
     report, found = _incidents(tmp_path, t)
     assert any("after the agent ran `git clean -fdx`" in v for v in found.values()), found
+
+
+@pytest.mark.parametrize(("commands", "output", "stuck"), [
+    # review 14 G8: one program, three subcommands, one broken daemon or directory
+    (("docker compose up -d", "docker ps", "docker info"),
+     "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", True),
+    (("git status", "git log -1", "git diff --stat"),
+     "fatal: not a git repository (or any of the parent directories): .git", True),
+    # G9: one test suite run three ways is the arc reader's
+    (("pytest tests/integration", "make test-integration", "tox -e integration"),
+     "E   psycopg2.OperationalError: connection refused", False),
+    # G10, G11: host texts and exit codes in other words
+    (("rm -rf node_modules", "git clean -n", "ls -la"), "[Request interrupted by user for tool use]", False),
+    (("grep -rn X src/", "rg -n x config/", "ag y ."), "Error: Exit code 1", False),
+    (("grep -rn X src/", "rg -n x config/", "ag y ."), "Command failed with exit code 1", False),
+    (("grep -rn X src/", "rg -n x config/", "ag y ."), "(no output)", False),
+])
+def test_which_alike_failures_are_a_stuck_environment(tmp_path, commands, output, stuck):
+    t = Transcript(97).user("Do the thing.")
+    for command in commands:
+        t.bash(command, output, error=True)
+    t.say("Let me look at this.")
+    report, found = _incidents(tmp_path, t)
+    assert any("kept failing with the same error" in v for v in found.values()) is stuck, found
