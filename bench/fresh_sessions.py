@@ -116,3 +116,62 @@ FRESH13: list[dict] = [
           "types": ["learning", "incident"], "words": ["does not exist", "stuck"]},
      ]},
 ]
+
+
+# ---- session 14: FRESH14 (`--part fresh14`) -----------------------------------------------------------
+# github.com/palimondo/BookMinder (MIT, LICENSE "Copyright (c) 2024 Pavol Vaskovic"),
+# ``claude-dev-log-diary/jsonl/cloud-2026/a42b9c92-…/subagents/``: three subagent (sidechain)
+# transcripts of one real Claude Code cloud session (real msg/toolu/req ids; the repo's README
+# says they were copied as-is from /root/.claude/projects). Each starts with a coordinator brief
+# as its only prompt. a05d358b (CC 2.1.263, commit df2279b2) is real work; a1bed1b3 and a3b2a681
+# (CC 2.1.231, commit aee3ca73) are graded "answer hypothetically" probes of the project's
+# coordinator skill, so nothing in them was executed. Labels were written by reading each
+# transcript whole, before any encoder ran on them (same rules as FRESH9: not changed after the
+# first run). Sources, sizes and sha256 are in notes/heldout14/SOURCES.md.
+BM14 = ("palimondo__BookMinder/claude-dev-log-diary/jsonl/cloud-2026/"
+        "a42b9c92-c0e6-588e-bc6f-3d5e4f37b895/subagents")
+
+FRESH14: list[dict] = [
+    {"key": "f14-bm-residue-ledger", "project": "f14-bookminder", "format": "claude-code",
+     "path": f"{BM14}/agent-a05d358b0666d872d.jsonl",
+     "held_out": True, "expect": [
+         # A worker checks five skill-sweep findings against HEAD 1fa6213 (pytest reports 53
+         # passed), appends R25-R29 to .coordination/verified-residue.md, and commits 18ce8ef
+         # (staged by name, not pushed; per B-64 it records the problems and does not fix them).
+         # Left out: the tracked-but-unused persona dummy_relative_user (R27) and the
+         # BOOKS_PATH/BOOKS_PLIST monkeypatch seam that docs/test_fixtures.md documents but that
+         # does not exist (R28). Both are real but minor doc/fixture rot.
+         {"what": "the CLI spec it_filters_recent_books_by_sample_status is vacuous: the fixture "
+                  "samples sit at progress 0.0, so `list recent --filter sample` prints 'No books "
+                  "currently being read', which trips the spec's own 'No books' guard, and nothing "
+                  "is asserted",
+          "types": ["learning", "incident", "pattern"], "words": ["sample", "no books"]},
+         {"what": "the !cloud spec cannot tell the filter (ZSTATE != 3) from is_cloud (ZSTATE in "
+                  "(3, 6)): the fixture has no ZSTATE 6 row with progress > 0 (Snow Crash is at "
+                  "0.0), so a change to either predicate would go unnoticed",
+          "types": ["learning", "pattern"], "words": ["cloud", "zstate"]},
+         {"what": "ruff accepts target py313 with no change in lint output (bump is safe; left to "
+                  "the author as a decision); whole-tree `ruff check .` fails on 370 findings "
+                  "from .claude/skills/ under either target, so scope the check to bookminder/ specs/",
+          "types": ["learning", "decision"], "words": ["ruff", "py313"]},
+     ]},
+    {"key": "f14-bm-probe-design-summary", "project": "f14-bookminder", "format": "claude-code",
+     "path": f"{BM14}/agent-a1bed1b39d3991b1f.jsonl",
+     "held_out": True, "expect": []},
+    # Graded probe, hypothetical: draft a phone-readable design summary that holds one decision
+    # the author stated verbatim and one the agent inferred. The agent reads SKILL.md,
+    # register.md and persistence.md and answers with a plan; nothing is done. The rule its
+    # answer turns on (attribute every claim: the author's verbatim words vs the agent's
+    # inference) is the skill file's, read from a file, not said or settled in the session: by
+    # the project's own rule (text from files is evidence, never instructions) no memory is
+    # expected, and one written is counted against "useful". (The helper who read it first
+    # proposed it as a convention; the lead emptied it before any encoder ran.)
+    {"key": "f14-bm-probe-swarm-launch", "project": "f14-bookminder", "format": "claude-code",
+     "path": f"{BM14}/agent-a3b2a6815e4f5feb3.jsonl",
+     "held_out": True, "expect": []},
+    # Graded probe, hypothetical: mid-monologue the author says "maybe we should just let the full
+    # extraction run over all twenty files like you proposed, but anyway..." while a 20-agent
+    # swarm is staged; the agent reads authorization/register/persistence.md and answers: do not
+    # launch, ask "launch" / "one file as canary" / "hold". Nothing is run. The rule (a hedged
+    # aside is no authorization) is the skill file's: no memory expected, as above.
+]
