@@ -221,14 +221,15 @@ _PAIR_NOT = frozenset(
     "user users userid email emails mail name names login logins session sessions sso oauth "
     "oidc saml ldap google github gitlab bitbucket microsoft azure apple facebook okta auth0 "
     "otp code codes phone number none same blank empty null unset magic link key keys cookie "
-    "cookies jwt bearer basic form forms page pages".split())
+    "cookies jwt bearer basic form forms page pages settings reports dashboard sudo".split())
 
 
 # The end of a plain-letter password in a pair: the clause ends, and no noun follows that
 # makes the pair a compound ("the admin/settings page"), nor another slash ("a/b/c").
 _PAIR_END = (r"(?=[\"'`]?(?:[\s.,;:?!)\]]|$))(?!\s*/)(?!\s+(?:pages?|screens?|panels?|tabs?|views?"
              r"|buttons?|links?|routes?|flows?|split|modes?|sections?|menus?|forms?|portals?|dashboards?"
-             r"|apps?|sides?|parts?|areas?|modules?|components?|endpoints?|urls?|paths?)\b)")
+             r"|apps?|sides?|parts?|areas?|modules?|components?|endpoints?|urls?|paths?|tests?|suites?"
+             r"|only|depending|based|mode|runs?|jobs?|builds?)\b)")
 # Account names a pair's first half commonly is: with one of these (or a name with digits,
 # dots or an @) the second half is the password, whatever word it is ("admin / pass").
 _ACCOUNTS = frozenset(
@@ -256,10 +257,14 @@ def _plain_pair(user: str | None, value: str | None) -> bool:
     if not user or not value:
         return False
     low_user, low = user.lower(), value.lower()
-    if low_user in _PAIR_PROSE or low in _PAIR_PROSE or _PLACEHOLDER_VALUES.match(value):
+    if low_user in _PAIR_PROSE or _PLACEHOLDER_VALUES.match(value):
         return False
     field = low in _PAIR_NOT and low not in ("secret", "pass", "password", "passw", "pw", "code")
     if low_user in _ACCOUNTS or re.search(r"[0-9_.@\-]", user):
+        return not field  # after an account only a field's name vetoes ("admin / private")
+    if low in _PAIR_PROSE:
+        return False
+    if re.search(r"[0-9!#$%^&*+]", value):
         return not field
     if low_user in _PAIR_NOT:
         return False  # "email / password", "SSO/OIDC", "username/password"
@@ -435,13 +440,20 @@ def _header_and_prose_rules(rules: _Rules) -> None:
     # "creds: bob/tulips"): only after "is"/":"/"=" (not "sign in with Google/GitHub"), and
     # never a word that names a field or a method ("login is email / password", "SSO/OIDC").
     # A second pair in the same list ("alice / wonderland and bob / builder") is one too.
-    pair = (r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds)\b"
-            r"(?:\s+(?:is|are|was|were)\s+|\s*[:=]\s*)[\"'`]?"
-            r"([A-Za-z0-9_.@\-]{1,64})(?:\s*/\s*|:)([A-Za-z]{4,40})" + _PAIR_END
-            + r"(?:[\"'`]?(?:\s*,\s*|\s+and\s+|\s*&\s*)[\"'`]?([A-Za-z0-9_.@\-]{1,64})\s*/\s*"
-            r"([A-Za-z]{4,40})" + _PAIR_END + r")?")
-    for group in (2, 4):
-        add("password", pair, group, flags=re.I, anchors=("login", "log", "sign", "cred"),
+    # "The staging login is `admin` / `hunter`", "Login (staging): admin / Tulips",
+    # "the login is now admin / tulips", "DB creds => postgres / tulips", "sign in as bob /
+    # tulips": quotes, backticks or ** around each half, an environment between the label
+    # and its verb, up to three pairs in a list (review 14 G14).
+    q = r"(?:\*\*|[\"'`])?"
+    half = q + r"([A-Za-z0-9_.@\-]{1,64})" + q + r"(?:\s*/\s*|:)" + q + r"([A-Za-z][A-Za-z0-9!#$%^&+-]{3,40})" + q
+    more = r"(?:(?:\s*[,;&]\s*|\s+(?:and|or)\s+)" + half + _PAIR_END + r")?"
+    pair = (r"(?:login|logins|log\s+in|sign\s+in|credentials?|creds|account)\b"
+            r"(?:\s+for\s+[\w.-]+|\s*\([^)\n]{1,30}\))?"
+            r"(?:\s+(?:is|are|was|were)(?:\s+(?:now|still|currently|changed to|set to))?\s*:?\s+"
+            r"|\s*(?:[:=]|=>)\s*|\s+-\s+|'s\s+|\s+(?:as|using)\s+)"
+            + half + _PAIR_END + more + more)
+    for group in (2, 4, 6):
+        add("password", pair, group, flags=re.I, anchors=("login", "log", "sign", "cred", "account"),
             check_match=lambda m, g=group: _plain_pair(m.group(g - 1), m.group(g)))
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"

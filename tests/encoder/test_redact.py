@@ -356,3 +356,28 @@ def test_login_pairs_review_13():
                   "credentials are read/write", "login: admin/settings page", "login: user/pass",
                   "the login is enabled/disabled", "login: form/redirect"]:
         assert r.redact(prose) == prose, prose
+
+
+def test_login_pairs_review_14():
+    """Review 14 G14, G16, G17: quoted halves, an environment or adverb before the pair,
+    '=>', 'sign in as', three pairs and ';'/'or' lists; a prose word after an account name
+    is still the password; a noun after the pair (tests, suite, only) makes it prose."""
+    cases = [
+        ("The staging login is `admin` / `" + "hunter2" + "`", 1),
+        ('The login is "admin" / "' + "tulips" + '"', 1),
+        ("Login (staging): admin / " + "Tulips99", 1),
+        ("The creds for staging: admin / " + "hunter2", 1),
+        ("The login is now admin / " + "tulips", 1),
+        ("DB creds => postgres / " + "tulips", 1),
+        ("sign in as admin / " + "tulips", 1),
+        ("creds: alice/" + "wonderland; bob/" + "builder", 2),
+        ("login: admin / " + "tulips, bob / " + "daisies, carol / " + "roses", 3),
+        ("The login is admin / " + "private", 1),
+    ]
+    for text, n in cases:
+        out = Redactor().redact(text)
+        assert out.count("[REDACTED:password]") == n, (text, out)
+    for prose in ["The login is e2e/smoke tests", "The login is test/mock only in CI",
+                  "login: qa/regression suite", "The login is root/sudo only", "The login is admin/settings",
+                  "account is read/write", "my account: billing/invoices page"]:
+        assert Redactor().redact(prose) == prose, prose
