@@ -41,19 +41,30 @@ CHOICE_VERBS = (r"(?:move|migrate|switch|use|adopt|replace|drop|keep|stick with|
 # the project's rule. Not when either side is a pronoun ("don't use that, use what I said":
 # nothing a later session could follow). A pattern text, for the encoder's convention cue
 # and the gate's signal.
-_DEICTIC = r"(?:that|it|this|those|these|them|what|whatever|something|anything|mine|yours)\b"
+_DEICTIC = (r"(?:(?:that|it|this|those|these|them|what|whatever|something|anything|mine|yours)\b"
+            # "don't use the old one, use the new one": which one is said elsewhere
+            r"|the (?:old|new|other|first|second|third|last|previous|next|same)(?: one| option| version"
+            r"| way)?(?=\s*(?:[,.;!?]|$|instead\b)))")
 DONT_USE = (r"\b(?:don'?t|do not|never) use\s+(?!" + _DEICTIC + r")[^.;!?]{1,80}?"
             r"(?:[,;]|\s[-\u2013\u2014]+)\s*(?:but |instead,? |rather |please |just )?use\s+(?!" + _DEICTIC + r")")
-# What limits an order to the work at hand ("for this one test", "for now", "this time"):
-# no rule of the project (a project, repo or team scope is one).
+# What limits an order to the work at hand ("for this one test", "for now", "this time",
+# "for the demo", "on this ticket", "until the release"): no rule of the project (a project,
+# repo or team scope is one, and so is "this kind of transform" or "this test suite").
 ONE_OFF_SCOPE = re.compile(
     r"\bfor (?:(?:this|that) (?:one |single |particular |specific |current )?|the (?:one|single|particular"
-    r"|specific|current) )(?!project|repo|repository|codebase|team|company|org|organi[sz]ation|monorepo)\w+"
-    r"|\b(?:for now|this time|for the moment|for today|just this once|temporar(?:y|ily)"
-    r"|in this (?:one )?(?:test|case|file|function|pr|branch|script|run|commit))\b", re.I)
+    r"|specific|current) )(?!project|repo|repository|codebase|team|company|org|organi[sz]ation|monorepo"
+    r"|kind|type|sort|class|style|language|stack)\w+"
+    r"|\bfor (?:this|that)(?=\s*[,.;:!?])|\bfor the (?:demo|meeting|presentation|call|review|interview|release)\b"
+    r"|\b(?:for now(?! or ever)|right now|this time|for the moment|for today|just this once|temporarily"
+    r"|(?:on|in) this (?:one )?(?:ticket|issue|task|pr|branch|commit|run|script|function|file|case"
+    r"|test(?! suites?\b))|until (?:the|we|this)\b)\b", re.I)
 VAGUE_USE = re.compile(r"\buse\s+" + _DEICTIC, re.I)  # "don't use that, use what I said"
 _DONT_USE_ALONE = re.compile(r"^\W*(?:please\s+)?(?:don'?t|do not|never)\s+use\s+\S[^.;!?]{0,60}[.!]$", re.I)
-_USE_NEXT = re.compile(r"^\W*(?:please\s+|just\s+|instead,?\s+)?use\s+\S", re.I)
+# "Use pnpm." after it: a tool, a few words, no "to ..." ("Use the README to find the
+# commands", "Use your judgement" are no rule's other half).
+_USE_NEXT = re.compile(r"^\W*(?:please\s+|just\s+|instead,?\s+)?use\s+(?!your\b|common\b)"
+                       r"(?:\S+\s*){1,5}$", re.I)
+_USE_NOT = re.compile(r"\b(?:to|your|judge?ment|discretion|common sense)\b", re.I)
 
 
 def joined_rules(sentences: list[str]) -> list[str]:
@@ -61,7 +72,7 @@ def joined_rules(sentences: list[str]) -> list[str]:
     rule is the pair, and the convention cue reads one sentence at a time."""
     out: list[str] = []
     for s in sentences:
-        if out and _DONT_USE_ALONE.match(out[-1]) and _USE_NEXT.match(s):
+        if out and _DONT_USE_ALONE.match(out[-1]) and _USE_NEXT.match(s) and not _USE_NOT.search(s):
             out[-1] = out[-1][:-1] + ", " + s[0].lower() + s[1:]
         else:
             out.append(s)

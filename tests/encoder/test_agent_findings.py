@@ -92,6 +92,14 @@ def test_the_agents_closing_takeaway_is_a_learning_in_its_words(tmp_path):
     ("Don't use npm for this project, use pnpm.", "convention"),
     ("Don't use the staging DB for this one test, use a local sqlite file.", None),
     ("I told you, don't use that, use what I said.", None),
+    # review 14 G15: rules whose words look like a one-off scope, and one-off orders missed
+    ("Don't use temporary files in tests, use the tmp_path fixture.", "convention"),
+    ("Don't use mocks in this test suite, use a real database.", "convention"),
+    ("Don't use for loops for this kind of transform, use vectorized pandas ops.", "convention"),
+    ("Don't use Chrome for this, use Firefox.", None),
+    ("For the demo, don't use the real API, use the mock.", None),
+    ("Don't use the prod keys on this ticket, use the sandbox keys.", None),
+    ("Don't use the old one, use the new one.", None),
 ])
 def test_a_plan_opener_is_no_decision_and_a_tool_ruled_out_for_another_is_a_rule(said, kind):
     assert lead_type(said) == kind
@@ -108,6 +116,13 @@ def test_a_rule_keeps_its_words_not_its_aside(tmp_path):
     assert "- Don't use Sphinx for the API pages, use mkdocs with mkdocstrings." in rules, (
         report.operations, mems)
     assert not any("experiment" in k for k in mems), list(mems)
+
+
+def test_only_a_tool_after_a_ruled_out_one_joins_it():
+    from dualtrace.encoder.cues import joined_rules
+    assert joined_rules(["Don't use npm.", "Use pnpm."]) == ["Don't use npm, use pnpm."]
+    assert len(joined_rules(["Don't use npm.", "Use the README to find the commands."])) == 2
+    assert len(joined_rules(["Don't use force push.", "Use your judgement."])) == 2
 
 
 def test_a_rule_said_in_two_sentences_is_one_rule_and_a_one_off_order_is_none(tmp_path):
