@@ -827,7 +827,7 @@ def _recall(index: Index, question: str, *, limit: int, only: str | None, stale_
     if order is not None or span is not None:
         # "first", "last time", "in July", "touched" say when, not what: not evidence.
         topic = [t for t in terms if t not in _TEMPORAL_WORDS and t not in _ACTIVITY_WORDS
-                 and t not in said]
+                 and t not in said and t not in _KIND_ADJECTIVES]
         kinds = {_DATED_TYPE_WORDS.get(t) for t in topic}
         if topic and None not in kinds and only in (None, *kinds):
             # "What did we decide last time?", "the first incident": no subject, a kind
@@ -1613,15 +1613,18 @@ def _aggregate_sessions(index: Index, question: str,
 _DATED_TYPE_WORDS = {**_TYPE_WORDS, **{w: "decision" for w in (
     "decide", "agree", "agreed", "settle", "settled", "choose", "chose", "chosen", "pick", "picked")},
     **{w: "incident" for w in ("break", "broke", "broken", "fail", "failed", "failure", "failures",
-                               "bug", "bugs", "crash", "crashed")},
+                               "bug", "bugs", "crash", "crashed", "fix", "fixes", "fixed")},
     **{w: "learning" for w in ("learn", "learned", "learnt", "lesson", "found", "discover",
                                "discovered")},
     "rule": "convention"}
 TYPED_SHOWN = 3  # "what did we decide last time?": the latest few of the kind
 _LAST_TIME = re.compile(r"\b(?:last time|the last session|did we last|have we last)\b", re.I)
 _ONE_OF_KIND = re.compile(r"\b(?:last|latest|first|earliest|most recent|newest|oldest)\s+"
+                          r"(?:(?:big|major|important|main|key|real|serious)\s+)?"
                           r"(?:incident|decision|bug|crash|failure|outage|learning|lesson|"
-                          r"convention|rule|choice|fix)\b(?!s)", re.I)
+                          r"convention|rule|choice|fix)\b(?!s)|\blast thing\b", re.I)
+# "our last big decision", "the last thing we decided": no subject, only the kind's size
+_KIND_ADJECTIVES = frozenset({"big", "major", "important", "main", "key", "real", "serious", "thing"})
 
 
 def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: str | None,

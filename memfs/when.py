@@ -377,8 +377,9 @@ _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the f
 _LAST = re.compile(r"\b(last time|did we last|have we last|"
                    r"last (?:session|update|change|touch|did|work)\w*|last \w+ed\b|"
                    # "what was the last incident / decision?": a kind of memory, not a range
-                   r"last (?:incident|decision|bug|crash|failure|outage|learning|lesson|"
-                   r"convention|rule|choice|fix)s?\b|"
+                   r"last (?:(?:big|major|important|main|key|real|serious) )?(?:incident|decision|bug|crash"
+                   r"|failure|outage|learning|lesson|convention|rule|choice|fix)(?:s|es)?\b|"
+                   r"last thing (?:we|i) (?:decided|agreed|fixed|learned|chose)\b|"
                    r"most recent(?:ly)?|latest|previous(?:ly)?|recently|lately)\b", re.I)
 # "the last three sessions", "our first 2 sessions": how many to show.
 _HOW_MANY = re.compile(rf"\b(last|first|latest|earliest|recent|previous)\s+{_COUNT}\s+"

@@ -280,3 +280,13 @@ def test_since_before_and_after_a_month_are_open_ended(dated):
     after = ask(dated, "what did we decide after April?", today=today)
     assert sorted(m.stored for m in after.memories) == ["2026-05-20", "2026-07-01"]
     assert ask(dated, "what did we decide before March?", today=today).state == "C"
+
+
+def test_the_last_fix_and_the_last_big_decision(dated):
+    """Review 14 G18: "the last fix" answered with session records; "our last big
+    decision" and "the last thing we decided" abstained."""
+    fix = ask(dated, "what was the last fix?")
+    assert [(m.type, m.stored) for m in fix.memories] == [("incident", "2026-06-15")]
+    for q in ("what was our last big decision?", "what was the last thing we decided?"):
+        got = ask(dated, q)
+        assert [(m.type, m.stored) for m in got.memories] == [("decision", "2026-07-01")], q
