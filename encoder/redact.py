@@ -248,6 +248,13 @@ _PAIR_PROSE = frozenset(
     "valid invalid left right top bottom http https rest graphql api ui cli".split())
 
 
+def _pair_check(group: int) -> Callable[[re.Match[str]], bool]:
+    """The check of a login pair rule whose password is ``group`` (its user the group before)."""
+    def check(m: re.Match[str]) -> bool:
+        return _plain_pair(m.group(group - 1), m.group(group))
+    return check
+
+
 def _plain_pair(user: str | None, value: str | None) -> bool:
     """Whether ``user``/``value`` after a login label is an account and its password of
     plain letters. An account-like first half (a known account name, or one with digits,
@@ -454,7 +461,7 @@ def _header_and_prose_rules(rules: _Rules) -> None:
             + half + _PAIR_END + more + more)
     for group in (2, 4, 6):
         add("password", pair, group, flags=re.I, anchors=("login", "log", "sign", "cred", "account"),
-            check_match=lambda m, g=group: _plain_pair(m.group(g - 1), m.group(g)))
+            check_match=_pair_check(group))
     add("secret-value",
         r"(?:api[ _\-]?key|access[ _\-]?key|token|secret|credential)\b(?:\s+(?:is|was))?\s*:?\s+"
         r"[\"'`]?([A-Za-z0-9_\-+/=]{16,200})(?![A-Za-z0-9_\-+/=])",
