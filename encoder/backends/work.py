@@ -1169,6 +1169,18 @@ def _finding_sentence(text: str, outputs: Sequence[str] = ()) -> str:
     return ""
 
 
+def _looked_at(sentence: str, before: Sequence[Event]) -> bool:
+    """Whether what ``sentence`` names (a code name, a file, a backticked term) is in what
+    the session's tools showed or ran before it: a finding about the project, not an answer
+    from general knowledge ("`sorted()` doesn't mutate its input": review 14 G13)."""
+    names = {w for m in _NAMED.finditer(sentence) for w in re.findall(r"\w{3,}", m.group(0).lower())}
+    if not names:
+        return True  # nothing named to look for: the other tests decide
+    seen = " ".join(" ".join(v for v in (e.command, e.result, e.text, e.path) if v)
+                    for e in before if e.kind in ("command", "tool", "edit", "compaction")).lower()
+    return any(n in seen for n in names)
+
+
 def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), limit: int = 2) -> list[Finding]:
     """What the agent found when asked to look at something (see above), and its closing
     takeaways; ``skip`` holds the user messages another reader already keeps (a failure's
@@ -1199,6 +1211,8 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
                 failed_run = True  # a failing check: the arc reader's
             if f.kind == "assistant" and f.detail != "thinking" and not failed_run:
                 found = _finding_sentence(f.text, outputs)
+                if found and not _looked_at(found, events[:j]):
+                    break  # answered from general knowledge: nothing of the project was read
                 if found:
                     out.append(Finding(i, j, first_sentence(said), found))
                     break

@@ -35,6 +35,8 @@ def test_what_the_agent_found_when_asked_to_check_is_a_learning(tmp_path):
          .say("Started the export with 3 workers and committed the result.")
          .user("The export workers seem to be stuck... can you check?")
          .bash("ps aux | grep reports.export", "user 412 reports.export worker (sleeping)")
+         .bash("grep -n 'def flush_batch' -A3 reports/export.py",
+               "41:def flush_batch(self):\n42:    if len(self.queue) < 500:\n43:        return")
          .say("The workers are idle, not stuck. `flush_batch()` only runs when the queue "
               "reaches 500 rows, so a small nightly export never writes until the worker exits.")
          .say("Nothing is lost: the rows are written at exit."))
@@ -237,3 +239,13 @@ def test_a_question_answered_with_a_finding_is_kept_in_a_session_that_did_nothin
     assert len(learned) == 1, (report.operations, list(mems))
     assert "never returns a hit because `ttl` is 0" in learned[0]
     assert any("the agent reported what it found when asked" in r for r in report.gates["reasons"])
+
+
+def test_an_answer_from_general_knowledge_is_no_finding(tmp_path):
+    """Review 14 G13: a question answered without reading anything of the project
+    ("`sorted()` doesn't mutate ...") became a FULL project learning."""
+    t = (Transcript(98).user("Why does Python's `sorted()` not mutate the list?")
+         .say("`sorted()` doesn't mutate its input because it builds a new list; `list.sort()` is "
+              "the in-place variant."))
+    report, mems = _encode(tmp_path, t)
+    assert not any(k.startswith("learning/") for k in mems), (report.operations, list(mems))
