@@ -167,9 +167,10 @@ STUCK_RUNS = 3
 # What makes two failed outputs look alike without saying anything about the environment:
 # the host's own messages ("<tool_use_error>Sibling tool call errored" when one of several
 # parallel calls fails: 9 in the corpus), a bare "Exit code 1" (greps that find nothing),
-# terminal colours and markup.
+# markup, and colour codes written out as text ("\e[31m"; real escapes are already gone:
+# SessionBuilder.add strips them from every tool output).
 _HOST_ERROR = "<tool_use_error>"
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\\e\[[0-9;]*m")
+_ANSI = re.compile(r"\\e\[[0-9;]*m")
 _MARKUP = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 _EXIT_LINE = re.compile(r"^\s*(?:error:?\s*)?(?:(?:the )?command failed with\s+)?(?:exit (?:code|status)|exited with"
                         r"(?: code)?)\s*-?\d+\.?\s*|\(no output\)|\[request interrupted by user[^\]]*\]", re.I)

@@ -256,8 +256,8 @@ def _pair_check(group: int) -> Callable[[re.Match[str]], bool]:
 
 
 def _plain_pair(user: str | None, value: str | None) -> bool:
-    """Whether ``user``/``value`` after a login label is an account and its password of
-    plain letters. An account-like first half (a known account name, or one with digits,
+    """Whether ``user``/``value`` after a login label is an account and its password (plain
+    letters, or letters with digits and symbols). An account-like first half (a known account name, or one with digits,
     dots, an @) makes any word but a field's name the password ("admin / pass", "admin /
     tested"); a plain-word first half needs two words that are no prose pair and a
     password that does not read as a field, a method or a state."""
@@ -271,14 +271,14 @@ def _plain_pair(user: str | None, value: str | None) -> bool:
         return not field  # after an account only a field's name vetoes ("admin / private")
     if low in _PAIR_PROSE:
         return False
-    if re.search(r"[0-9!#$%^&*+]", value):
+    if re.search(r"[0-9!#$%^&+]", value):
         return not field
     if low_user in _PAIR_NOT:
         return False  # "email / password", "SSO/OIDC", "username/password"
     if low in ("secret", "pass", "password"):
         return True  # "bob / secret": a name and the word people use as a password
-    return not field and _plain_password(value) or (not field and low.endswith(("ed", "ing", "ly"))
-                                                     and value[:1].isupper())
+    # a capitalised -ed/-ing/-ly word after a name is a password ("Holly"), a plain one prose
+    return not field and (_plain_password(value) or low.endswith(("ed", "ing", "ly")) and value[:1].isupper())
 
 
 # What a password "is" in prose ("the password is incorrect"), not a password.
@@ -446,11 +446,11 @@ def _header_and_prose_rules(rules: _Rules) -> None:
     # The same pair with a password of plain letters ("the staging login is admin / hunter",
     # "creds: bob/tulips"): only after "is"/":"/"=" (not "sign in with Google/GitHub"), and
     # never a word that names a field or a method ("login is email / password", "SSO/OIDC").
-    # A second pair in the same list ("alice / wonderland and bob / builder") is one too.
     # "The staging login is `admin` / `hunter`", "Login (staging): admin / Tulips",
     # "the login is now admin / tulips", "DB creds => postgres / tulips", "sign in as bob /
     # tulips": quotes, backticks or ** around each half, an environment between the label
-    # and its verb, up to three pairs in a list (review 14 G14).
+    # and its verb, up to three pairs in a list ("alice / wonderland and bob / builder";
+    # review 14 G14).
     q = r"(?:\*\*|[\"'`])?"
     half = q + r"([A-Za-z0-9_.@\-]{1,64})" + q + r"(?:\s*/\s*|:)" + q + r"([A-Za-z][A-Za-z0-9!#$%^&+-]{3,40})" + q
     more = r"(?:(?:\s*[,;&]\s*|\s+(?:and|or)\s+)" + half + _PAIR_END + r")?"

@@ -1620,11 +1620,10 @@ _DATED_TYPE_WORDS = {**_TYPE_WORDS, **{w: "decision" for w in (
 TYPED_SHOWN = 3  # "what did we decide last time?": the latest few of the kind
 _LAST_TIME = re.compile(r"\b(?:last time|the last session|did we last|have we last)\b", re.I)
 _ONE_OF_KIND = re.compile(r"\b(?:last|latest|first|earliest|most recent|newest|oldest)\s+"
-                          r"(?:(?:big|major|important|main|key|real|serious)\s+)?"
-                          r"(?:incident|decision|bug|crash|failure|outage|learning|lesson|"
-                          r"convention|rule|choice|fix)\b(?!s)|\blast thing\b", re.I)
+                          r"(?:(?:" + "|".join(when.KIND_ADJECTIVES) + r")\s+)?"
+                          + when.KIND_NOUNS + r"\b(?!s)|\blast thing\b", re.I)
 # "our last big decision", "the last thing we decided": no subject, only the kind's size
-_KIND_ADJECTIVES = frozenset({"big", "major", "important", "main", "key", "real", "serious", "thing"})
+_KIND_ADJECTIVES = frozenset({*when.KIND_ADJECTIVES, "thing"})
 
 
 def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: str | None,
@@ -1662,14 +1661,15 @@ def _typed_by_date(index: Index, question: str, types: tuple[str, ...], order: s
     shown = tuple(memories[:1 if one else min(limit, TYPED_SHOWN)])
     when_said = f" {span.describe()}" if span is not None else ""
     latest = "first" if order == "first" else "latest"
+    singular = " or ".join(types)
     if last_day:
-        names = kind if len(shown) > 1 else " or ".join(types)
+        names = kind if len(shown) > 1 else singular
         note = (f"{len(shown)} {names} stored on {last_day}, the latest day with one"
                 + (f" (of {len(memories)} that day)" if len(memories) > len(shown) else "") + ":")
     elif len(memories) == 1:
-        note = f"The one {' or '.join(types)} stored{when_said}:"
+        note = f"The one {singular} stored{when_said}:"
     elif len(shown) == 1:
-        note = f"The {latest} {' or '.join(types)} stored{when_said} (of {len(memories)}):"
+        note = f"The {latest} {singular} stored{when_said} (of {len(memories)}):"
     else:
         note = (f"The {latest} {len(shown)} {kind} stored{when_said}, "
                 f"{'oldest' if order == 'first' else 'newest'} first (of {len(memories)}):")

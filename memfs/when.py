@@ -374,11 +374,15 @@ _FIRST = re.compile(r"\b(first|originally|initially|earliest|to begin with|the f
                     re.I)
 # "last time", "did we last", "most recent", "latest", "last changed / touched / worked on":
 # not "last week" (a range) nor "the last 3 days".
+# The kinds of memory a "last ..." question names, and the sizes it may give them ("our last
+# big decision"): one list for this pattern and recall's kind-by-date answer.
+KIND_NOUNS = r"(?:incident|decision|bug|crash|failure|outage|learning|lesson|convention|rule|choice|fix)"
+KIND_ADJECTIVES = ("big", "major", "important", "main", "key", "real", "serious")
+_SIZE = r"(?:(?:" + "|".join(KIND_ADJECTIVES) + r")\s+)?"
 _LAST = re.compile(r"\b(last time|did we last|have we last|"
                    r"last (?:session|update|change|touch|did|work)\w*|last \w+ed\b|"
                    # "what was the last incident / decision?": a kind of memory, not a range
-                   r"last (?:(?:big|major|important|main|key|real|serious) )?(?:incident|decision|bug|crash"
-                   r"|failure|outage|learning|lesson|convention|rule|choice|fix)(?:s|es)?\b|"
+                   r"last " + _SIZE + KIND_NOUNS + r"(?:s|es)?\b|"
                    r"last thing (?:we|i) (?:decided|agreed|fixed|learned|chose)\b|"
                    r"most recent(?:ly)?|latest|previous(?:ly)?|recently|lately)\b", re.I)
 # "the last three sessions", "our first 2 sessions": how many to show.

@@ -704,27 +704,28 @@ _LOSS_GENERIC = frozenset("""you just accidentally actually completely deleted r
     please restore back undo ugh had there here whole entire not just now again seriously hey oh
     throw threw thrown away uncommitted afternoon morning day week hours""".split())
 # Commands that destroy without naming what (``git reset --hard``, ``git checkout .``):
-# a loss report is about them when they ran since the user's previous message.
+# a loss report is about the last of them within ``LOSS_TURNS`` user turns.
 _PATHLESS = re.compile(r"^\s*git\s+(?:reset\s+--hard|checkout\s+(?:--\s+)?\.|clean\b|stash\s+(?:drop|clear)"
                        r"|restore\s+(?:--\S+\s+)*\.)", _I)
 
 
 LOSS_TURNS = 3  # how many user turns back a path-less destructive command is still the cause
+_LOSS_GENERIC_TOKENS = frozenset(_subject_tokens(" ".join(_LOSS_GENERIC)))  # stemmed once
 
 
 def _loss_commands(events, at: int, said: str) -> list:
     """The destructive commands the agent ran before the user's loss report at ``at``
     that the report is about: those naming what it names ("you deleted my reports" and
     ``rm -rf /srv/archive/reports``); when it names nothing particular ("you wiped our
-    changes!"), those since the user's previous message. Review 13 F7: any earlier
+    changes!"), those since the user's previous message; failing both, the last path-less
+    one (``git clean -fdx``) within ``LOSS_TURNS`` user turns. Review 13 F7: any earlier
     destructive command was blamed ("you deleted my comment in README" and
     ``rm -rf .pytest_cache``)."""
     if NOT_A_LOSS.search(said):
         return []
     ran = [i for i in range(at) if events[i].kind == "command" and events[i].agent is None
            and events[i].command and DESTRUCTIVE.search(events[i].command)]
-    generic = _subject_tokens(" ".join(_LOSS_GENERIC))
-    named = _subject_tokens(re.sub(r"[^\w]+", " ", said)) - generic
+    named = _subject_tokens(re.sub(r"[^\w]+", " ", said)) - _LOSS_GENERIC_TOKENS
     turns = [i for i in range(at) if events[i].kind == "user" and events[i].agent is None]
     since = turns[-1] if turns else -1
     # A command that names no path (`git clean -fdx`) deletes what it finds: a loss noticed

@@ -1133,6 +1133,7 @@ class Finding:
     sentence: str
 
 
+_RELAY_WORD = re.compile(r"[a-z][a-z0-9_.-]{2,}")
 _RELAY_STOP = frozenset("""the and for are was were not but with that this from into its it's has have had
     should must need needs doesn't don't job jobs can will would been they them then than there also""".split())
 
@@ -1144,11 +1145,18 @@ def _relayed(sentence: str, outputs: Sequence[str]) -> bool:
         return False
     if re.search(r"\bbecause\b", sentence, _I) and not any("because" in o.lower() for o in outputs):
         return False  # the agent's own cause of what the output says (review 14 G6)
-    words = set(re.findall(r"[a-z][a-z0-9_.-]{2,}", sentence.lower())) - _RELAY_STOP
+    words = set(_RELAY_WORD.findall(sentence.lower())) - _RELAY_STOP
     if len(words) < 3:
         return False
-    return any(len(words & set(re.findall(r"[a-z][a-z0-9_.-]{2,}", out.lower()))) * 3 >= len(words) * 2
+    return any(len(words & set(_RELAY_WORD.findall(out.lower()))) * 3 >= len(words) * 2
                for out in outputs)
+
+
+def _not_the_agents(sentence: str, outputs: Sequence[str] = (), own_cause: bool = True) -> bool:
+    """``sentence`` is no finding of the agent's (see _NOT_FOUND, _RELAYS, _guess,
+    _relayed); ``own_cause``: a source passed on with the agent's cause still counts."""
+    relays = _RELAYS.search(sentence) and not (own_cause and _OWN_CAUSE.search(sentence))
+    return bool(_NOT_FOUND.search(sentence) or _guess(sentence) or relays or _relayed(sentence, outputs))
 
 
 def _finding_sentence(text: str, outputs: Sequence[str] = ()) -> str:
@@ -1159,8 +1167,7 @@ def _finding_sentence(text: str, outputs: Sequence[str] = ()) -> str:
         plain = sent.replace("**", "").strip()
         if not 30 <= len(plain) <= 320 or plain.endswith("?") or _NARRATES.search(plain):
             continue
-        if (_NOT_FOUND.search(plain) or _guess(plain) or _relayed(plain, outputs)
-                or _RELAYS.search(plain) and not _OWN_CAUSE.search(plain)):
+        if _not_the_agents(plain, outputs):
             continue
         if _PLAN.search(plain) and not _CAUSE.search(plain):
             continue
@@ -1232,7 +1239,7 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
             m = _TAKEAWAY.match(line.strip())
             rest = m.group("rest").replace("**", "").strip() if m else ""
             first = (sentences(rest) or [rest])[0] if rest else ""
-            if len(first) >= 30 and not (_NOT_FOUND.search(first) or _RELAYS.search(first) or _guess(first)):
+            if len(first) >= 30 and not _not_the_agents(first, own_cause=False):
                 out.append(Finding(None, closing, "", first))
                 break
     return out
@@ -1275,11 +1282,6 @@ def stuck_runs(session: Session) -> Stuck | None:
                 break
         elif i > last and e.kind == "user":
             break
-    return Stuck(first, _first_sentence(line), commands, said)
-
-
-def _first_sentence(output: str) -> str:
-    """The error an output opens with: its first sentence ("Error: build cache corrupt."),
-    not the advice that may follow it in the same line ("Maintainers: the fix is ...")."""
-    head = sentences(output)
-    return head[0] if head else output
+    # The error the output opens with ("Error: build cache corrupt."), not the advice that
+    # may follow it on the same line ("Maintainers: the fix is ...").
+    return Stuck(first, (sentences(line) or [line])[0], commands, said)
