@@ -190,6 +190,22 @@ def commit_message(command: str) -> str:
     return "\n\n".join(p for p in parts if p.strip())
 
 
+# Lines git and the hosts append to a message ("Co-Authored-By: ...", "Signed-off-by: ...",
+# Claude Code's "Generated with" line): nobody's account of the change.
+_TRAILER = re.compile(r"^\s*(?:[A-Z][\w-]*-(?:by|Session|Id)\s*:|\S*\s*Generated with\b)", re.I)
+
+
+def commit_body(command: str) -> str:
+    """The body of the message a `git commit` command gives (a heredoc or ``-m``
+    paragraphs): what follows the subject line, trailers left out; "" when none."""
+    if not _GIT_COMMIT.search(command):
+        return ""
+    heredoc = _HEREDOC_MSG.search(command)
+    text = (heredoc.group(2) if heredoc else commit_message(command)).strip()
+    lines = text.splitlines()[1:]
+    return "\n".join(ln for ln in lines if not _TRAILER.match(ln)).strip()
+
+
 def commit_events(command: str, output: str, ts: str | None, ok: bool,
                   agent: str | None = None) -> list[Event]:
     """Commit / PR events implied by one shell command and its output."""

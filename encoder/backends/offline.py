@@ -950,6 +950,18 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
                              description=work.clean_sentence(said), body_text=body,
                              subject=" ".join(_polar_content(said)[:6]),  # "doesn't" stays "not"
                              told=(f.asked,) if f.asked is not None else ()))
+    known = {c.description.lower() for c in out}
+    for f in work.commit_findings(session):
+        said = f.sentence
+        if work.clean_sentence(said).lower() in known:
+            continue
+        commit = session.events[f.at]
+        sha = commit.detail if commit.detail and re.fullmatch(r"[0-9a-f]{7,40}", commit.detail) else ""
+        named = f"{sha[:10]} \"{_quote(commit.text or '', 120)}\"".strip()
+        out.append(Candidate("learning", [said], event_index=f.at, role="found",
+                             description=work.clean_sentence(said),
+                             body_text=f"From the message of commit {named} ({where}): {_quote(said, 500)}",
+                             subject=" ".join(_polar_content(said)[:6])))
     return out
 
 

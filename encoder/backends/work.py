@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from dualtrace.encoder.cues import TEST_COMMAND, check_command, is_dump, stuck_run
 from dualtrace.encoder.matching import GENERIC_ERRORS
-from dualtrace.encoder.session import Event, Session
+from dualtrace.encoder.session import Event, Session, commit_body
 
 _I = re.I
 # ---------------------------------------------------------------- pasted material
@@ -1243,6 +1243,31 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
                 out.append(Finding(None, closing, "", first))
                 break
     return out
+
+
+def commit_findings(session: Session, limit: int = 2) -> list[Finding]:
+    """What the session's commit messages say the work found: a body sentence that states
+    a cause or how a named thing behaves ("`--filter sample` returns zero rows on the
+    fixture, ..., so the assertion body never runs"). A commit body is the agent's own
+    account, written down when the work was done; the list of what changed ("Add X",
+    "- Style the rows") is no finding and stays in the commit. The sentences that name the
+    most (code names, files, backticked terms) first, at most ``limit``, in session order;
+    commits by sub-agents count too (a commit is the project's, whoever typed it)."""
+    found: list[tuple[int, int, str]] = []  # (-names, at, sentence)
+    seen: set[str] = set()
+    events = session.events
+    for i, e in enumerate(events):
+        if e.kind != "commit" or not e.command:
+            continue
+        before = [b for b in events[:i] if b.command != e.command]  # not the message itself
+        for sentence in sentences(commit_body(e.command)):
+            plain = " ".join(sentence.replace("**", "").split()).lstrip("-* ")
+            if plain.lower() in seen or not _finding_sentence(plain) or not _looked_at(plain, before):
+                continue
+            seen.add(plain.lower())
+            found.append((-len(_NAMED.findall(plain)), i, plain))
+    best = sorted(found)[:limit]
+    return [Finding(None, at, "", sentence) for _, at, sentence in sorted(best, key=lambda f: f[1])]
 
 
 # ---------------------------------------------------------------- a stuck environment
