@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dualtrace.encoder.backends.work import findings
+from dualtrace.encoder.backends.work import diagnosed_fixes, findings
 from dualtrace.encoder.cues import (
     CHOICE_VERBS,
     DESTROYED,
@@ -211,6 +211,10 @@ def evaluate(session: Session) -> GateVerdict:
         signal_reasons.append("the agent reported what it found" + (
             f" when asked (at {_hhmm(events[found[0].asked].ts)})" if found[0].asked is not None
             else " in its closing takeaway"))
+    # A problem the user asked to have fixed, diagnosed and fixed with no failing run
+    # ("the export button does nothing on Safari" -> "the root cause was ...").
+    if diagnosed_fixes(session, limit=1):
+        signal_reasons.append("the agent stated why a problem the user reported happened, and fixed it")
     if len(paths) >= 3:
         signal_reasons.append(f"{len(paths)} files edited")
     reasons.extend("signal: " + r for r in signal_reasons)

@@ -965,6 +965,42 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
     return out
 
 
+def diagnosis_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """A problem the user asked to have fixed and the agent fixed on its diagnosis, with no
+    failing run to show it (work.diagnosed_fixes): an incident in the user's and the agent's
+    words - what was reported, the cause as the agent stated it, the files it edited, and
+    resolved when the agent stated the fix after its last edit or committed it (the agent's
+    word: MEDIUM). A request another candidate already stands for is not told twice."""
+    where = short_id(session.session_id) if session.session_id else "this session"
+    taken = {i for c in covered for i in (c.event_index, *c.told)}
+    fixed_files = {f for c in covered if c.type == "incident" for f in c.files}
+    out: list[Candidate] = []
+    for d in work.diagnosed_fixes(session):
+        t = d.task
+        if t.start in taken or set(d.files) & fixed_files:
+            continue
+        cause = _CAUSE_LEAD.sub("", d.cause, count=1).strip()
+        cause = cause[:1].upper() + cause[1:]
+        lines = [f"The user asked (session {where}): {_quote(work.prose(t.request.text), 400)}",
+                 f"Cause (as the agent stated it): {_quote(d.cause, 400)}",
+                 "Fix: edited " + ", ".join(f"`{f}`" for f in d.files[:8])]
+        if d.claim:
+            lines.append(f"Resolved: the agent stated the fix (no check ran after it): \"{_quote(d.claim, 240)}\"")
+        elif t.commits:
+            lines.append("Resolved: the fix was committed (no check ran after it).")
+        else:
+            lines.append("Not confirmed fixed in the session.")
+        lines += _commit_lines(t.commits[-2:])
+        resolved = bool(d.claim or t.commits)
+        out.append(Candidate("incident", [work.clean_sentence(cause)], support=[d.cause],
+                             event_index=t.start, role="found", ts=t.request.ts,
+                             description=work.clean_sentence(cause), body_text="\n\n".join(lines),
+                             subject=" ".join(_polar_content(cause)[:6]), files=list(d.files),
+                             status="resolved" if resolved else "investigating", confidence="MEDIUM",
+                             told=(t.start,)))
+    return out
+
+
 def _constraint_candidates(notes: work.Compacted, where: str, at: int) -> list[Candidate]:
     """The constraints a compacted summary lists: what the project's hooks or CI enforce is
     a convention; one about the work itself (it names what the request is about: "OTEL
@@ -1785,6 +1821,7 @@ class OfflineBackend:
         else:
             candidates += structural_incidents(session, candidates)
         candidates += finding_candidates(session, candidates)
+        candidates += diagnosis_candidates(session, candidates)
         candidates += stuck_candidates(session)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []

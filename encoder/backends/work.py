@@ -896,6 +896,64 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
     return ReportedFix("check" if check else "agent", claim, check, tuple(fix), cause, claim)
 
 
+# A request to repair something ("fix it", "the export button does nothing on Safari",
+# "login loops forever"): what a diagnosis answers.
+FIX_REQUEST = re.compile(
+    r"\b(?:fix|fixing|repair|debug)\b|\b(?:break(?:s|ing)?|broken|fail(?:s|ing|ed)?|crash(?:es|ing)?|bug(?:gy)?"
+    r"|does ?n[o']?t (?:work|load|show|render|start|compile|build|save|update)|does nothing|stopped working"
+    r"|no longer (?:works?|loads?|shows?)|loops? forever|(?:is|are) stuck|hangs?|freez(?:es|ing))\b", _I)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A problem the user asked to have fixed, its cause as the agent stated it and the
+    fix it edited, with no failing run to show it (see :func:`diagnosed_fixes`)."""
+    task: Task
+    cause: str  # the agent's sentence on why it went wrong
+    at: int  # the assistant message that said it
+    claim: str  # the agent's stated fix after its last edit ("" when none)
+    files: tuple[str, ...]  # the files edited after the request (docs left out)
+
+
+def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
+    """Bug fixes the session made on the agent's diagnosis alone (no failing check): the
+    user asks to fix something or says what breaks, the agent states why ("the root cause
+    was that the handler read `event.submitter`, which ...") in words that name something
+    the session's tools showed, and edits code. A guess or a planned step is no cause; a
+    question about the agent itself is no report. The last cause it stated stands (a first
+    idea is often revised); at most ``limit``, in session order."""
+    events = session.events
+    out: list[Diagnosis] = []
+    for t in tasks(session):
+        if len(out) >= limit:
+            break
+        said = prose(t.request.text)
+        if not FIX_REQUEST.search(said) or _ABOUT_AGENT.search(said) or len(said) > 1500:
+            continue
+        code = tuple(f for f in t.changed if not is_doc(f))
+        if not code:
+            continue
+        cause, at, last_edit, claim = "", -1, -1, ""
+        for j in range(t.start + 1, t.end + 1):
+            e = events[j]
+            if e.agent is not None:
+                continue
+            if e.kind == "edit" and not e.is_error:
+                last_edit, claim = j, ""
+            elif e.kind == "assistant" and e.detail != "thinking":
+                for sent in sentences(_FENCE.sub(" ", e.text)):
+                    plain = " ".join(sent.replace("**", "").split())
+                    if (20 <= len(plain) <= 400 and states_cause(plain) and not _PLAN.search(plain)
+                            and not _not_the_agents(plain) and not plain.endswith("?")
+                            and _looked_at(plain, events[:j])):
+                        cause, at = plain, j
+                if last_edit >= 0:
+                    claim = _fix_claim(e.text) or claim
+        if cause and last_edit >= 0:
+            out.append(Diagnosis(t, cause, at, claim, code))
+    return out
+
+
 def told_about(session: Session, asked: int, limit: int = 2) -> tuple[int, ...]:
     """The user messages that brought one failure in: the one at ``asked`` and up to
     ``limit`` just before it with no edit or commit in between ("the export crashes on

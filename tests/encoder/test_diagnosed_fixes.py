@@ -1,0 +1,98 @@
+"""A problem the user asked to have fixed, that the agent diagnosed and fixed with no
+failing run to show it, is an incident (issue 12: "the stated cause and the fix"): the
+most common real bug fix ("the export button does nothing on Safari, please fix it" ->
+"the root cause was ...") stored nothing before. A guess, an explanation with no edit, or
+a docs-only change is none. Real encodes of transcripts the test writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from dualtrace.pipeline import encode_session
+from tests.conftest import bench_transcript
+
+Transcript = bench_transcript()
+
+_SAFARI = ("Fixed. The root cause was that the submit handler read `event.submitter`, which older "
+           "Safari versions leave undefined, so the handler threw before exporting.")
+
+
+def _incidents(tmp_path: Path, t) -> tuple[object, dict[str, str]]:
+    mem = tmp_path / "mem"
+    report = encode_session(t.write(tmp_path / "t.jsonl"), memory_dir=mem, backend="offline")
+    return report, {p.name: p.read_text() for p in (mem / "incidents").glob("*.md")}
+
+
+def _safari(n: int, closing: str = _SAFARI, edit: str = "web/export.js", commit: bool = True):
+    t = (Transcript(n).user("The export button does nothing on Safari. Please fix it.")
+         .bash("grep -n submitter web/export.js", "14:  const fmt = event.submitter.value;")
+         .edit(edit, "const fmt = event.submitter.value;",
+               "const fmt = form.querySelector('[name=fmt]:checked').value;"))
+    if commit:
+        t = t.bash("git commit -am 'fix export on Safari'", "[main 1a2b3c4] fix export on Safari\n 1 file changed")
+    return t.say(closing)
+
+
+def _front(text: str) -> dict:
+    return yaml.safe_load(text.split("---")[1])
+
+
+def test_a_diagnosed_fix_is_a_resolved_incident_with_cause_and_files(tmp_path):
+    report, found = _incidents(tmp_path, _safari(101))
+    assert len(found) == 1, (report.operations, list(found))
+    (name, text), = found.items()
+    front = _front(text)
+    assert front["status"] == "resolved" and front["confidence"] == "MEDIUM"
+    assert front["description"].startswith("The submit handler read `event.submitter`")
+    assert "The user asked" in text and "does nothing on Safari" in text
+    assert "Fix: edited `web/export.js`" in text and "1a2b3c4" in text
+    assert "submitter" in name
+
+
+def test_a_cause_with_no_stated_fix_or_commit_stays_investigating(tmp_path):
+    t = (Transcript(102).user("Login redirects loop forever after the last deploy, can you fix it?")
+         .bash("grep -rn SESSION_COOKIE_SECURE settings.py", "settings.py:40:SESSION_COOKIE_SECURE = True")
+         .edit("settings.py", "SESSION_COOKIE_SECURE = True", "SESSION_COOKIE_SECURE = not DEBUG")
+         .say("The loop happens because the session cookie is marked Secure while the dev server "
+              "runs on plain http, so the browser never sends it back. I made "
+              "`SESSION_COOKIE_SECURE` follow `DEBUG`."))
+    report, found = _incidents(tmp_path, t)
+    assert len(found) == 1, (report.operations, list(found))
+    front = _front(next(iter(found.values())))
+    assert front["status"] == "investigating"
+    assert "session cookie is marked Secure" in front["description"]
+
+
+def test_a_guessed_cause_is_no_incident(tmp_path):
+    guess = ("It might be that the submit handler reads `event.submitter`, which older Safari "
+             "leaves undefined. I changed it to read the form.")
+    report, found = _incidents(tmp_path, _safari(103, guess, commit=False))
+    assert found == {}, (report.operations, list(found))
+
+
+def test_a_docs_only_change_is_no_fix(tmp_path):
+    report, found = _incidents(tmp_path, _safari(104, edit="docs/safari.md", commit=False))
+    assert found == {}, (report.operations, list(found))
+
+
+def test_an_explanation_without_an_edit_is_no_fix(tmp_path):
+    t = (Transcript(105).user("The export button does nothing on Safari. Please fix it.")
+         .bash("grep -n submitter web/export.js", "14:  const fmt = event.submitter.value;")
+         .say(_SAFARI.replace("Fixed. ", "")))
+    report, found = _incidents(tmp_path, t)
+    assert found == {}, (report.operations, list(found))
+
+
+def test_a_failing_check_fixed_in_the_session_is_one_incident_not_two(tmp_path):
+    t = (Transcript(106).user("The cart total test is failing, please fix it.")
+         .bash("python -m pytest tests/test_cart.py",
+               "FAILED tests/test_cart.py::test_total - AssertionError: assert 9 == 10\n1 failed", error=True)
+         .bash("grep -n round src/cart.py", "22:    return int(total)")
+         .edit("src/cart.py", "return int(total)", "return round(total)")
+         .say("The cause was that `int()` truncates the total instead of rounding it.")
+         .bash("python -m pytest tests/test_cart.py", "1 passed"))
+    report, found = _incidents(tmp_path, t)
+    assert len(found) == 1, (report.operations, list(found))
+    assert "pytest" in next(iter(found.values()))
