@@ -144,6 +144,24 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in out if len(s.strip()) > 2]
 
 
+_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
+
+
+def block_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` read by block: a paragraph (its wrapped lines joined) or
+    a list item is never run into the next one ("... `update()`" then "5. Updated ...");
+    the item's marker is left out."""
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            blocks.append([])
+        elif _ITEM.match(line) or not blocks:
+            blocks.append([_ITEM.sub("", line)])
+        else:
+            blocks[-1].append(line)
+    return [x for b in blocks if b for x in sentences(" ".join(b))]
+
+
 # A person types the next sentence in lower case too ("... rather than regenerating it.
 # also we don't need to check ..."): a period after a plain word, then a plain lower-case
 # word, ends a sentence, unless the period closes an abbreviation.
@@ -904,6 +922,13 @@ FIX_REQUEST = re.compile(
     r"|no longer (?:works?|loads?|shows?)|loops? forever|(?:is|are) stuck|hangs?|freez(?:es|ing))\b", _I)
 
 
+# What the agent changed, told as such ("Updated assertions: changed the tests to check X
+# instead of Y", "I replaced A with B"): an account of the fix, not of the cause.
+_TELLS_CHANGE = re.compile(
+    r"^(?:i(?:'ve| have)?\s+|we(?:'ve| have)?\s+)?(?:added|updated|changed|replaced|switched|moved|removed"
+    r"|renamed|rewrote|refactored|made|set|wrapped|converted|fixed|adjusted|modified|implemented|created)\b", _I)
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     """A problem the user asked to have fixed, its cause as the agent stated it and the
@@ -941,9 +966,10 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
             if e.kind == "edit" and not e.is_error:
                 last_edit, claim = j, ""
             elif e.kind == "assistant" and e.detail != "thinking":
-                for sent in sentences(_FENCE.sub(" ", e.text)):
+                for sent in block_sentences(_FENCE.sub("\n", e.text)):
                     plain = " ".join(sent.replace("**", "").split())
                     if (20 <= len(plain) <= 400 and states_cause(plain) and not _PLAN.search(plain)
+                            and not _TELLS_CHANGE.search(plain)
                             and not _not_the_agents(plain) and not plain.endswith("?")
                             and _looked_at(plain, events[:j])):
                         cause, at = plain, j
@@ -1318,7 +1344,7 @@ def commit_findings(session: Session, limit: int = 2) -> list[Finding]:
         if e.kind != "commit" or not e.command:
             continue
         before = [b for b in events[:i] if b.command != e.command]  # not the message itself
-        for sentence in sentences(commit_body(e.command)):
+        for sentence in block_sentences(commit_body(e.command)):
             plain = " ".join(sentence.replace("**", "").split()).lstrip("-* ")
             if plain.lower() in seen or not _finding_sentence(plain) or not _looked_at(plain, before):
                 continue

@@ -96,3 +96,19 @@ def test_a_failing_check_fixed_in_the_session_is_one_incident_not_two(tmp_path):
     report, found = _incidents(tmp_path, t)
     assert len(found) == 1, (report.operations, list(found))
     assert "pytest" in next(iter(found.values()))
+
+
+def test_an_account_of_the_change_is_no_cause_and_list_items_are_not_run_together(tmp_path):
+    # "instead of" in what the agent changed is no cause; item 2 must not run into item 1
+    summary = ("Done:\n1. Changed the handler to read the form instead of `event.submitter`\n"
+               "2. Updated the export test")
+    report, found = _incidents(tmp_path, _safari(107, summary, commit=False))
+    assert found == {}, (report.operations, list(found))
+
+
+def test_block_sentences_keep_paragraphs_and_items_apart():
+    from dualtrace.encoder.backends.work import block_sentences
+
+    text = "The cause: the cache\nkey ignored the locale.\n\n- Added a test\n- Fixed `key()` 3. Done"
+    assert block_sentences(text) == ["The cause: the cache key ignored the locale.",
+                                     "Added a test", "Fixed `key()` 3.", "Done"]
