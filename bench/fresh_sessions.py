@@ -175,3 +175,110 @@ FRESH14: list[dict] = [
     # launch, ask "launch" / "one file as canary" / "hold". Nothing is run. The rule (a hedged
     # aside is no authorization) is the skill file's: no memory expected, as above.
 ]
+
+
+# ---- session 15: FRESH15 (`--part fresh15`) -----------------------------------------------------------
+# Two real Claude Code transcripts by other people, rebuilt page by page from the stored
+# public-repo index (no network); sources, sizes and sha256 in notes/heldout15/SOURCES.md.
+# Labels were written by reading each transcript whole, before any encoder ran on them (same
+# rules as FRESH9/FRESH14: not changed after the first run).
+#
+# 1. github.com/jessitron/claude-log (licence: "ISC" in package.json; no LICENSE file is stored
+#    in the index), ``example/ff80b049-….jsonl``, commit b219770c: a NEW repository for these
+#    sets. Jessica Kerr's own main CLI session (CC 2.1.89, claude-opus-4-6, cwd
+#    /Users/jessitron/code/simple10/agents-observe): she has cloned simple10/agents-observe (a
+#    Claude Code hook -> SQLite -> React observability dashboard) to contribute, and the session
+#    is the set-up for a timeline bug fix: how it works, where the data lives, how to replay
+#    stored sessions, running `just dev` from source beside the Docker plugin, a failed start,
+#    and an upstream issue. Real msg_/toolu_/req_ ids.
+# 2. github.com/palimondo/BookMinder (MIT), a subagent (sidechain) of cloud session a42b9c92
+#    (CC 2.1.228, claude-fable-5), commit aee3ca73: the brief's permitted fallback, but a
+#    real-work worker, not one of the graded probes. The coordinator relays three corrections
+#    the author gave after reading .coordination/bdd-style-canonical.md; the worker reads the
+#    guide and .coordination/claude-experiments.md, spot-checks SHAs and line numbers at HEAD
+#    (git show, sed, grep), rewrites the guide in place, fixes one typo and returns a summary.
+FRESH15_AO = "jessitron__claude-log/example"
+BM15 = ("palimondo__BookMinder/claude-dev-log-diary/jsonl/cloud-2026/"
+        "a42b9c92-c0e6-588e-bc6f-3d5e4f37b895/subagents")
+
+FRESH15: list[dict] = [
+    {"key": "f15-ao-contributor-setup", "project": "f15-agents-observe", "format": "claude-code",
+     "path": f"{FRESH15_AO}/ff80b049-3eff-495f-b4f0-c4071d615994.jsonl",
+     "held_out": True, "expect": [
+         # Kept: the failed start and its cause, the cwd-relative DB path, how she replays stored
+         # sessions beside the running plugin, the open timeline bug as diagnosed so far, and her
+         # choice to leave the CLAUDE.md/AGENTS.md question to the maintainer.
+         # Left out: the 22 MB docs/assets/demo.mp4 that slows `git clone` (a trivia answer);
+         # the "jess was here" header edit (a throwaway she says to revert); the architecture
+         # summary (hooks -> hook.sh -> observe_cli.mjs -> POST /api/events -> SQLite, 4 tables,
+         # WebSocket) because it is the Explore subagent's read of README/code, i.e. text from
+         # files, and the code itself says it; `brew install just` (one-off machine setup).
+         {"what": "first `just dev` failed with `sh: tsx: command not found` / `vite: command not "
+                  "found`: asdf manages Node and no nodejs version was set for the project, so the "
+                  "earlier npm install had silently done nothing; fixed with `asdf set nodejs "
+                  "22.21.1` and re-installing; the user points out CONTRIBUTING.md says run "
+                  "`just install` before `just dev`",
+          "types": ["incident", "learning"], "words": ["asdf", "install"]},
+         {"what": "AGENTS_OBSERVE_DB_PATH must be an absolute path: config.ts resolve()s it "
+                  "against the cwd and `just dev` cds into app/server, so ./data/observe.db would "
+                  "point at app/server/data; .env now holds the absolute path",
+          "types": ["learning", "incident"], "words": ["absolute", "app/server"]},
+         {"what": "to test without running Claude, replay already-stored sessions: the Docker "
+                  "plugin's db is bind-mounted from ~/.claude/plugins/data/agents-observe-"
+                  "agents-observe/data/observe.db; it was copied to ./data/observe.db (gitignored) "
+                  "rather than shared, since SQLite does not like two writers; and the dev build "
+                  "runs on 4982/5175 via .env so the plugin on 4981 stays up for comparison",
+          "types": ["decision", "preference", "project"], "words": ["observe.db", "4982"]},
+         {"what": "open bug: choosing 10m or 60m in the activity timeline shows nothing; the "
+                  "timeline is live-only, anchored to now (agent-lane.tsx positions dots by "
+                  "Date.now() - timestamp and CSS-drifts them off), with no rewind; suspected "
+                  "cause: only events still in range when the lane mounted get rendered",
+          "types": ["incident", "project"], "words": ["timeline", "60m"]},
+         {"what": "the user does not know whether the maintainer wants a CLAUDE.md, an AGENTS.md "
+                  "or README text, so instead of adding one she had the agent open "
+                  "simple10/agents-observe#2 stating the problem and leaving the solution to the "
+                  "maintainer; the CLAUDE.md written for herself stays local, uncommitted, listed "
+                  "in .git/info/exclude",
+          "types": ["preference", "decision", "convention"], "words": ["maintainer", "claude.md"]},
+     ]},
+    {"key": "f15-bm-style-guide-revision", "project": "f15-bookminder", "format": "claude-code",
+     "path": f"{BM15}/agent-a0ee84d4e65423b6d.jsonl",
+     "held_out": True, "expect": [
+         # The "user" is the coordinating agent; items 1-2 are the author's corrections that it
+         # relays, so they count as said in the session. Items 3-5 are what the worker decided
+         # and verified while applying correction 3 (author intent vs experiment fallout).
+         # Left out: the rest of the guide's content (principles, lapse anatomy a-h, the other
+         # backlog items), which is text read from the two .coordination files and carried over,
+         # not settled here; the §2.2 typo fix (30c2f5e -> 30c2fe5); the grep for leftover
+         # meta terms.
+         {"what": "the author's correction: the guide's 'why' section was wrong to fuse pair "
+                  "programming with verification ('a pair is someone whose claims you can "
+                  "check'); for him pairing means a partner to bounce ideas off (the next step, "
+                  "how to define the test, minimizing the implementation surface, the minimal "
+                  "constraints a spec needs); keep the other motivations (verifiable invariants, "
+                  "long-term evolution, GOOS/minimal coupling) side by side, not one thesis",
+          "types": ["preference", "convention"], "words": ["pair", "bounce"]},
+         {"what": "the author wants the style guide prescriptive and applicable (each rule with "
+                  "its motivation, SHAs as teaching citations) with no meta-commentary on how it "
+                  "came about: no extractions, judges, syntheses, 'this document' or provenance "
+                  "notes",
+          "types": ["preference", "convention"], "words": ["style guide", "meta"]},
+         {"what": "the four-layer specs/{unit,integration,acceptance,e2e} taxonomy is experiment "
+                  "fallout, not the author's style: a one-day reorg (be394a0...0bf00d1) its own "
+                  "post-mortem b84f56e calls misconceived and the constitution never adopted; the "
+                  "guide now states mock rules per test kind, marks the taxonomy as a known "
+                  "deviation, names the intended layout concern-based, and says not to extend it",
+          "types": ["decision", "learning"], "words": ["taxonomy", "experiment"]},
+         {"what": "commit after RED as well as after GREEN and REFACTOR is the author's own rule "
+                  "(5292033), lost when the CLAUDE.md rewrite was reverted (9bacc8a); CLAUDE.md now "
+                  "contradicts itself (verify RED vs commits only after GREEN/REFACTOR); the guide "
+                  "restores it as a sequence rule and lists the CLAUDE.md fix as backlog",
+          "types": ["decision", "convention", "learning"], "words": ["after red", "claude.md"]},
+         {"what": "verified at HEAD: cli.py still from-imports SUPPORTED_FILTERS and "
+                  "specs/acceptance/cli_spec.py:67 patches bookminder.cli.SUPPORTED_FILTERS, so "
+                  "the CLI-delegates-filters property 1d1fb34 was written to prove is unspecified; "
+                  "the fix is to late-bind library.SUPPORTED_FILTERS, re-point the patch at the "
+                  "library, see it fail, go green (top of the repair backlog)",
+          "types": ["learning", "incident"], "words": ["supported_filters", "patch"]},
+     ]},
+]
