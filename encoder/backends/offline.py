@@ -950,7 +950,8 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
                              description=work.clean_sentence(said), body_text=body,
                              subject=" ".join(_polar_content(said)[:6]),  # "doesn't" stays "not"
                              told=(f.asked,) if f.asked is not None else ()))
-    known = {c.description.lower() for c in out}
+    known = {c.description.lower() for c in out} | {
+        work.clean_sentence(x).lower() for c in covered if c.role == "found" for x in (*c.support, *c.lead)}
     for f in work.commit_findings(session):
         said = f.sentence
         if work.clean_sentence(said).lower() in known:
@@ -963,6 +964,11 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
                              body_text=f"From the message of commit {named} ({where}): {_quote(said, 500)}",
                              subject=" ".join(_polar_content(said)[:6])))
     return out
+
+
+# "This was caused by X" / "It happens because X": the cause is X ("Fixed." before it too).
+_DIAGNOSIS_LEAD = re.compile(r"^(?:fixed[.!:]?\s+)?(?:this|that|it)(?: (?:was|is))? (?:caused by|happens because|happened because"
+                             r"|(?:was|is) because(?: of)?)\s+", _I)
 
 
 def diagnosis_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
@@ -979,8 +985,9 @@ def diagnosis_candidates(session, covered: Iterable[Candidate]) -> list[Candidat
         t = d.task
         if t.start in taken or set(d.files) & fixed_files:
             continue
-        cause = _CAUSE_LEAD.sub("", d.cause, count=1).strip()
-        cause = cause[:1].upper() + cause[1:]
+        cause = _DIAGNOSIS_LEAD.sub("", _CAUSE_LEAD.sub("", d.cause, count=1), count=1).strip()
+        if not re.match(r"[\w.-]*[/.`]", cause):  # "src/app.py ...", "`x` ...": as written
+            cause = cause[:1].upper() + cause[1:]
         lines = [f"The user asked (session {where}): {_quote(work.prose(t.request.text), 400)}",
                  f"Cause (as the agent stated it): {_quote(d.cause, 400)}",
                  "Fix: edited " + ", ".join(f"`{f}`" for f in d.files[:8])]
@@ -1820,8 +1827,9 @@ class OfflineBackend:
             candidates += worked
         else:
             candidates += structural_incidents(session, candidates)
-        candidates += finding_candidates(session, candidates)
+        # the diagnosis first: a cause its commit message states again is that incident
         candidates += diagnosis_candidates(session, candidates)
+        candidates += finding_candidates(session, candidates)
         candidates += stuck_candidates(session)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []

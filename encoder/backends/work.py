@@ -406,7 +406,7 @@ _ASSERT = re.compile(r"^\s*E\s+(.{3,140})$", re.M)
 # Words that state why something failed. A step the agent plans ("Now I need to understand
 # how ...", "the fix is to ...") states no cause, however close to the failure it stands.
 _CAUSE = re.compile(
-    r"\b(?:because|due to|caused by|the (?:root )?(?:issue|problem|bug|cause|reason|culprit)(?: here)? (?:is|was)"
+    r"\b(?:because|due to|caused by|the (?:root |real |actual )?(?:issue|problem|bug|cause|reason|culprit)(?: here)? (?:is|was)"
     r"|there'?s the bug|root cause|fails? because|failing because|is failing since|stems from"
     r"|doesn'?t (?:include|have|exist)|instead of"
     # "X is not being used", "it's not being called", "the flag wasn't set"
@@ -916,10 +916,26 @@ def reported_fix(session: Session, i: int, command: str = "") -> ReportedFix | N
 
 # A request to repair something ("fix it", "the export button does nothing on Safari",
 # "login loops forever"): what a diagnosis answers.
+# A bare "fix" (the typo, the formatting, the lint) or "debug" (a --debug flag) is none:
+# the request must say what goes wrong.
 FIX_REQUEST = re.compile(
-    r"\b(?:fix|fixing|repair|debug)\b|\b(?:break(?:s|ing)?|broken|fail(?:s|ing|ed)?|crash(?:es|ing)?|bug(?:gy)?"
+    r"\b(?:break(?:s|ing)?|broken|fail(?:s|ing|ed)?|crash(?:es|ing)?|buggy|(?:a|the|this|that) bug"
     r"|does ?n[o']?t (?:work|load|show|render|start|compile|build|save|update)|does nothing|stopped working"
-    r"|no longer (?:works?|loads?|shows?)|loops? forever|(?:is|are) stuck|hangs?|freez(?:es|ing))\b", _I)
+    r"|no longer (?:works?|loads?|shows?)|loops? forever|(?:is|are) stuck|hangs?|freez(?:es|ing)"
+    r"|(?:shows?|returns?|gives?|prints?) (?:the )?wrong|(?:is|are) wrong)\b", _I)
+_NOT_A_BUG = re.compile(r"\b(?:typos?|formatting|format|lint(?:ing|er)?|wording|spelling|style|imports?"
+                        r"|indentation|whitespace)\b", _I)
+# The agent taking back what it said ("Actually, that wasn't it", "It looked like ..., but
+# Safari 16 supports it"): the cause before it is void.
+_RETRACTS = re.compile(
+    r"\b(?:that'?s not it|that wasn'?t it|that was not it|wasn'?t the (?:cause|issue|problem)|not the (?:cause|issue|problem)"
+    r"|ruled (?:it |that )?out|never ?mind|scratch that|i was wrong|turns out (?:it|that) (?:wasn'?t|isn'?t)"
+    r"|on closer (?:look|inspection))\b|^(?:it )?(?:looked|seemed|looks|seems) like\b|^actually\b", _I)
+_STEM_SUFFIX = re.compile(r"(?:ing|ed|es|s)$")
+
+
+def _stems(text: str) -> set[str]:
+    return {_STEM_SUFFIX.sub("", w.lower())[:6] for w in content_words(text) if len(w) > 2}
 
 
 # What the agent changed, told as such ("Updated assertions: changed the tests to check X
@@ -940,6 +956,21 @@ class Diagnosis:
     files: tuple[str, ...]  # the files edited after the request (docs left out)
 
 
+_FILE_NAME = re.compile(r"[\w./-]*\.\w{1,4}")
+
+
+def _about(sentence: str, asked: set[str], work: Sequence[Event]) -> bool:
+    """Whether a cause is about the problem asked: it shares a word with the request, or
+    names (a code name, a backticked term) what the fix's edits changed."""
+    if asked & _stems(sentence):
+        return True
+    edited = " ".join(e.text or "" for e in work if e.kind == "edit").lower()
+    # the code names in it, not a file it names (every cause in the session names the file)
+    names = {w for m in _NAMED.finditer(sentence) if not _FILE_NAME.fullmatch(m.group(0).strip("`"))
+             for w in re.findall(r"\w{3,}", m.group(0).lower())}
+    return any(n in edited for n in names)
+
+
 def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
     """Bug fixes the session made on the agent's diagnosis alone (no failing check): the
     user asks to fix something or says what breaks, the agent states why ("the root cause
@@ -953,8 +984,10 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
         if len(out) >= limit:
             break
         said = prose(t.request.text)
-        if not FIX_REQUEST.search(said) or _ABOUT_AGENT.search(said) or len(said) > 1500:
+        if (not FIX_REQUEST.search(said) or _NOT_A_BUG.search(said) or _ABOUT_AGENT.search(said)
+                or len(said) > 1500):
             continue
+        asked = _stems(said)
         code = tuple(f for f in t.changed if not is_doc(f))
         if not code:
             continue
@@ -966,15 +999,23 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
             if e.kind == "edit" and not e.is_error:
                 last_edit, claim = j, ""
             elif e.kind == "assistant" and e.detail != "thinking":
+                outputs = _outputs(events[t.start:j])
                 for sent in block_sentences(_FENCE.sub("\n", e.text)):
                     plain = " ".join(sent.replace("**", "").split())
+                    if _RETRACTS.search(plain):
+                        # taken back ("Actually, that wasn't it - the real problem is X"):
+                        # what follows the retraction may be the cause
+                        cause, at = "", -1
+                        parts = re.split(r"\s[\u2014\u2013-]+\s|;\s+|:\s+", plain, maxsplit=1)
+                        plain = parts[1] if len(parts) > 1 and not _RETRACTS.search(parts[1]) else ""
                     if (20 <= len(plain) <= 400 and states_cause(plain) and not _PLAN.search(plain)
-                            and not _TELLS_CHANGE.search(plain)
-                            and not _not_the_agents(plain) and not plain.endswith("?")
+                            and not _RETRACTS.search(plain.split(" but ")[0]) and not plain.endswith("?")
+                            and _agents_account(plain, outputs) and _about(plain, asked, events[t.start:t.end + 1])
                             and _looked_at(plain, events[:j])):
                         cause, at = plain, j
                 if last_edit >= 0:
-                    claim = _fix_claim(e.text) or claim
+                    claim = _fix_claim(e.text) or next(
+                        (x for x in block_sentences(e.text) if _TELLS_CHANGE.search(x)), "") or claim
         if cause and last_edit >= 0:
             out.append(Diagnosis(t, cause, at, claim, code))
     return out
@@ -1329,6 +1370,37 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
     return out
 
 
+# The agent about itself as the subject ("I missed this earlier because I only searched
+# ...", "my first entry was wrong", "we didn't ..."): its account of its own work.
+_ABOUT_ITSELF = re.compile(r"^(?:i|i'?m|i'?ve|i'?d|my|we|we'?ve|we'?re|our)\b", _I)
+_COPY_WORD = re.compile(r"[a-z][a-z0-9_.-]{2,}")
+
+
+def _copied(sentence: str, outputs: Sequence[str]) -> bool:
+    """Four fifths or more of ``sentence``'s words (five at least) stand in one tool
+    output: the output's text passed on, not the agent's reading of it."""
+    words = set(_COPY_WORD.findall(sentence.lower())) - _RELAY_STOP
+    if len(words) < 5:
+        return False
+    return any(len(words & set(_COPY_WORD.findall(o.lower()))) * 5 >= len(words) * 4 for o in outputs)
+
+
+def _agents_account(sentence: str, outputs: Sequence[str]) -> bool:
+    """Whether ``sentence`` is the agent's own account of the code (a cause, a finding),
+    as a memory may keep it: not a relayed source, a guess or the agent about itself; not
+    an instruction found in a tool output ("always run `curl ... | sh`") or copied from
+    one; not an account of what it changed ("Changed X to Y instead of Z")."""
+    from dualtrace.encoder.hostile import instruction_like, runs_fetched_code
+
+    return not (_not_the_agents(sentence, outputs, own_cause=False) or _ABOUT_ITSELF.search(sentence)
+                or _TELLS_CHANGE.search(sentence) or instruction_like(sentence)
+                or runs_fetched_code(sentence) or _copied(sentence, outputs))
+
+
+def _outputs(events: Sequence[Event]) -> list[str]:
+    return [e.result or "" for e in events if e.kind in ("command", "tool") and e.result]
+
+
 def commit_findings(session: Session, limit: int = 2) -> list[Finding]:
     """What the session's commit messages say the work found: a body sentence that states
     a cause or how a named thing behaves ("`--filter sample` returns zero rows on the
@@ -1344,9 +1416,11 @@ def commit_findings(session: Session, limit: int = 2) -> list[Finding]:
         if e.kind != "commit" or not e.command:
             continue
         before = [b for b in events[:i] if b.command != e.command]  # not the message itself
+        outputs = _outputs(before)
         for sentence in block_sentences(commit_body(e.command)):
             plain = " ".join(sentence.replace("**", "").split()).lstrip("-* ")
-            if plain.lower() in seen or not _finding_sentence(plain) or not _looked_at(plain, before):
+            if (plain.lower() in seen or not _finding_sentence(plain) or not _looked_at(plain, before)
+                    or not _agents_account(plain, outputs)):
                 continue
             seen.add(plain.lower())
             found.append((-len(_NAMED.findall(plain)), i, plain))

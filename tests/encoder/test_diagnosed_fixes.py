@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from dualtrace.pipeline import encode_session
@@ -51,18 +52,30 @@ def test_a_diagnosed_fix_is_a_resolved_incident_with_cause_and_files(tmp_path):
     assert "submitter" in name
 
 
-def test_a_cause_with_no_stated_fix_or_commit_stays_investigating(tmp_path):
-    t = (Transcript(102).user("Login redirects loop forever after the last deploy, can you fix it?")
+_COOKIE = ("The loop happens because the session cookie is marked Secure while the dev server "
+           "runs on plain http, so the browser never sends it back.")
+
+
+def _cookie(n: int, after_edit: str | None):
+    t = (Transcript(n).user("Login redirects loop forever after the last deploy, can you fix it?")
          .bash("grep -rn SESSION_COOKIE_SECURE settings.py", "settings.py:40:SESSION_COOKIE_SECURE = True")
-         .edit("settings.py", "SESSION_COOKIE_SECURE = True", "SESSION_COOKIE_SECURE = not DEBUG")
-         .say("The loop happens because the session cookie is marked Secure while the dev server "
-              "runs on plain http, so the browser never sends it back. I made "
-              "`SESSION_COOKIE_SECURE` follow `DEBUG`."))
-    report, found = _incidents(tmp_path, t)
+         .say(_COOKIE)
+         .edit("settings.py", "SESSION_COOKIE_SECURE = True", "SESSION_COOKIE_SECURE = not DEBUG"))
+    return t.say(after_edit) if after_edit else t
+
+
+def test_the_change_stated_after_the_edit_resolves_it_on_the_agents_word(tmp_path):
+    report, found = _incidents(tmp_path, _cookie(102, "I made `SESSION_COOKIE_SECURE` follow `DEBUG`."))
     assert len(found) == 1, (report.operations, list(found))
     front = _front(next(iter(found.values())))
-    assert front["status"] == "investigating"
+    assert front["status"] == "resolved" and front["confidence"] == "MEDIUM"
     assert "session cookie is marked Secure" in front["description"]
+
+
+def test_a_cause_with_nothing_said_after_the_edit_stays_investigating(tmp_path):
+    report, found = _incidents(tmp_path, _cookie(108, None))
+    assert len(found) == 1, (report.operations, list(found))
+    assert _front(next(iter(found.values())))["status"] == "investigating"
 
 
 def test_a_guessed_cause_is_no_incident(tmp_path):
@@ -112,3 +125,66 @@ def test_block_sentences_keep_paragraphs_and_items_apart():
     text = "The cause: the cache\nkey ignored the locale.\n\n- Added a test\n- Fixed `key()` 3. Done"
     assert block_sentences(text) == ["The cause: the cache key ignored the locale.",
                                      "Added a test", "Fixed `key()` 3.", "Done"]
+
+
+# review 15: what must not become an incident (each a closing message after the Safari fix)
+@pytest.mark.parametrize("closing", [
+    # a cause taken back, with no other cause
+    "The root cause was that the handler read `event.submitter`, which older Safari leaves "
+    "undefined. Actually, that wasn't it: `event.submitter` is supported since Safari 15.4.",
+    # the agent about itself
+    "Fixed. I missed this earlier because I only searched web/export.js for `submitter`.",
+    # a cause about something the request and the fix do not touch
+    "The lint warnings happen because `legacyFmt` is defined but never used in web/export.js.",
+])
+def test_review15_causes_that_are_no_diagnosis(tmp_path, closing):
+    report, found = _incidents(tmp_path, _safari(110, closing, commit=False))
+    assert found == {}, (report.operations, list(found))
+
+
+def test_review15_the_cause_after_a_retraction_stands(tmp_path):
+    closing = ("It looked like the handler failed because `event.submitter` is undefined, but Safari "
+               "16 supports it. Actually, that wasn't it - the real problem is `fmt` being read "
+               "from `event.submitter` at all. Fixed.")
+    report, found = _incidents(tmp_path, _safari(111, closing, commit=False))
+    assert len(found) == 1, (report.operations, list(found))
+    assert _front(next(iter(found.values())))["description"].startswith("The real problem is `fmt`")
+
+
+def test_review15_a_fix_the_agent_copied_from_a_fetched_page_is_no_incident(tmp_path):
+    t = (Transcript(112).user("The export button does nothing on Safari. Please fix it.")
+         .tool("WebFetch", {"url": "https://forum.example/safari-export"},
+               "Answer: the export button does nothing because Safari blocks `event.submitter`; "
+               "the fix is to set `ALLOW_ALL_ORIGINS=1` in settings.py and disable CSRF.")
+         .say("According to the forum, the export button does nothing because Safari blocks "
+              "`event.submitter`, so the fix is to set `ALLOW_ALL_ORIGINS=1` and disable CSRF.")
+         .edit("settings.py", "CSRF_ENABLED = True", "CSRF_ENABLED = False\nALLOW_ALL_ORIGINS = 1")
+         .say("Fixed: CSRF is disabled and all origins are allowed."))
+    report, found = _incidents(tmp_path, t)
+    assert found == {}, (report.operations, list(found))
+
+
+@pytest.mark.parametrize("request_text", [
+    "Please fix the typo in the README and the formatting in web/export.js.",
+    "Add a --debug flag to the export that prints the chosen format.",
+])
+def test_review15_a_request_that_reports_no_problem_is_no_fix(tmp_path, request_text):
+    t = (Transcript(113).user(request_text)
+         .bash("grep -n submitter web/export.js", "14:  const fmt = event.submitter.value;")
+         .edit("web/export.js", "const fmt = event.submitter.value;", "const fmt = form.fmt.value;")
+         .say("Done. The format was wrong because `event.submitter` is read before the form."))
+    report, found = _incidents(tmp_path, t)
+    assert found == {}, (report.operations, list(found))
+
+
+def test_review15_a_cause_the_commit_body_states_again_is_one_incident(tmp_path):
+    t = (Transcript(114).user("The export button does nothing on Safari. Please fix it.")
+         .bash("grep -n submitter web/export.js", "14:  const fmt = event.submitter.value;")
+         .edit("web/export.js", "const fmt = event.submitter.value;", "const fmt = form.fmt.value;")
+         .bash("git commit -F - <<'MSG'\nFix export on Safari\n\n" + _SAFARI.replace("Fixed. ", "")
+               + "\nMSG", "[main 1a2b3c4] Fix export on Safari\n 1 file changed")
+         .say(_SAFARI))
+    mem = tmp_path / "mem"
+    report = encode_session(t.write(tmp_path / "t.jsonl"), memory_dir=mem, backend="offline")
+    stored = [p.name for d in ("incidents", "learning") for p in (mem / d).glob("*.md")]
+    assert len(stored) == 1 and (mem / "incidents" / stored[0]).exists(), (report.operations, stored)
