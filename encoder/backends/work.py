@@ -932,6 +932,9 @@ _RETRACTS = re.compile(
     r"|ruled (?:it |that )?out|never ?mind|scratch that|i was wrong|turns out (?:it|that) (?:wasn'?t|isn'?t)"
     r"|on closer (?:look|inspection))\b|^(?:it )?(?:looked|seemed|looks|seems) like\b|^actually\b", _I)
 _STEM_SUFFIX = re.compile(r"(?:ing|ed|es|s)$")
+# The user denying the agent's diagnosis ("no, that's not why", "that's not the problem").
+_USER_DENIES = re.compile(r"^\W*no\b[,.!]?\s*(?:that'?s|it'?s|this is)? ?not\b|\b(?:that'?s|it'?s|this is|that is) not "
+                          r"(?:it|why|the (?:cause|issue|problem|reason))\b|\bwrong (?:cause|diagnosis)\b", _I)
 
 
 def _stems(text: str) -> set[str]:
@@ -1016,6 +1019,11 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
                 if last_edit >= 0:
                     claim = _fix_claim(e.text) or next(
                         (x for x in block_sentences(e.text) if _TELLS_CHANGE.search(x)), "") or claim
+        # the user's next words may deny it ("No, that's not why. It still does nothing.")
+        reply = next((x for x in events[at + 1:] if x.kind == "user" and x.agent is None
+                      and not (x.detail or "").startswith("rejection")), None) if cause else None
+        if reply is not None and (_USER_DENIES.search(prose(reply.text)) or _STILL.search(prose(reply.text))):
+            cause = ""
         if cause and last_edit >= 0:
             out.append(Diagnosis(t, cause, at, claim, code))
     return out

@@ -188,3 +188,14 @@ def test_review15_a_cause_the_commit_body_states_again_is_one_incident(tmp_path)
     report = encode_session(t.write(tmp_path / "t.jsonl"), memory_dir=mem, backend="offline")
     stored = [p.name for d in ("incidents", "learning") for p in (mem / d).glob("*.md")]
     assert len(stored) == 1 and (mem / "incidents" / stored[0]).exists(), (report.operations, stored)
+
+
+def test_a_cause_the_user_denies_is_no_diagnosis(tmp_path):
+    t = (Transcript(115).user("The export button does nothing on Safari. Please fix it.")
+         .bash("grep -n submitter web/export.js", "14:  const fmt = event.submitter.value;")
+         .say(_SAFARI.replace("Fixed. ", ""))
+         .edit("web/export.js", "const fmt = event.submitter.value;", "const fmt = form.fmt.value;")
+         .user("No, that's not why. It still does nothing.")
+         .say("Understood, I'll look further."))
+    report, found = _incidents(tmp_path, t)
+    assert found == {}, (report.operations, list(found))
