@@ -930,7 +930,9 @@ _NOT_A_BUG = re.compile(r"\b(?:typos?|formatting|format|lint(?:ing|er)?|wording|
 _RETRACTS = re.compile(
     r"\b(?:that'?s not it|that wasn'?t it|that was not it|wasn'?t the (?:cause|issue|problem)|not the (?:cause|issue|problem)"
     r"|ruled (?:it |that )?out|never ?mind|scratch that|i was wrong|turns out (?:it|that) (?:wasn'?t|isn'?t)"
-    r"|on closer (?:look|inspection))\b|^(?:it )?(?:looked|seemed|looks|seems) like\b|^actually\b", _I)
+    r"|on closer (?:look|inspection)|i was (?:mistaken|wrong)|i'?m wrong|mistaken about"
+    r"|(?:that|this|the|my) (?:theory|guess|idea|hypothesis|explanation) (?:is|was) (?:wrong|incorrect|off))\b"
+    r"|^(?:it )?(?:looked|seemed|looks|seems) like\b|^actually\b|^(?:hmm+|wait|oh)\W*,?\s*no\b", _I)
 _STEM_SUFFIX = re.compile(r"(?:ing|ed|es|s)$")
 # The user denying the agent's diagnosis ("no, that's not why", "that's not the problem").
 _USER_DENIES = re.compile(r"^\W*no\b[,.!]?\s*(?:that'?s|it'?s|this is)? ?not\b|\b(?:that'?s|it'?s|this is|that is) not "
@@ -965,13 +967,16 @@ _FILE_NAME = re.compile(r"[\w./-]*\.\w{1,4}")
 def _about(sentence: str, asked: set[str], work: Sequence[Event]) -> bool:
     """Whether a cause is about the problem asked: it shares a word with the request, or
     names (a code name, a backticked term) what the fix's edits changed."""
-    if asked & _stems(sentence):
-        return True
     edited = " ".join(e.text or "" for e in work if e.kind == "edit").lower()
     # the code names in it, not a file it names (every cause in the session names the file)
     names = {w for m in _NAMED.finditer(sentence) if not _FILE_NAME.fullmatch(m.group(0).strip("`"))
              for w in re.findall(r"\w{3,}", m.group(0).lower())}
-    return any(n in edited for n in names)
+    if any(n in edited for n in names):
+        return True
+    # one shared word is enough with a named thing beside it; a generic sentence ("this
+    # happens because Safari is hard to support") needs two (review 15b F2)
+    shared = len(asked & _stems(sentence))
+    return shared >= 2 or shared == 1 and bool(_NAMED.search(sentence))
 
 
 def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:

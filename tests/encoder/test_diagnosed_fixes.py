@@ -52,8 +52,8 @@ def test_a_diagnosed_fix_is_a_resolved_incident_with_cause_and_files(tmp_path):
     assert "submitter" in name
 
 
-_COOKIE = ("The loop happens because the session cookie is marked Secure while the dev server "
-           "runs on plain http, so the browser never sends it back.")
+_COOKIE = ("The loop happens because `SESSION_COOKIE_SECURE` marks the session cookie Secure while "
+           "the dev server runs on plain http, so the browser never sends it back.")
 
 
 def _cookie(n: int, after_edit: str | None):
@@ -69,7 +69,7 @@ def test_the_change_stated_after_the_edit_resolves_it_on_the_agents_word(tmp_pat
     assert len(found) == 1, (report.operations, list(found))
     front = _front(next(iter(found.values())))
     assert front["status"] == "resolved" and front["confidence"] == "MEDIUM"
-    assert "session cookie is marked Secure" in front["description"]
+    assert "marks the session cookie Secure" in front["description"]
 
 
 def test_a_cause_with_nothing_said_after_the_edit_stays_investigating(tmp_path):
@@ -136,6 +136,14 @@ def test_block_sentences_keep_paragraphs_and_items_apart():
     "Fixed. I missed this earlier because I only searched web/export.js for `submitter`.",
     # a cause about something the request and the fix do not touch
     "The lint warnings happen because `legacyFmt` is defined but never used in web/export.js.",
+    # review 15b: other ways to take a cause back, and a generic cause sharing one word
+    "The root cause was that the handler read `event.submitter`, which older Safari leaves "
+    "undefined. Hmm, no - Safari 15.4 supports it.",
+    "The root cause was that the handler read `event.submitter`, which older Safari leaves "
+    "undefined. I was mistaken about that.",
+    "The root cause was that the handler read `event.submitter`, which older Safari leaves "
+    "undefined. That theory is wrong, though.",
+    "Fixed. This happens because Safari is hard to support.",
 ])
 def test_review15_causes_that_are_no_diagnosis(tmp_path, closing):
     report, found = _incidents(tmp_path, _safari(110, closing, commit=False))
