@@ -950,7 +950,7 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
                              description=work.clean_sentence(said), body_text=body,
                              subject=" ".join(_polar_content(said)[:6]),  # "doesn't" stays "not"
                              told=(f.asked,) if f.asked is not None else ()))
-    known = {c.description.lower() for c in out} | {
+    known = {(c.description or "").lower() for c in out} | {
         work.clean_sentence(x).lower() for c in covered if c.role == "found" for x in (*c.support, *c.lead) if x}
     for f in work.commit_findings(session):
         said = f.sentence
