@@ -964,10 +964,10 @@ class Diagnosis:
 _FILE_NAME = re.compile(r"[\w./-]*\.\w{1,4}")
 
 
-def _about(sentence: str, asked: set[str], work: Sequence[Event]) -> bool:
-    """Whether a cause is about the problem asked: it shares a word with the request, or
-    names (a code name, a backticked term) what the fix's edits changed."""
-    edited = " ".join(e.text or "" for e in work if e.kind == "edit").lower()
+def _about(sentence: str, asked: set[str], edited: str) -> bool:
+    """Whether a cause is about the problem asked (``asked``: the request's stems;
+    ``edited``: the task's edits, lower case): it names (a code name, a backticked term)
+    what the fix's edits changed, or shares words with the request."""
     # the code names in it, not a file it names (every cause in the session names the file)
     names = {w for m in _NAMED.finditer(sentence) if not _FILE_NAME.fullmatch(m.group(0).strip("`"))
              for w in re.findall(r"\w{3,}", m.group(0).lower())}
@@ -996,6 +996,7 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
                 or len(said) > 1500):
             continue
         asked = _stems(said)
+        edited = " ".join(e.text or "" for e in events[t.start:t.end + 1] if e.kind == "edit").lower()
         code = tuple(f for f in t.changed if not is_doc(f))
         if not code:
             continue
@@ -1018,7 +1019,7 @@ def diagnosed_fixes(session: Session, limit: int = 2) -> list[Diagnosis]:
                         plain = parts[1] if len(parts) > 1 and not _RETRACTS.search(parts[1]) else ""
                     if (20 <= len(plain) <= 400 and states_cause(plain) and not _PLAN.search(plain)
                             and not _RETRACTS.search(plain.split(" but ")[0]) and not plain.endswith("?")
-                            and _agents_account(plain, outputs) and _about(plain, asked, events[t.start:t.end + 1])
+                            and _agents_account(plain, outputs) and _about(plain, asked, edited)
                             and _looked_at(plain, events[:j])):
                         cause, at = plain, j
                 if last_edit >= 0:
@@ -1386,16 +1387,15 @@ def findings(session: Session, skip: frozenset[int] | set[int] = frozenset(), li
 # The agent about itself as the subject ("I missed this earlier because I only searched
 # ...", "my first entry was wrong", "we didn't ..."): its account of its own work.
 _ABOUT_ITSELF = re.compile(r"^(?:i|i'?m|i'?ve|i'?d|my|we|we'?ve|we'?re|our)\b", _I)
-_COPY_WORD = re.compile(r"[a-z][a-z0-9_.-]{2,}")
 
 
 def _copied(sentence: str, outputs: Sequence[str]) -> bool:
     """Four fifths or more of ``sentence``'s words (five at least) stand in one tool
     output: the output's text passed on, not the agent's reading of it."""
-    words = set(_COPY_WORD.findall(sentence.lower())) - _RELAY_STOP
+    words = set(_RELAY_WORD.findall(sentence.lower())) - _RELAY_STOP
     if len(words) < 5:
         return False
-    return any(len(words & set(_COPY_WORD.findall(o.lower()))) * 5 >= len(words) * 4 for o in outputs)
+    return any(len(words & set(_RELAY_WORD.findall(o.lower()))) * 5 >= len(words) * 4 for o in outputs)
 
 
 def _agents_account(sentence: str, outputs: Sequence[str]) -> bool:
