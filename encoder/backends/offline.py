@@ -932,6 +932,32 @@ def stuck_candidates(session) -> list[Candidate]:
                       status="resolved" if recovered else "investigating", confidence="MEDIUM")]
 
 
+def _fold_consequences(candidates: list[Candidate], stuck: list[Candidate],
+                       session) -> list[Candidate]:
+    """``candidates`` plus the stuck runs that are not a consequence of a destruction the
+    user reported: when every command fails because a path the agent's destructive command
+    removed or moved is gone (``rm -rf ~/p && mv /Volumes/x/p ~/p``, then "Path
+    /Volumes/x/p does not exist" nine times), that is one incident, the loss, with the
+    failures in its body; one failure never yields two incidents in a session."""
+    lost = [c for c in candidates if c.type == "incident" and c.role == "destroyed"]
+    if not lost or not stuck:
+        return candidates + stuck
+    events = session.events
+    out = list(candidates)
+    for s in stuck:
+        quoted = [q.strip("\"'`").rstrip("/") for q in _QUOTED_PATH.findall(s.lead[0])]
+        ran = [e.command or "" for e in events[:s.event_index] if e.kind == "command"
+               and e.agent is None and e.command and DESTRUCTIVE.search(e.command)]
+        if not any(q and len(q) > 1 and q in command for q in quoted for command in ran):
+            out.append(s)
+            continue
+        said = [ln for ln in (s.body_text or "").split("\n\n") if ln.startswith("The agent said")]
+        lost[0].extra.append("Afterwards " + s.lead[0].replace(" failed with: ", " in a row failed with: ", 1)
+                             + (" (later commands passed again)" if s.status == "resolved" else "")
+                             + "".join(f". {x}" for x in said))
+    return out
+
+
 def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     """What the agent found when the user asked it to look at something, and its closing
     takeaway (work.findings): learnings in the agent's own words, quoted. A user message
@@ -1830,7 +1856,7 @@ class OfflineBackend:
         # the diagnosis first: a cause its commit message states again is that incident
         candidates += diagnosis_candidates(session, candidates)
         candidates += finding_candidates(session, candidates)
-        candidates += stuck_candidates(session)
+        candidates = _fold_consequences(candidates, stuck_candidates(session), session)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:

@@ -252,3 +252,33 @@ def test_which_alike_failures_are_a_stuck_environment(tmp_path, commands, output
     t.say("Let me look at this.")
     report, found = _incidents(tmp_path, t)
     assert any("kept failing with the same error" in v for v in found.values()) is stuck, found
+
+
+def test_commands_failing_because_the_destroyed_path_is_gone_join_the_loss(tmp_path):
+    # fresh13's shape: the move the agent ran took the shell's own directory away, then every
+    # command failed on that path: one incident (the loss), the failures in its body.
+    t = (Transcript(84).user("Move the reports project from /srv/app into /srv/archive.")
+         .bash("rm -rf /srv/archive/reports && mv /srv/app/reports /srv/archive/", ""))
+    for command in ("ls -la", "cd /srv/archive && ls", "find . -name reports"):
+        t.bash(command, GONE, error=True)
+    t.say("The issue is that my shell is stuck in a directory that no longer exists.")
+    t.user("Wait, you just deleted my reports?")
+    t.say("I'm sorry, the move removed the old copy first.")
+    report, found = _incidents(tmp_path, t)
+    assert len(found) == 1, (report.operations, list(found))
+    text = next(iter(found.values()))
+    assert "Before it the agent ran `rm -rf /srv/archive/reports" in text
+    assert f"Afterwards 3 commands in a row failed with: {GONE}" in text
+    assert "my shell is stuck" in text
+
+
+def test_a_stuck_run_on_a_path_the_destructive_command_never_named_stays_its_own(tmp_path):
+    t = (Transcript(85).user("Clean the build folder, then check the reports.")
+         .bash("rm -rf build/", ""))
+    for command in ("ls -la", "cd /srv/app && ls", "find . -name reports"):
+        t.bash(command, GONE, error=True)
+    t.user("Hey, you just deleted my build output?")
+    t.say("Yes, I removed build/ as you asked.")
+    report, found = _incidents(tmp_path, t)
+    assert any("kept failing with the same error" in v for v in found.values()), found
+    assert any("Before it the agent ran `rm -rf build/`" in v for v in found.values()), found
