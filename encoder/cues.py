@@ -272,7 +272,7 @@ def _simple_commands(command: str) -> list[str]:
     out: list[str] = []
     try:
         for token in lexer:
-            if token in _SEPARATORS:
+            if token in _SEPARATORS or not token.strip(";&|"):  # zsh's "cmd &; next" too
                 out.append(" ".join(words))
                 words = []
             else:

@@ -932,6 +932,37 @@ def stuck_candidates(session) -> list[Candidate]:
                       status="resolved" if recovered else "investigating", confidence="MEDIUM")]
 
 
+def setup_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """A command that failed on the set-up and worked after set-up steps (work.setup_fixes):
+    an incident with the failure lines, the agent's stated cause, the steps, resolved by the
+    run that worked. Not when another incident already starts at that failure."""
+    taken = {c.event_index for c in covered if c.type == "incident"}
+    where = short_id(session.session_id) if session.session_id else "this session"
+    out: list[Candidate] = []
+    for fix in work.setup_fixes(session):
+        if fix.first in taken:
+            continue
+        did = [f"`{one_line(s, 60)}`" for s in fix.steps[:3]] + [f"edited `{f}`" for f in fix.edited[:2]]
+        first = one_line(re.split(r";\s", fix.lines[0])[0], 110)  # not the advice after it
+        desc = work.clean_sentence(f"`{one_line(fix.target, 50)}` failed with \"{first}\" until the agent ran "
+                                   + " and ".join(did).replace("ran edited", "edited") + ".", 200)
+        body = [f"`{one_line(fix.target, 100)}` failed on the set-up (session {where}): {fix.lines[0]}"]
+        body += [f"Then it failed with: {x}" for x in fix.lines[1:]]
+        if fix.cause:
+            body.append(f"Cause (as the agent stated): {_quote(fix.cause, 300)}")
+        if fix.steps:
+            body.append("Fix: ran " + ", ".join(f"`{one_line(s, 100)}`" for s in fix.steps))
+        if fix.edited:
+            body.append("Fix: edited " + ", ".join(f"`{f}`" for f in fix.edited))
+        body.append(f"Resolved: `{one_line(fix.target, 100)}` ran without the error afterwards")
+        words = _polar_content(_QUOTED_PATH.sub(" ", fix.lines[0]))[:4]
+        out.append(Candidate("incident", [desc], support=[fix.cause] if fix.cause else [],
+                             event_index=fix.first, role="found", description=desc,
+                             body_text="\n\n".join(body), subject=" ".join([*words, "setup"]),
+                             status="resolved", confidence="HIGH", files=list(fix.edited)))
+    return out
+
+
 def _fold_consequences(candidates: list[Candidate], stuck: list[Candidate],
                        session) -> list[Candidate]:
     """``candidates`` plus the stuck runs that are not a consequence of a destruction the
@@ -1857,6 +1888,7 @@ class OfflineBackend:
         candidates += diagnosis_candidates(session, candidates)
         candidates += finding_candidates(session, candidates)
         candidates = _fold_consequences(candidates, stuck_candidates(session), session)
+        candidates += setup_candidates(session, candidates)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:

@@ -1481,3 +1481,161 @@ def stuck_runs(session: Session) -> Stuck | None:
     # The error the output opens with ("Error: build cache corrupt."), not the advice that
     # may follow it on the same line ("Maintainers: the fix is ...").
     return Stuck(first, (sentences(line) or [line])[0], commands, said)
+
+
+# ---------------------------------------------------------------- a broken set-up, fixed
+
+# What a shell or a runtime prints when the environment, not the code, is wrong: a program
+# or module that is not installed, a version manager with no version chosen, a port taken.
+# Matched per line, from the line's start (after a "sh:"/"bash: line 1:" prefix), so code
+# or docs that merely contain the words are not a failure.
+_SETUP_FAILURE = re.compile(
+    r"^(?:(?:ba|z|da)?sh: (?:line \d+: )?|\(eval\):\d+: )?(?:"
+    r"(?P<prog>[\w.+-]+): (?:command )?not found$"
+    r"|command not found: (?P<prog2>[\w.+-]+)$"
+    r"|No version is set for (?:command )?(?P<tool>[\w.+-]+)[^\n]*"
+    r"|(?:ModuleNotFoundError: )?No module named '?(?P<mod>[\w.]+)'?$"
+    r"|Error: Cannot find module '(?P<node>[^']+)'[^\n]*"
+    r"|.*\b(?:EADDRINUSE|[Aa]ddress already in use)\b[^\n]*)", re.M)
+# Programs whose output is a file's or a listing's text, not a run of the program asked
+# for: a "command not found" inside it is quoted, not printed by this run's shell.
+_READS = frozenset("""cat grep rg ag sed awk head tail less more find ls tree wc file stat echo
+    printf pwd which type whereis env printenv ps lsof jq yq diff cmp sort uniq cut tr xargs
+    true false test [ sleep curl wget ping date uname whoami id hostname du df""".split())
+# Steps that only look, never change the set-up (``node --version``, ``asdf list nodejs``).
+_LOOKS = re.compile(r"(?:^|\s)(?:--?version|-V|--help|-h|list|ls|info|show|status|log|diff|outdated"
+                    r"|doctor|current|where|which|config get|remote)(?:\s|$)")
+_NOT_STEPS = frozenset({"cd", "sleep", "for", "do", "done", "if", "then", "else", "fi", "while",
+                        "break", "echo", "printf", "wait", "kill", "pkill", "set", "true", "false"})
+_REDIRECT = re.compile(r"\s*(?:\d?>&\d|\d?>>?\s*\S+|<\s*\S+)")
+SETUP_WINDOW = 40  # events between the failure and the run that worked
+
+
+@dataclass(frozen=True)
+class SetupFix:
+    """A command that failed because of the set-up (``just dev``: "sh: tsx: command not
+    found"), the steps the agent ran or files it edited before the same command worked
+    (``asdf set nodejs 22.21.1``, ``npm install``), and what it said of the cause."""
+
+    target: str  # the simple command that failed and later worked (``just dev``)
+    lines: tuple[str, ...]  # the failure lines, one per signature, in order
+    steps: tuple[str, ...]  # the set-up commands in between (their simple commands)
+    edited: tuple[str, ...]  # files edited in between
+    cause: str
+    first: int
+    passed: int
+
+
+def setup_failures(output: str) -> list[str]:
+    """The set-up failure lines of a command's output, in order, each once."""
+    seen: list[str] = []
+    for m in _SETUP_FAILURE.finditer(output or ""):
+        line = " ".join(m.group(0).split())
+        if line not in seen:
+            seen.append(line)
+    return seen
+
+
+def _program(simple: str) -> str:
+    from dualtrace.encoder.cues import _PREFIX
+
+    rest = simple[_PREFIX.match(simple).end():]  # type: ignore[union-attr]
+    return rest.split(" ", 1)[0].rsplit("/", 1)[-1]
+
+
+def _runs(command: str) -> list[str]:
+    """The simple commands of a line that run something (not ``cd``, ``sleep``, a loop's
+    words), without their redirections: ``cd app && just dev 2>&1 &`` -> ``just dev``."""
+    from dualtrace.encoder.cues import _simple_commands
+
+    out = []
+    for simple in _simple_commands(_REDIRECT.sub(" ", command)):
+        simple = " ".join(simple.split())
+        if simple and _program(simple) not in _NOT_STEPS:
+            out.append(simple)
+    return out
+
+
+def _setup_step(simple: str) -> bool:
+    program = _program(simple)
+    return bool(program) and program not in _READS and not program.startswith(("git", "gh")) \
+        and not _LOOKS.search(simple[len(program):] if simple.startswith(program) else simple)
+
+
+def _failed_setup(e: Event) -> list[str]:
+    """The set-up failure lines a main-thread command printed, whatever its exit status
+    (``just dev 2>&1 &`` and ``npm install | tail`` exit 0 however they went), unless the
+    command only reads files or listings."""
+    if e.kind != "command" or e.agent is not None or not e.command or not e.result:
+        return []
+    runs = _runs(e.command)
+    if not runs or all(_program(r) in _READS for r in runs):
+        return []
+    return setup_failures(e.result)
+
+
+def setup_fixes(session: Session, limit: int = 2) -> list[SetupFix]:
+    """Commands that failed on the set-up and worked again after set-up steps: one per
+    failing command, the later failures of the same command on the way (Node's version
+    unset, then its tools missing) folded in. A failure that nothing but waiting or a
+    re-run fixed, or that never worked again in the session, is not one."""
+    events = session.events
+    out: list[SetupFix] = []
+    i = 0
+    while i < len(events) and len(out) < limit:
+        lines = _failed_setup(events[i])
+        target = next((r for r in _runs(events[i].command or "") if _program(r) not in _READS), "") \
+            if lines else ""
+        if not target:
+            i += 1
+            continue
+        steps: list[str] = []
+        edited: list[str] = []
+        cause = ""
+        passed = None
+        for j in range(i + 1, min(len(events), i + 1 + SETUP_WINDOW)):
+            f = events[j]
+            if f.agent is not None:
+                continue
+            if f.kind == "assistant" and f.detail != "thinking" and not cause:
+                cause = _setup_cause(f.text, lines)
+            elif f.kind == "edit" and f.path and not f.is_error:
+                rel = relative(f.path, session.cwd)
+                if rel and rel not in edited:
+                    edited.append(rel)
+            elif f.kind == "command" and f.command:
+                runs = _runs(f.command)
+                again = target in runs
+                failed = _failed_setup(f)
+                if again and not failed and not f.failed:
+                    if steps or edited:
+                        passed = j
+                    break
+                if again:
+                    lines += [x for x in failed if x not in lines]
+                    continue
+                if not f.failed:
+                    steps += [r for r in runs if _setup_step(r) and r not in steps]
+        if passed is None:
+            i += 1
+            continue
+        out.append(SetupFix(target, tuple(lines[:3]), tuple(steps[:6]), tuple(edited[:6]),
+                            cause, i, passed))
+        i = passed + 1
+    return out
+
+
+def _setup_cause(text: str, lines: list[str]) -> str:
+    """The agent's sentence about why the set-up failed: a stated cause, or a statement
+    (not a plan or a question) that names what the failure names ("You have asdf managing
+    Node but no version set for this project.")."""
+    named = {w.lower() for line in lines for w in re.findall(r"[A-Za-z][\w.+-]{2,}", line)} - {
+        "command", "not", "found", "version", "set", "for", "line", "module", "named", "error",
+        "cannot", "find", "the", "please", "run", "options", "address", "already", "use"}
+    for sent in sentences(_FENCE.sub(" ", text)):
+        if not 20 <= len(sent) <= 300 or sent.endswith("?") or _PLAN.search(sent):
+            continue
+        words = {w.lower().strip(".,;:`'\"") for w in sent.split()}
+        if states_cause(sent) or named & words:
+            return re.sub(r"^[^\w`\"'(\[]+", "", sent)
+    return ""
