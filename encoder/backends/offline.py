@@ -963,6 +963,50 @@ def setup_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     return out
 
 
+def _gist(option: str) -> str:
+    """An option as a clause of a sentence: without the code it shows after a colon, its
+    first letter lower-cased unless it is a name ("Copy the db" -> "copy the db")."""
+    words = re.sub(r":\s*`[^`]*`\s*$", "", option)
+    words = re.split(r"\s[—–]\s|\s--\s", words)[0].strip(" .:")  # not the aside after a dash
+    if re.match(r"[A-Z][a-z]+\b", words):
+        words = words[0].lower() + words[1:]
+    return one_line(words, 90)
+
+
+def choice_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """The option the user picked of those the agent laid out (work.chosen_options): a
+    decision in the user's name, the alternatives and the agent's reasons as its why. When
+    the pick is also the request of a piece of work ("copy the db, good idea, do that"),
+    that work's decision becomes the choice, its body kept below the options (no second
+    memory); a decision the user stated in that message stays as it is."""
+    at = {c.event_index: c for c in covered if c.type == "decision"}
+    where = short_id(session.session_id) if session.session_id else "this session"
+    out: list[Candidate] = []
+    for ch in work.chosen_options(session):
+        known = at.get(ch.answered)
+        if known is not None and known.role != "work":
+            continue
+        chosen = ch.options[ch.chosen]
+        others = [o for k, o in enumerate(ch.options) if k != ch.chosen]
+        desc = work.clean_sentence(f"Chose to {_gist(chosen)} rather than {_gist(others[0])}.", 200)
+        body = [f"The agent laid out {len(ch.options)} options (session {where}):"]
+        body += [f"- {'(chosen) ' if k == ch.chosen else ''}{one_line(o, 300)}" for k, o in enumerate(ch.options)]
+        if ch.reason:
+            body.append(f"The agent recommended it: \"{_quote(ch.reason, 300)}\"")
+        body.append(f"The user chose: \"{_quote(ch.said, 300)}\"")
+        if known is not None:
+            body += [ln for ln in (known.body_text or "").split("\n\n") if not ln.startswith("The user asked")]
+            known.description, known.lead, known.body_text = desc, [desc], "\n\n".join(body)
+            known.subject = _gist(chosen)
+            known.support = [*known.support, *([ch.reason] if ch.reason else [])]
+            continue
+        out.append(Candidate("decision", [desc], support=[ch.reason] if ch.reason else [],
+                             event_index=ch.answered, role="found", description=desc,
+                             body_text="\n\n".join(body), subject=_gist(chosen),
+                             confidence="MEDIUM"))
+    return out
+
+
 def _fold_consequences(candidates: list[Candidate], stuck: list[Candidate],
                        session) -> list[Candidate]:
     """``candidates`` plus the stuck runs that are not a consequence of a destruction the
@@ -1889,6 +1933,7 @@ class OfflineBackend:
         candidates += finding_candidates(session, candidates)
         candidates = _fold_consequences(candidates, stuck_candidates(session), session)
         candidates += setup_candidates(session, candidates)
+        candidates += choice_candidates(session, candidates)
         min_tier = getattr(request.gates, "min_tier", None)
         proposals = []
         for cand in candidates:

@@ -1639,3 +1639,115 @@ def _setup_cause(text: str, lines: list[str]) -> str:
         if states_cause(sent) or named & words:
             return re.sub(r"^[^\w`\"'(\[]+", "", sent)
     return ""
+
+
+# ---------------------------------------------------------------- an option the user chose
+
+# The agent laying out alternatives and the user picking one ("You have two options: Option
+# A — copy the db ...; Option B — point dev at it" -> "copy the db, good idea"): the
+# decision is the user's, the alternatives and the agent's reasons are its why.
+_OPTION_MARK = re.compile(r"(?:^|\n)[ \t]*(?:(?:[-*#>]+|\d+[.)])[ \t]*)?\**(?:Option|Approach|Alternative)[ \t]+"
+                          r"(?P<label>[A-Z]|\d)\b\**[ \t]*(?:[:.)—–-]+[ \t]*)?\**", re.I)
+_COULD = re.compile(r"^(?:we|you|i) could (?:also |either )?(?P<what>.+)$", _I)
+_OR = re.compile(r"^or(?:,)? (?:(?:we|you|i) (?:could |can )?)?(?:just |simply )?(?P<what>.+)$", _I)
+_RECOMMEND = re.compile(r"\bI(?:'d| would)? (?:recommend|suggest|go with|lean towards?)\b", _I)
+_PICK_LABEL = re.compile(r"\b(?:option|approach)\s+(?P<label>[a-z]|\d)\b|\b(?P<ord>first|second|third)"
+                         r" (?:one|option|approach)\b|^\W*(?P<bare>[a-c1-3])\W*$", _I)
+_ASSENT = re.compile(r"^\W*(?:ok(?:ay)?|yes|yep|yeah|sure|great|good|perfect|sounds good|let'?s|go)\b", _I)
+_REFUSE = re.compile(r"\b(?:neither|none of|no,|nope|don'?t|do not|not (?:that|those|either))\b", _I)
+_ORDINALS = {"first": 0, "second": 1, "third": 2}
+MAX_PICK_CHARS = 300  # a longer answer says more than which option
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple[str, ...]  # as the agent worded them, in order
+    chosen: int  # index into options
+    said: str  # the user's answer, verbatim
+    reason: str  # the agent's recommendation sentence when it is the chosen option's, or ""
+    offered: int  # the agent's message
+    answered: int  # the user's
+
+
+def _option_text(text: str) -> str:
+    """An option's words: its first sentence, code inline as code."""
+    text = re.sub(r"```\w*\n?(.*?)(?:```|\Z)", lambda m: f" `{' '.join(m.group(1).split())}` ", text, flags=re.S)
+    text = " ".join(text.replace("**", "").split()).strip(" :—–-")
+    first = (sentences(text) or [text])[0]
+    return first.rstrip(" :")
+
+
+def offered_options(text: str) -> list[tuple[str, str]]:
+    """(label, text) of the alternatives an agent message lays out: labelled ones (Option
+    A/B, Approach 1/2) or a "We could X. Or Y." pair; [] when it offers fewer than two."""
+    marks = list(_OPTION_MARK.finditer(text))
+    if len(marks) >= 2:
+        out = []
+        for m, nxt in zip(marks, [*marks[1:], None], strict=True):
+            end = nxt.start() if nxt else len(text)
+            chunk = text[m.end():end].split("\n\n")[0] if nxt is None else text[m.end():end]
+            words = _option_text(chunk)
+            if words:
+                out.append((m.group("label").lower(), words))
+        return out if len(out) >= 2 else []
+    said = block_sentences(_FENCE.sub("\n\n", text))
+    for a, b in zip(said, said[1:], strict=False):
+        could, other = _COULD.match(a), _OR.match(b)
+        if could and other:
+            return [("1", could.group("what").rstrip(".")), ("2", other.group("what").rstrip(".?"))]
+    return []
+
+
+def _pick(said: str, options: list[tuple[str, str]], recommended: int | None) -> int | None:
+    text = " ".join(said.split())
+    if len(text) > MAX_PICK_CHARS or text.endswith("?") and not _ASSENT.search(text) \
+            or _REFUSE.search(text):
+        return None
+    m = _PICK_LABEL.search(text)
+    if m:
+        if m.group("ord"):
+            return _ORDINALS[m.group("ord").lower()] if _ORDINALS[m.group("ord").lower()] < len(options) else None
+        label = (m.group("label") or m.group("bare")).lower()
+        return next((i for i, (lab, _t) in enumerate(options) if lab == label), None)
+    from dualtrace.encoder.matching import same_word
+
+    mine = [w.lower() for w in content_words(text)]
+    shared = [sum(any(same_word(w, x.lower()) for x in content_words(opt)) for w in mine)
+              for _lab, opt in options]
+    best = max(shared)
+    if best >= 1 and shared.count(best) == 1:
+        return shared.index(best)
+    if best == 0 and recommended is not None and _ASSENT.search(text):
+        return recommended
+    return None
+
+
+def chosen_options(session: Session, limit: int = 2) -> list[Choice]:
+    """The options the agent laid out that the user picked in the next message."""
+    events = [(i, e) for i, e in enumerate(session.events) if e.agent is None
+              and e.kind in ("assistant", "user", "command", "edit", "tool")
+              and not (e.kind == "assistant" and e.detail == "thinking")]
+    out: list[Choice] = []
+    for (i, e), (j, nxt) in zip(events, events[1:], strict=False):
+        if e.kind != "assistant" or nxt.kind != "user" or (nxt.detail or "").startswith("rejection"):
+            continue
+        options = offered_options(e.text or "")
+        if not options:
+            continue
+        recommended = None
+        reason = ""
+        for sent in block_sentences(_FENCE.sub("\n\n", e.text or "")):
+            if _RECOMMEND.search(sent):
+                labels = [k for k, (lab, opt) in enumerate(options)
+                          if re.search(rf"\b(?:option|approach)\s+{re.escape(lab)}\b", sent, _I)]
+                if len(labels) == 1:
+                    recommended, reason = labels[0], sent
+                break
+        chosen = _pick(prose(nxt.text or ""), options, recommended)
+        if chosen is None:
+            continue
+        out.append(Choice(tuple(t for _lab, t in options), chosen, " ".join((nxt.text or "").split()),
+                          reason if recommended == chosen else "", i, j))
+        if len(out) >= limit:
+            break
+    return out
