@@ -23,7 +23,7 @@ system/human.md or system/<project>/conventions.md is one memory. Mechanical che
 - superseded: a revision whose earlier decision got ``superseded_by``.
 
 Usage:
-  python bench/bench_real_sessions.py [--part dev|held-out|all|new|fresh9|fresh11|fresh13|fresh14|fresh15] [--backend offline]
+  python bench/bench_real_sessions.py [--part dev|held-out|all|new|fresh9|...|fresh16] [--backend offline]
          [--fake-server] [--json out.json] [--verbose] [--held-out-rows]
 
 ``--part new`` encodes only the session-7 held-out part (``NEW_HELD_OUT``; sessions of a
@@ -362,7 +362,7 @@ def _fake_server():
 
 
 def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, Any]:
-    from fresh_sessions import FRESH9, FRESH11, FRESH13, FRESH14, FRESH15
+    from fresh_sessions import PARTS
     from real_sessions import NEW_HELD_OUT, SESSIONS
 
     from dualtrace.errors import DualtraceError
@@ -371,8 +371,8 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
     corpus = CORPUS
     if part == "new":
         chosen = NEW_HELD_OUT
-    elif part in ("fresh9", "fresh11", "fresh13", "fresh14", "fresh15"):
-        chosen = {"fresh9": FRESH9, "fresh11": FRESH11, "fresh13": FRESH13, "fresh14": FRESH14, "fresh15": FRESH15}[part]
+    elif part in PARTS:
+        chosen = PARTS[part]
         corpus = Path(FRESH_CORPUS or "")
         if not FRESH_CORPUS or not corpus.is_dir():
             return {"part": part, "skipped": "DUALTRACE_FRESH_CORPUS unset or absent", "sessions": []}
@@ -385,7 +385,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
     per_session: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["DUALTRACE_HOME"] = str(Path(tmp) / "state")
-        scorer = Scorer(SESSIONS + NEW_HELD_OUT + FRESH9 + FRESH11 + FRESH13 + FRESH14 + FRESH15)
+        scorer = Scorer(SESSIONS + NEW_HELD_OUT + [s for part in PARTS.values() for s in part])
         for s in chosen:
             memdir = Path(tmp) / "mem" / s["project"]
             transcript = corpus / s["path"]
@@ -394,7 +394,7 @@ def run(part: str, backend: str, fake_server: bool, verbose: bool) -> dict[str, 
                 report = encode_session(transcript, memory_dir=memdir, backend=backend,
                                         settings=_settings(backend, fake.url if fake else None))
             except DualtraceError as exc:
-                if part not in ("new", "fresh9", "fresh11", "fresh13", "fresh14", "fresh15"):
+                if part != "new" and part not in PARTS:
                     raise
                 # a host dualtrace has no reader for: reported, scored as nothing captured
                 per_session.append({"key": s["key"], "held_out": True, "exposed": False,
@@ -472,10 +472,12 @@ def table(result: dict[str, Any], held_out_rows: bool = False) -> str:
 
 
 def main() -> None:
+    from fresh_sessions import PARTS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "held-out", "all", "new", "fresh9", "fresh11", "fresh13", "fresh14", "fresh15"), default="dev",
+    ap.add_argument("--part", choices=("dev", "held-out", "all", "new", *PARTS), default="dev",
                     help="new: the session-7 held-out part (real_sessions.NEW_HELD_OUT), on its own; "
-                         "fresh9/fresh11/fresh13/fresh14: fresh_sessions.FRESH9/.../FRESH15 under "
+                         "fresh9, fresh11, ...: the parts of fresh_sessions.PARTS, read from "
                          "$DUALTRACE_FRESH_CORPUS")
     ap.add_argument("--backend", default="offline", help="offline | anthropic | claude-cli | auto")
     ap.add_argument("--fake-server", action="store_true",
@@ -492,11 +494,11 @@ def main() -> None:
     print(table(result, args.held_out_rows))
     if result["fake_server_requests"] is not None:
         print(f"fake server: {result['fake_server_requests']} Messages API requests")
-    if args.part in ("new", "fresh9", "fresh11", "fresh13", "fresh14", "fresh15"):
+    if args.part == "new" or args.part in PARTS:
         result["new_held_out" if args.part == "new" else args.part] = result.pop("held_out")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-    for name in ("dev", "exposed", "held_out", "new_held_out", "fresh9", "fresh11", "fresh13", "fresh14", "fresh15"):
+    for name in ("dev", "exposed", "held_out", "new_held_out", *PARTS):
         if result.get(name):
             print(f"{name}: {json.dumps(result[name])}")
     for r in result["sessions"]:

@@ -282,3 +282,7 @@ FRESH15: list[dict] = [
           "types": ["learning", "incident"], "words": ["supported_filters", "patch"]},
      ]},
 ]
+
+# The parts by name, as `bench_real_sessions.py --part NAME` takes them.
+PARTS: dict[str, list[dict]] = {"fresh9": FRESH9, "fresh11": FRESH11, "fresh13": FRESH13,
+                                "fresh14": FRESH14, "fresh15": FRESH15}
