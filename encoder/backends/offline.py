@@ -963,14 +963,29 @@ def setup_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     return out
 
 
-def _gist(option: str) -> str:
-    """An option as a clause of a sentence: without the code it shows after a colon, its
-    first letter lower-cased unless it is a name ("Copy the db" -> "copy the db")."""
-    words = re.sub(r":\s*`[^`]*`\s*$", "", option)
-    words = re.split(r"\s[—–]\s|\s--\s", words)[0].strip(" .:")  # not the aside after a dash
-    if re.match(r"[A-Z][a-z]+\b", words):
+_CLAUSE_END = re.compile(r"[,;:]\s|\s(?:so that|so|because|since|which|and then)\s|\s[—–]\s|\s--\s")
+
+
+def _gist(option: str, limit: int = 80) -> str:
+    """An option in a few words, to quote: without the code it shows after a colon, a
+    leading "We/I could", or what follows its first clause; never cut inside a word."""
+    words = re.sub(r":\s*`[^`]*`\s*$", "", option).strip(" .:")
+    words = re.sub(r"^(?:we|i|you)(?: could| can| will| would|'ll)?\s+", "", words, flags=re.I)
+    words = re.split(r"\s[—–]\s|\s--\s", words)[0]  # not the aside after a dash
+    if len(words) > limit:
+        words = _CLAUSE_END.split(words)[0]
+    if len(words) > limit:
+        words = words[:limit].rsplit(" ", 1)[0].rstrip(" ,;:") + " ..."
+    if re.match(r"[A-Z][a-z]+ [a-z]", words):  # "Copy the db": a sentence's capital, not a name's
         words = words[0].lower() + words[1:]
-    return one_line(words, 90)
+    return words
+
+
+def _users_words(description: str, said: str) -> bool:
+    """Whether a description is mostly the user's own message (a decision they stated)."""
+    mine = {w.lower() for w in work.content_words(said)}
+    theirs = [w.lower() for w in work.content_words(description)]
+    return bool(theirs) and sum(w in mine for w in theirs) >= 0.6 * len(theirs)
 
 
 def choice_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
@@ -978,7 +993,9 @@ def choice_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     decision in the user's name, the alternatives and the agent's reasons as its why. When
     the pick is also the request of a piece of work ("copy the db, good idea, do that"),
     that work's decision becomes the choice, its body kept below the options (no second
-    memory); a decision the user stated in that message stays as it is."""
+    memory), unless its description is what the user asked for besides the pick (review 16
+    A8: "Option B please, and also rename DB_PATH to DB_URL because ..."); a decision the
+    user stated in that message otherwise stays as it is."""
     at = {c.event_index: c for c in covered if c.type == "decision"}
     where = short_id(session.session_id) if session.session_id else "this session"
     out: list[Candidate] = []
@@ -986,11 +1003,14 @@ def choice_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
         known = at.get(ch.answered)
         if known is not None and known.role != "work":
             continue
+        if known is not None and _users_words(known.description or "", ch.said):
+            known = None  # the work stays the user's decision; the choice is one of its own
         chosen = ch.options[ch.chosen]
         others = [o for k, o in enumerate(ch.options) if k != ch.chosen]
-        desc = work.clean_sentence(f"Chose to {_gist(chosen)} rather than {_gist(others[0])}.", 200)
-        body = [f"The agent laid out {len(ch.options)} options (session {where}):"]
-        body += [f"- {'(chosen) ' if k == ch.chosen else ''}{one_line(o, 300)}" for k, o in enumerate(ch.options)]
+        desc = work.clean_sentence(f"Chose \"{_gist(chosen)}\" over \"{_gist(others[0])}\".", 200)
+        offered = [f"The agent laid out {len(ch.options)} options (session {where}):"]
+        offered += [f"- {'(chosen) ' if k == ch.chosen else ''}{one_line(o, 300)}" for k, o in enumerate(ch.options)]
+        body = ["\n".join(offered)]
         if ch.reason:
             body.append(f"The agent recommended it: \"{_quote(ch.reason, 300)}\"")
         body.append(f"The user chose: \"{_quote(ch.said, 300)}\"")

@@ -1645,18 +1645,41 @@ def _setup_cause(text: str, lines: list[str]) -> str:
 
 # The agent laying out alternatives and the user picking one ("You have two options: Option
 # A — copy the db ...; Option B — point dev at it" -> "copy the db, good idea"): the
-# decision is the user's, the alternatives and the agent's reasons are its why.
-_OPTION_MARK = re.compile(r"(?:^|\n)[ \t]*(?:(?:[-*#>]+|\d+[.)])[ \t]*)?\**(?:Option|Approach|Alternative)[ \t]+"
-                          r"(?P<label>[A-Z]|\d)\b\**[ \t]*(?:[:.)—–-]+[ \t]*)?\**", re.I)
-_COULD = re.compile(r"^(?:we|you|i) could (?:also |either )?(?P<what>.+)$", _I)
+# decision is the user's, the alternatives and the agent's reasons are its why. Read
+# narrowly (review 16: a rejected option, a question or a deferral must never be stored as
+# the choice): the agent must put the options to the user, and the user's answer must be a
+# pick and nothing else.
+_OPTION_MARK = re.compile(r"(?:^|\n)[ \t]*(?:(?:[-*#]+|\d+[.)])[ \t]*)?\**(?:Option|Approach|Alternative)[ \t]+"
+                          r"(?P<label>[A-Z]|\d)\b\**[ \t]*(?:\((?:recommended|preferred|suggested)\))?"
+                          r"\**[ \t]*(?:[:.)—–-]+[ \t]*)?\**", re.I)
+_COULD = re.compile(r"^(?:we|you|i) could (?:either )?(?P<what>.+)$", _I)
 _OR = re.compile(r"^or(?:,)? (?:(?:we|you|i) (?:could |can )?)?(?:just |simply )?(?P<what>.+)$", _I)
+# The agent asks which: a question, or an invitation to choose.
+_ASKS = re.compile(r"\?\s*$|\b(?:which (?:one|do you|would you)|(?:do|would) you (?:prefer|like|want)"
+                   r"|let me know|your call|up to you)\b", _I)
 _RECOMMEND = re.compile(r"\bI(?:'d| would)? (?:recommend|suggest|go with|lean towards?)\b", _I)
-_PICK_LABEL = re.compile(r"\b(?:option|approach)\s+(?P<label>[a-z]|\d)\b|\b(?P<ord>first|second|third)"
-                         r" (?:one|option|approach)\b|^\W*(?P<bare>[a-c1-3])\W*$", _I)
-_ASSENT = re.compile(r"^\W*(?:ok(?:ay)?|yes|yep|yeah|sure|great|good|perfect|sounds good|let'?s|go)\b", _I)
-_REFUSE = re.compile(r"\b(?:neither|none of|no,|nope|don'?t|do not|not (?:that|those|either))\b", _I)
+_AGAINST = re.compile(r"\b(?:avoid(?:ing)?|against|not|n't|instead of|rather than|over)\b", _I)
+_LABEL_NAMED = re.compile(r"\b(?:option|approach|alternative)\s+(?P<label>[a-z]|\d)\b"
+                          r"|\b(?:go(?:ing)? with|pick|choose|take|let'?s (?:do|go with)|do|use)\s+(?P<bare>[A-C1-3])\b"
+                          r"|^\W*(?P<alone>[A-Ca-c1-3])\W*(?:please|it is|then)?\W*$"
+                          r"|^\W*(?P<lead>[A-C1-3])\s*(?:please|it is|then)\b", re.I)
+_ORDINAL = re.compile(r"\b(?:the )?(?P<ord>first|second|third)(?: one| option| approach)\b", _I)
 _ORDINALS = {"first": 0, "second": 1, "third": 2}
-MAX_PICK_CHARS = 300  # a longer answer says more than which option
+# An answer that is no pick: a question, a request for more, a deferral, a refusal, a doubt,
+# a change of plan, or a pick taken back in the same breath.
+_NOT_A_PICK = re.compile(
+    r"^\W*(?:what|how|why|which|who|when|where|is|are|does|do|can|could|would|should|tell me|explain"
+    r"|show me|hmm)\b|\bwhat about\b|\btell me more\b|\blet me (?:ask|check|think)\b|\bnot (?:now|yet)\b"
+    r"|\blater\b|\bfirst with\b|\bneither\b|\bnone of\b|\bno,|\bnope\b|\bdon'?t\b|\bdo not\b|\bnot\b"
+    r"|\bskip\b|\bavoid\b|\brisky\b|\bscary\b|\bslow\b|\bworried\b|\bbut\b|\binstead\b|\brather\b"
+    r"|\bactually\b|\bwait\b|\bchanged? my mind\b|\bscratch that\b|\bundo\b|\bhowever\b", _I)
+# The whole answer is an assent ("ok", "sounds good, go ahead", "yes, go with your
+# recommendation"): with a single recommendation it picks that one.
+_ASSENT_ONLY = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|yes|yep|yeah|sure|great|good|perfect|sounds good|agreed|go ahead|do it|do that"
+    r"|please|let'?s do (?:it|that)|go with (?:it|that|your (?:recommendation|suggestion)|the recommended one)"
+    r"|(?:that|it) sounds good|good idea|makes sense)\W*)+$", _I)
+MAX_PICK_CHARS = 200  # a longer answer says more than which option
 
 
 @dataclass(frozen=True)
@@ -1677,10 +1700,21 @@ def _option_text(text: str) -> str:
     return first.rstrip(" :")
 
 
+def _outside_fences(text: str) -> str:
+    """``text`` with fenced blocks and quoted lines blanked, offsets kept: options a
+    document lays out ("the design doc says: Option A ...") are not the agent's offer."""
+    blank = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return re.sub(r"(?m)^[ \t]*>.*$", lambda m: " " * len(m.group(0)), blank)
+
+
 def offered_options(text: str) -> list[tuple[str, str]]:
-    """(label, text) of the alternatives an agent message lays out: labelled ones (Option
-    A/B, Approach 1/2) or a "We could X. Or Y." pair; [] when it offers fewer than two."""
-    marks = list(_OPTION_MARK.finditer(text))
+    """(label, text) of the alternatives an agent message puts to the user: labelled ones
+    (Option A/B, Approach 1/2) or a "We could X. Or Y." pair, when the message asks which
+    (a question, "let me know", a recommendation); [] when it offers fewer than two."""
+    plain = _outside_fences(text)
+    if not (_ASKS.search(plain.strip()) or _RECOMMEND.search(plain)):
+        return []  # "All tests pass. We could add caching. Or refactor the logger." narrates
+    marks = list(_OPTION_MARK.finditer(plain))
     if len(marks) >= 2:
         out = []
         for m, nxt in zip(marks, [*marks[1:], None], strict=True):
@@ -1699,34 +1733,60 @@ def offered_options(text: str) -> list[tuple[str, str]]:
 
 
 def _pick(said: str, options: list[tuple[str, str]], recommended: int | None) -> int | None:
+    """Which option the answer picks: the one label or ordinal it names, the recommended
+    one when the whole answer is an assent, or the option it echoes (two of its words, or
+    one of the recommended one's; more than of any other) in an answer that is only that."""
     text = " ".join(said.split())
-    if len(text) > MAX_PICK_CHARS or text.endswith("?") and not _ASSENT.search(text) \
-            or _REFUSE.search(text):
+    if not text or len(text) > MAX_PICK_CHARS or text.endswith("?"):
         return None
-    m = _PICK_LABEL.search(text)
-    if m:
-        if m.group("ord"):
-            return _ORDINALS[m.group("ord").lower()] if _ORDINALS[m.group("ord").lower()] < len(options) else None
-        label = (m.group("label") or m.group("bare")).lower()
-        return next((i for i, (lab, _t) in enumerate(options) if lab == label), None)
+    if _ASSENT_ONLY.match(text):
+        return recommended
+    if _NOT_A_PICK.search(text):
+        return None
+    labels = {(m.group("label") or m.group("bare") or m.group("alone") or m.group("lead")).lower()
+              for m in _LABEL_NAMED.finditer(text)}
+    ords = {_ORDINALS[m.group("ord").lower()] for m in _ORDINAL.finditer(text)}
+    named = {i for i, (lab, _t) in enumerate(options) if lab in labels} | {o for o in ords if o < len(options)}
+    if labels or ords:
+        return named.pop() if len(named) == 1 else None
     from dualtrace.encoder.matching import same_word
 
     mine = [w.lower() for w in content_words(text)]
     shared = [sum(any(same_word(w, x.lower()) for x in content_words(opt)) for w in mine)
               for _lab, opt in options]
     best = max(shared)
-    if best >= 1 and shared.count(best) == 1:
-        return shared.index(best)
-    if best == 0 and recommended is not None and _ASSENT.search(text):
-        return recommended
+    if best >= 1 and best > sorted(shared)[-2] and (best >= 2 or shared.index(best) == recommended):
+        return shared.index(best)  # one word is enough when it echoes the recommended option
     return None
 
 
-def chosen_options(session: Session, limit: int = 2) -> list[Choice]:
-    """The options the agent laid out that the user picked in the next message."""
+def _recommended(text: str, options: list[tuple[str, str]]) -> tuple[int | None, str]:
+    """The option the agent recommends (the one label a recommending sentence names, with
+    no "avoid"/"not"/"instead of" between the verb and it) and that sentence."""
+    for sent in block_sentences(_FENCE.sub("\n\n", text)):
+        verb = _RECOMMEND.search(sent)
+        if verb is None:
+            continue
+        named = [(m.start(), k) for k, (lab, _opt) in enumerate(options)
+                 for m in re.finditer(rf"\b(?:option|approach|alternative)\s+\**{re.escape(lab)}\b", sent, _I)]
+        if len({k for _at, k in named}) != 1:
+            return None, ""
+        at, k = named[0]
+        return (None, "") if _AGAINST.search(sent[verb.end():at]) else (k, sent)
+    return None, ""
+
+
+# A later answer that takes the pick back ("Actually no, go with option B instead").
+_REVERSES = re.compile(r"\b(?:actually|instead|changed? my mind|scratch that|on second thought|undo|revert)\b", _I)
+
+
+def chosen_options(session: Session, limit: int = 3) -> list[Choice]:
+    """The options the agent laid out that the user picked in the next message, unless a
+    later message of the user takes the pick back."""
     events = [(i, e) for i, e in enumerate(session.events) if e.agent is None
               and e.kind in ("assistant", "user", "command", "edit", "tool")
               and not (e.kind == "assistant" and e.detail == "thinking")]
+    users = [i for i, e in events if e.kind == "user"]
     out: list[Choice] = []
     for (i, e), (j, nxt) in zip(events, events[1:], strict=False):
         if e.kind != "assistant" or nxt.kind != "user" or (nxt.detail or "").startswith("rejection"):
@@ -1734,18 +1794,14 @@ def chosen_options(session: Session, limit: int = 2) -> list[Choice]:
         options = offered_options(e.text or "")
         if not options:
             continue
-        recommended = None
-        reason = ""
-        for sent in block_sentences(_FENCE.sub("\n\n", e.text or "")):
-            if _RECOMMEND.search(sent):
-                labels = [k for k, (lab, opt) in enumerate(options)
-                          if re.search(rf"\b(?:option|approach)\s+{re.escape(lab)}\b", sent, _I)]
-                if len(labels) == 1:
-                    recommended, reason = labels[0], sent
-                break
-        chosen = _pick(prose(nxt.text or ""), options, recommended)
+        recommended, reason = _recommended(e.text or "", options)
+        answer = prose(nxt.text or "") or " ".join((nxt.text or "").split())  # "2" is all prose drops
+        chosen = _pick(answer, options, recommended)
         if chosen is None:
             continue
+        later = [k for k in users if k > j][:2]
+        if any(_REVERSES.search(session.events[k].text or "") for k in later):
+            continue  # the pick was taken back; what replaced it is that message's own
         out.append(Choice(tuple(t for _lab, t in options), chosen, " ".join((nxt.text or "").split()),
                           reason if recommended == chosen else "", i, j))
         if len(out) >= limit:
