@@ -932,20 +932,32 @@ def stuck_candidates(session) -> list[Candidate]:
                       status="resolved" if recovered else "investigating", confidence="MEDIUM")]
 
 
+def _said_steps(fix: work.SetupFix) -> str:
+    """The fix's steps as a sentence names them ("ran `a` and `b`", "edited `x`"): not a
+    bare ``export X=...`` (its value is often a secret, redacted); at most two, and a count."""
+    ran = [f"`{one_line(s, 50)}`" for s in fix.steps if "[REDACTED" not in s and not re.match(r"export (?!PATH=)", s)]
+    edited = [f"`{f}`" for f in fix.edited]
+    more = len(ran) + len(edited) - 2
+    ran, edited = ran[:2], edited[:max(0, 2 - len(ran))]
+    parts = ([f"ran {' and '.join(ran)}"] if ran else []) + ([f"edited {' and '.join(edited)}"] if edited else [])
+    return " and ".join(parts) + (f" (and {more} more steps)" if more > 0 else "")
+
+
 def setup_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     """A command that failed on the set-up and worked after set-up steps (work.setup_fixes):
     an incident with the failure lines, the agent's stated cause, the steps, resolved by the
-    run that worked. Not when another incident already starts at that failure."""
-    taken = {c.event_index for c in covered if c.type == "incident"}
+    run that worked. Not when another incident already covers that stretch of the session."""
+    spans = [c.event_index for c in covered if c.type == "incident"]
     where = short_id(session.session_id) if session.session_id else "this session"
     out: list[Candidate] = []
     for fix in work.setup_fixes(session):
-        if fix.first in taken:
+        if any(fix.first <= at <= fix.passed for at in spans):
             continue
-        did = [f"`{one_line(s, 60)}`" for s in fix.steps[:3]] + [f"edited `{f}`" for f in fix.edited[:2]]
-        first = one_line(re.split(r";\s", fix.lines[0])[0], 110)  # not the advice after it
-        desc = work.clean_sentence(f"`{one_line(fix.target, 50)}` failed with \"{first}\" until the agent ran "
-                                   + " and ".join(did).replace("ran edited", "edited") + ".", 200)
+        did = _said_steps(fix)
+        if not did:
+            continue
+        first = one_line(re.split(r";\s", work.without_shell_prefix(fix.lines[0]))[0], 90)
+        desc = f"`{one_line(fix.target, 50)}` failed with \"{first}\" until the agent {did}."
         body = [f"`{one_line(fix.target, 100)}` failed on the set-up (session {where}): {fix.lines[0]}"]
         body += [f"Then it failed with: {x}" for x in fix.lines[1:]]
         if fix.cause:
@@ -955,7 +967,7 @@ def setup_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
         if fix.edited:
             body.append("Fix: edited " + ", ".join(f"`{f}`" for f in fix.edited))
         body.append(f"Resolved: `{one_line(fix.target, 100)}` ran without the error afterwards")
-        words = _polar_content(_QUOTED_PATH.sub(" ", fix.lines[0]))[:4]
+        words = _polar_content(_QUOTED_PATH.sub(" ", work.without_shell_prefix(fix.lines[0])))[:4]
         out.append(Candidate("incident", [desc], support=[fix.cause] if fix.cause else [],
                              event_index=fix.first, role="found", description=desc,
                              body_text="\n\n".join(body), subject=" ".join([*words, "setup"]),
@@ -1027,29 +1039,41 @@ def choice_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     return out
 
 
+_GONE = re.compile(r"does not exist|no such file|ENOENT|cannot access|not found", _I)
+_RAN = re.compile(r"^Before it the agent ran `(.*)`(?: \(it failed\))?$", re.S)
+
+
+def _paths_in(command: str) -> list[str]:
+    return [w.strip("\"'`").rstrip("/") for w in command.split() if "/" in w and len(w.strip("\"'`/")) > 1]
+
+
 def _fold_consequences(candidates: list[Candidate], stuck: list[Candidate],
                        session) -> list[Candidate]:
     """``candidates`` plus the stuck runs that are not a consequence of a destruction the
     user reported: when every command fails because a path the agent's destructive command
     removed or moved is gone (``rm -rf ~/p && mv /Volumes/x/p ~/p``, then "Path
     /Volumes/x/p does not exist" nine times), that is one incident, the loss, with the
-    failures in its body; one failure never yields two incidents in a session."""
+    failures in its body; one failure never yields two incidents in a session. Only a
+    path that is gone, and is the one that loss's command named or lies under it (review
+    16 C1/C2: not a parent folder's permission error, not another loss's path)."""
     lost = [c for c in candidates if c.type == "incident" and c.role == "destroyed"]
-    if not lost or not stuck:
-        return candidates + stuck
-    events = session.events
     out = list(candidates)
     for s in stuck:
         quoted = [q.strip("\"'`").rstrip("/") for q in _QUOTED_PATH.findall(s.lead[0])]
-        ran = [e.command or "" for e in events[:s.event_index] if e.kind == "command"
-               and e.agent is None and e.command and DESTRUCTIVE.search(e.command)]
-        if not any(q and len(q) > 1 and q in command for q in quoted for command in ran):
+        owner = None
+        if lost and _GONE.search(s.lead[0]):
+            for c in lost:
+                named = [p for x in c.extra if (m := _RAN.match(x)) for p in _paths_in(m.group(1))]
+                if any(q == p or q.startswith(p + "/") for q in quoted if q for p in named):
+                    owner = c
+                    break
+        if owner is None:
             out.append(s)
             continue
         said = [ln for ln in (s.body_text or "").split("\n\n") if ln.startswith("The agent said")]
-        lost[0].extra.append("Afterwards " + s.lead[0].replace(" failed with: ", " in a row failed with: ", 1)
-                             + (" (later commands passed again)" if s.status == "resolved" else "")
-                             + "".join(f". {x}" for x in said))
+        owner.extra.append("Afterwards " + s.lead[0].replace(" failed with: ", " in a row failed with: ", 1)
+                           + (" (later commands passed again)" if s.status == "resolved" else "")
+                           + "".join(f". {x}" for x in said))
     return out
 
 

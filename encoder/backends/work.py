@@ -1487,26 +1487,45 @@ def stuck_runs(session: Session) -> Stuck | None:
 
 # What a shell or a runtime prints when the environment, not the code, is wrong: a program
 # or module that is not installed, a version manager with no version chosen, a port taken.
-# Matched per line, from the line's start (after a "sh:"/"bash: line 1:" prefix), so code
-# or docs that merely contain the words are not a failure.
+# Matched per line from the line's start (after a shell's own prefix: "sh: 1:", "bash: line
+# 1:", "./deploy.sh: line 3:", "pyenv:"), so a test's expected output or code that merely
+# holds the words is no failure (review 16 B3).
+_SHELL_PREFIX = r"(?:[\w./-]+: (?:line )?\d+: |(?:/bin/)?(?:ba|z|da)?sh: |\(eval\):\d+: |(?:pyenv|rbenv|asdf|mise|nodenv): )"
 _SETUP_FAILURE = re.compile(
-    r"^(?:(?:ba|z|da)?sh: (?:line \d+: )?|\(eval\):\d+: )?(?:"
-    r"(?P<prog>[\w.+-]+): (?:command )?not found$"
-    r"|command not found: (?P<prog2>[\w.+-]+)$"
-    r"|No version is set for (?:command )?(?P<tool>[\w.+-]+)[^\n]*"
-    r"|(?:ModuleNotFoundError: )?No module named '?(?P<mod>[\w.]+)'?$"
-    r"|Error: Cannot find module '(?P<node>[^']+)'[^\n]*"
-    r"|.*\b(?:EADDRINUSE|[Aa]ddress already in use)\b[^\n]*)", re.M)
+    rf"^(?:{_SHELL_PREFIX}?(?:(?P<prog>[\w.+-]+): (?:command )?not found$|command not found: (?P<prog2>[\w.+-]+)$"
+    r"|No version is set for (?:command )?(?P<tool>[\w.+-]+)[^\n]*)"
+    r"|(?:/usr/bin/)?env: '?(?P<env>[\w.+-]+)'?: No such file or directory$"
+    r"|(?:ModuleNotFoundError|ImportError): No module named '?(?P<mod>[\w.]+)'?$"
+    r"|Error: Cannot find module '(?P<node>[^'./][^']*)'[^\n]*"
+    r"|Error: listen EADDRINUSE\b[^\n]*|(?:OSError: )?\[Errno (?:98|48)\] Address already in use[^\n]*)", re.M)
 # Programs whose output is a file's or a listing's text, not a run of the program asked
 # for: a "command not found" inside it is quoted, not printed by this run's shell.
 _READS = frozenset("""cat grep rg ag sed awk head tail less more find ls tree wc file stat echo
     printf pwd which type whereis env printenv ps lsof jq yq diff cmp sort uniq cut tr xargs
     true false test [ sleep curl wget ping date uname whoami id hostname du df""".split())
-# Steps that only look, never change the set-up (``node --version``, ``asdf list nodejs``).
-_LOOKS = re.compile(r"(?:^|\s)(?:--?version|-V|--help|-h|list|ls|info|show|status|log|diff|outdated"
-                    r"|doctor|current|where|which|config get|remote)(?:\s|$)")
 _NOT_STEPS = frozenset({"cd", "sleep", "for", "do", "done", "if", "then", "else", "fi", "while",
-                        "break", "echo", "printf", "wait", "kill", "pkill", "set", "true", "false"})
+                        "break", "echo", "printf", "wait", "set", "true", "false"})
+# A set-up step installs, activates, configures or frees something (review 16 B1/B5: `make
+# lint`, `npx prettier`, `node -v` or `pip freeze` fix no set-up).
+_SETUP_STEP = re.compile(
+    r"^(?:sudo )?(?:"
+    r"(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|pipenv|pdm|conda|mamba|micromamba|gem|bundle|composer|cargo|go|mix"
+    r"|brew|apt(?:-get)?|dnf|yum|pacman|apk|port|choco|winget|scoop|sdk|pipx|rustup|deno)"
+    r"(?: (?:pip|-m pip))? (?:install|i|ci|add|sync|update|upgrade|get|deps\.get|mod download|tool install|venv)\b"
+    r"|yarn$|bundle$|uv venv\b|python[\d.]* -m (?:venv|pip install)\b|virtualenv\b"
+    r"|(?:asdf|mise|rtx|nvm|fnm|volta|pyenv|rbenv|nodenv|jenv|sdkman|corepack) (?:set|install|use|local|global"
+    r"|shell|plugin add|enable|pin|reshim|rehash)\b"
+    r"|(?:just|make|task|npm run|pnpm run|yarn) (?:install|setup|bootstrap|deps|init)\b"
+    r"|(?:source|\.) \S*(?:activate|env|rc)\b|export PATH=|ln -s|chmod \+x|direnv allow"
+    r"|kill\b|pkill\b|killall\b|fuser -k\b|docker(?: compose| container)? (?:start|up|pull|stop|restart)\b)", _I)
+# A file the set-up lives in: a manifest, a lock, a version pin, an env file, a build file.
+_SETUP_FILE = re.compile(r"(?:^|/)(?:package\.json|pyproject\.toml|requirements[\w.-]*\.txt|setup\.(?:py|cfg)"
+                         r"|Pipfile|poetry\.lock|uv\.lock|[\w.-]+\.lock|Gemfile|go\.mod|Cargo\.toml|composer\.json"
+                         r"|mix\.exs|\.tool-versions|\.nvmrc|\.node-version|\.python-version|mise\.toml|\.env[\w.-]*"
+                         r"|Dockerfile|docker-compose[\w.-]*\.ya?ml|compose\.ya?ml|Makefile|justfile|\.envrc)$")
+# A run that shows an error of another kind: not "worked" (review 16 B2, `migrate || true`).
+_OTHER_ERROR = re.compile(r"(?m)^\s*(?:\w+(?:\.\w+)*(?:Error|Exception)\b|Traceback \(most recent call last\)"
+                          r"|(?:npm )?ERR!|error(?:\[\w+\])?:|fatal:|FAILED\b|\w+: command not found)")
 _REDIRECT = re.compile(r"\s*(?:\d?>&\d|\d?>>?\s*\S+|<\s*\S+)")
 SETUP_WINDOW = 40  # events between the failure and the run that worked
 
@@ -1514,13 +1533,13 @@ SETUP_WINDOW = 40  # events between the failure and the run that worked
 @dataclass(frozen=True)
 class SetupFix:
     """A command that failed because of the set-up (``just dev``: "sh: tsx: command not
-    found"), the steps the agent ran or files it edited before the same command worked
-    (``asdf set nodejs 22.21.1``, ``npm install``), and what it said of the cause."""
+    found"), the steps the agent ran or set-up files it edited before the same command
+    worked (``asdf set nodejs 22.21.1``, ``npm install``), and what it said of the cause."""
 
     target: str  # the simple command that failed and later worked (``just dev``)
     lines: tuple[str, ...]  # the failure lines, one per signature, in order
     steps: tuple[str, ...]  # the set-up commands in between (their simple commands)
-    edited: tuple[str, ...]  # files edited in between
+    edited: tuple[str, ...]  # set-up files edited in between
     cause: str
     first: int
     passed: int
@@ -1534,6 +1553,12 @@ def setup_failures(output: str) -> list[str]:
         if line not in seen:
             seen.append(line)
     return seen
+
+
+def without_shell_prefix(line: str) -> str:
+    """A failure line without the shell's own prefix ("bash: line 1: pytest: command not
+    found" -> "pytest: command not found")."""
+    return re.sub(rf"^{_SHELL_PREFIX}", "", line)
 
 
 def _program(simple: str) -> str:
@@ -1556,13 +1581,28 @@ def _runs(command: str) -> list[str]:
     return out
 
 
-def _setup_step(simple: str) -> bool:
-    program = _program(simple)
-    return bool(program) and program not in _READS and not program.startswith(("git", "gh")) \
-        and not _LOOKS.search(simple[len(program):] if simple.startswith(program) else simple)
+def _target(runs: list[str]) -> str:
+    """The simple command a line's failure is of: the last one that is not a read, nor a
+    set-up step when the line runs something else too (``cd web && npm ci && npm run
+    build`` stops at the build; review 16 B4)."""
+    ran = [r for r in runs if _program(r) not in _READS]
+    return next((r for r in reversed(ran) if not _SETUP_STEP.match(r)), ran[-1] if ran else "")
 
 
-def _failed_setup(e: Event) -> list[str]:
+def _own_module(line: str, session: Session) -> bool:
+    """A module the project itself holds (``No module named 'app.utils'`` with ``app/`` in
+    the session's paths) or a relative one: the code is wrong, not the set-up."""
+    m = _SETUP_FAILURE.match(line)
+    name = (m.group("mod") or m.group("node") or "") if m else ""
+    if not name:
+        return False
+    top = re.split(r"[./]", name)[0]
+    paths = {e.path for e in session.events if e.path}
+    return "." in name and any(f"/{top}/" in f"/{p}" or p.endswith(f"/{top}.py") for p in paths) \
+        or bool(session.cwd and session.cwd.rstrip("/").rsplit("/", 1)[-1] == top)
+
+
+def _failed_setup(e: Event, session: Session) -> list[str]:
     """The set-up failure lines a main-thread command printed, whatever its exit status
     (``just dev 2>&1 &`` and ``npm install | tail`` exit 0 however they went), unless the
     command only reads files or listings."""
@@ -1571,21 +1611,21 @@ def _failed_setup(e: Event) -> list[str]:
     runs = _runs(e.command)
     if not runs or all(_program(r) in _READS for r in runs):
         return []
-    return setup_failures(e.result)
+    return [x for x in setup_failures(e.result) if not _own_module(x, session)]
 
 
 def setup_fixes(session: Session, limit: int = 2) -> list[SetupFix]:
     """Commands that failed on the set-up and worked again after set-up steps: one per
     failing command, the later failures of the same command on the way (Node's version
-    unset, then its tools missing) folded in. A failure that nothing but waiting or a
-    re-run fixed, or that never worked again in the session, is not one."""
+    unset, then its tools missing) folded in. Not when nothing but waiting, a re-run or a
+    code edit came between, when the later run showed nothing (redirected, backgrounded) or
+    another error, or when it never worked again in the session."""
     events = session.events
     out: list[SetupFix] = []
     i = 0
     while i < len(events) and len(out) < limit:
-        lines = _failed_setup(events[i])
-        target = next((r for r in _runs(events[i].command or "") if _program(r) not in _READS), "") \
-            if lines else ""
+        lines = _failed_setup(events[i], session)
+        target = _target(_runs(events[i].command or "")) if lines else ""
         if not target:
             i += 1
             continue
@@ -1601,21 +1641,27 @@ def setup_fixes(session: Session, limit: int = 2) -> list[SetupFix]:
                 cause = _setup_cause(f.text, lines)
             elif f.kind == "edit" and f.path and not f.is_error:
                 rel = relative(f.path, session.cwd)
-                if rel and rel not in edited:
+                if rel and _SETUP_FILE.search(rel) and rel not in edited:
                     edited.append(rel)
             elif f.kind == "command" and f.command:
                 runs = _runs(f.command)
-                again = target in runs
-                failed = _failed_setup(f)
-                if again and not failed and not f.failed:
-                    if steps or edited:
-                        passed = j
-                    break
-                if again:
+                if target not in runs:
+                    if not f.failed:
+                        steps += [r for r in runs if _SETUP_STEP.match(r) and r not in steps]
+                    continue
+                failed = _failed_setup(f, session)
+                if failed:
                     lines += [x for x in failed if x not in lines]
                     continue
-                if not f.failed:
-                    steps += [r for r in runs if _setup_step(r) and r not in steps]
+                if f.failed or not (f.result or "").strip() or _OTHER_ERROR.search(f.result or ""):
+                    if f.failed or _OTHER_ERROR.search(f.result or ""):
+                        break  # it fails another way now: not shown fixed
+                    continue  # it printed nothing (a redirected or background run): no proof
+                # the steps on the working line itself ("source .venv/bin/activate && pytest")
+                steps += [r for r in runs[:runs.index(target)] if _SETUP_STEP.match(r) and r not in steps]
+                if steps or edited:
+                    passed = j
+                break
         if passed is None:
             i += 1
             continue

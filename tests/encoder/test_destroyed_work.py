@@ -282,3 +282,35 @@ def test_a_stuck_run_on_a_path_the_destructive_command_never_named_stays_its_own
     report, found = _incidents(tmp_path, t)
     assert any("kept failing with the same error" in v for v in found.values()), found
     assert any("Before it the agent ran `rm -rf build/`" in v for v in found.values()), found
+
+
+def test_a_parent_folders_error_is_no_consequence_of_the_loss(tmp_path):  # review 16 C1
+    perm = "Error: EACCES: permission denied, open '/srv/app/'"
+    t = (Transcript(86).user("Clear the thumbnail cache.")
+         .bash("rm -rf /srv/app/tmp/thumbs", "")
+         .user("Wait, you deleted my thumbnails? Those were the originals!")
+         .say("I'm sorry, I removed /srv/app/tmp/thumbs thinking it was a cache."))
+    for command in ("npm run build", "npm test", "node scripts/gen.js"):
+        t.bash(command, perm, error=True)
+    t.say("Everything fails with permission denied on /srv/app; the folder is owned by root.")
+    report, found = _incidents(tmp_path, t)
+    assert any("kept failing with the same error" in v for v in found.values()), found
+    assert not any("Afterwards" in v for v in found.values()), found
+
+
+def test_the_stuck_run_joins_the_loss_whose_command_named_its_path(tmp_path):  # review 16 C2
+    t = (Transcript(87).user("Clear the thumbnail cache, then move reports into the archive.")
+         .bash("rm -rf /srv/app/tmp/thumbs", "")
+         .user("Wait, you deleted my thumbnails? Those were the originals!")
+         .say("I'm sorry, I removed /srv/app/tmp/thumbs thinking it was a cache.")
+         .user("OK. Now move the reports.")
+         .bash("rm -rf /srv/archive/reports && mv /srv/app/reports /srv/archive/", ""))
+    for command in ("ls -la", "cd /srv/archive && ls", "find . -name reports"):
+        t.bash(command, GONE, error=True)
+    t.user("Wait, you just deleted my reports?")
+    report, found = _incidents(tmp_path, t)
+    # the reports report joins the first loss (one loss incident per session, as before), so
+    # the stuck run's path is named by no loss command of that incident: it stays its own
+    folded = [v for v in found.values() if "Afterwards" in v]
+    assert all("mv /srv/app/reports" in v for v in folded), found
+    assert any(GONE in v for v in found.values()), found

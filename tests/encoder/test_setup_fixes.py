@@ -115,3 +115,93 @@ def test_which_lines_are_setup_failures(output, lines):
 
 def test_zsh_background_then_next_command_splits():
     assert _simple_commands("just dev &; sleep 5") == ["just dev", "sleep 5"]
+
+
+# ---- review 16 (an adversarial new user)
+
+def _setup(tmp_path: Path, t) -> list[str]:
+    _report, found = _incidents(tmp_path, t)
+    return [v for v in found.values() if "failed on the set-up" in v]
+
+
+@pytest.mark.parametrize("build", [
+    # B1: a step that installs or frees nothing is no fix
+    lambda: (Transcript(120).user("Build it.")
+             .bash("make build", "sh: protoc: command not found\nmake: *** [build] Error 127", error=True)
+             .bash("make lint", "ok").bash("npm run format", "formatted 3 files").bash("make build", "built ok")),
+    lambda: (Transcript(121).user("Start the server.")
+             .bash("npm run dev", "Error: listen EADDRINUSE: address already in use :::3000", error=True)
+             .bash("npx prettier --write src/", "src/a.ts 20ms").bash("npm run dev", "Server listening on :3000")),
+    # B2: a redirected run shows nothing; a run masked by `|| true` that fails another way
+    lambda: (Transcript(122).user("Start the dev server.")
+             .bash("just dev 2>&1 &", "sh: vite: command not found").bash("npm install", "added 212 packages")
+             .bash("just dev > /tmp/dev.log 2>&1 &", "").bash("sleep 3; tail -5 /tmp/dev.log", "sh: vite: command not found")
+             .say("Still failing; vite is not in package.json.")),
+    lambda: (Transcript(123).user("Run the migration.")
+             .bash("python manage.py migrate", "ModuleNotFoundError: No module named 'psycopg2'", error=True)
+             .bash("pip install --upgrade pip", "Successfully installed pip-24.2")
+             .bash("python manage.py migrate || true", "django.db.utils.OperationalError: could not connect")),
+    # B3: code bugs that read like set-up failures
+    lambda: (Transcript(124).user("The self-check script fails, fix it.")
+             .bash("python scripts/selfcheck.py", "check port message... FAIL\n  expected: Error: listen "
+                   "EADDRINUSE (port 3000 in use)\n  got:      port busy", error=True)
+             .edit("app/errors.py", "return 'port busy'\n", "return str(e)\n")
+             .bash("python scripts/selfcheck.py", "all checks OK")),
+    lambda: (Transcript(125).user("Fix the script.")
+             .bash("node scripts/gen.js", "Error: Cannot find module './lib/helpers'", error=True)
+             .edit("scripts/gen.js", "require('./lib/helpers')\n", "require('./lib/helper')\n")
+             .bash("node scripts/gen.js", "generated 4 files")),
+    lambda: (Transcript(126).user("Fix the import error.")
+             .bash("python -m app", "ModuleNotFoundError: No module named 'app.utils'", error=True)
+             .edit("app/main.py", "from app.utils import x\n", "from app.common.utils import x\n")
+             .bash("pip install -e .", "Successfully installed app").bash("python -m app", "running")),
+])
+def test_what_is_no_setup_fix_review16(tmp_path, build):
+    assert _setup(tmp_path, build()) == []
+
+
+def test_the_failure_is_the_chains_last_command(tmp_path):  # B4
+    t = (Transcript(127).user("Build the frontend.")
+         .bash("cd web && npm ci && npm run build", "added 100 packages\n> vite build\nsh: vite: command not found",
+               error=True)
+         .bash("cd web && npm install -D vite", "added 1 package")
+         .bash("cd web && npm ci && npm run build", "added 101 packages\nbuilt in 2.1s"))
+    found = _setup(tmp_path, t)
+    assert len(found) == 1 and "`npm run build` failed with" in found[0], found
+
+
+def test_looks_are_no_steps_and_a_step_on_the_working_line_counts(tmp_path):  # B5, B7
+    t = (Transcript(128).user("Run the tests.")
+         .bash("pytest -q", "bash: line 1: pytest: command not found", error=True)
+         .bash("node -v", "v22.1.0").bash("pip freeze | grep -i pytest", "")
+         .bash("source .venv/bin/activate && pytest -q", "12 passed"))
+    found = _setup(tmp_path, t)
+    assert len(found) == 1, found
+    description = found[0].split("\n")[1]
+    assert ('`pytest -q` failed with "pytest: command not found" until the agent ran '
+            '`source .venv/bin/activate`.') in description, description
+    assert "node -v" not in found[0] and "pip freeze" not in found[0]
+
+
+def test_a_secret_step_is_not_named_and_the_description_is_whole(tmp_path):  # B6
+    t = (Transcript(129).user("Install deps.")
+         .bash("npm test", "sh: husky: command not found", error=True)
+         .bash("export NPM_TOKEN=npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 && npm install", "added 50 packages")
+         .bash("brew install husky", "installed").bash("npm install -g husky", "added 1 package")
+         .bash("npm test", "3 passed"))
+    found = _setup(tmp_path, t)
+    assert len(found) == 1, found
+    description = found[0].split("\n")[1]
+    assert "npm_a1B2c3D4" not in found[0]
+    assert description.endswith("(and 1 more steps).'") or description.endswith("(and 1 more steps)."), description
+    assert description.count("`") % 2 == 0
+
+
+@pytest.mark.parametrize("line", [
+    "sh: 1: vite: not found", "/bin/sh: 1: vite: not found", "./deploy.sh: line 3: gh: command not found",
+    "env: node: No such file or directory", "/usr/bin/env: 'python': No such file or directory",
+    "pyenv: python3.11: command not found", "ImportError: No module named yaml",
+    "OSError: [Errno 98] Address already in use",
+])
+def test_more_shapes_of_setup_failures(line):
+    assert setup_failures(line) == [line]
