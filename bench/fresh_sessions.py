@@ -283,6 +283,134 @@ FRESH15: list[dict] = [
      ]},
 ]
 
+
+# ---- session 16: FRESH16 (`--part fresh16`) -----------------------------------------------
+# Real coding-agent transcripts by other people, rebuilt page by page from the stored public-repo
+# index (no network); sources, sizes and sha256 in notes/heldout16/SOURCES.md. Labels were written
+# by reading each transcript whole, before any encoder ran on them (same rules as FRESH15: not to
+# be changed after the first run). All repositories are NEW for these sets (none is in
+# /work/shared/corpus or in heldout11-15).
+#
+# 1. github.com/apanloco/random (MIT, LICENSE "Copyright (c) 2026 akerud", commit e2aec0db),
+#    ``session.jsonl``, commit e70fcd6f: the author's own main CLI session (CC 2.1.77,
+#    claude-opus-4-6, cwd /home/da/akerud/random), which he asked the agent to find and commit
+#    into the repo at the end. A new one-page project: a pixel-art random-number page at
+#    random.akerud.se to pick the Dominion start player; remember bounds, then "is it truly
+#    random?" (switch to crypto.getRandomValues + rejection sampling), SFX via Web Audio, hosting
+#    on Render as a static site, MIT LICENSE, git init + first commit e2aec0d.
+# 2. github.com/bastion-agentique/bastion (Apache-2.0, LICENSE "Copyright 2026 Bastion Agentique",
+#    commit 1635bc02), ``claude-session.jsonl``, commit 74d5d067: a main Claude Code session
+#    (CC 2.1.17, model glm-4.7 behind Claude Code, cwd /home/zidan/zidan-superbrain/bastion) for a
+#    Solana hackathon project (Bastion: Rust/Axum firewall + Anchor audit program for AI agents).
+#    NOTE: the only typed prompt is a ~50k-char paste of the tail of an earlier OpenCode session
+#    ("Big Pickle" model: compaction summary, commit 3d72efa, .gitignore for the keypair, 66
+#    tests, v0.3.0 tag, README fixes, the skill.sh discussion, the bastion-how-to-use skill)
+#    ending "Continue please continue this please". The agent then pushes 9efe77f, adds the new
+#    skill to skills-lock.json (source "local", sha256 computedHash) and pushes 2e593ed. Most
+#    durable facts therefore sit inside a user message, not in agent turns.
+# 3. github.com/LujaChitrakar/kronix (NO LICENCE found: no LICENSE file in the index; treat as
+#    all-rights-reserved, internal evaluation only, confirm before publishing),
+#    ``claude-session.jsonl``, commit 1bef7a1e: a main CLI session (CC 2.1.123, claude-opus-4-7,
+#    cwd /home/Luja/code/crypto-exchange, branch integration) that is PURE NOISE on purpose: the
+#    user runs the /apply-grant skill (Superteam "Agentic Engineering Grant" form helper) twice,
+#    the transcript is plugin/hook boilerplate (caveman mode, claude-mem), the skill text, a
+#    49-skill listing and one telemetry-preamble Bash call; it ends 26 seconds in, exported by
+#    the skill itself before any project work. A false-positive test: expect nothing.
+RANDOM16 = "apanloco__random"
+BASTION16 = "bastion-agentique__bastion"
+KRONIX16 = "LujaChitrakar__kronix"
+
+FRESH16: list[dict] = [
+    {"key": "f16-random-dominion-picker", "project": "f16-random", "format": "claude-code",
+     "path": f"{RANDOM16}/session.jsonl",
+     "held_out": True, "expect": [
+         # Kept: what the page is for and its one hard requirement (remembered bounds), the
+         # user's demand that the randomness be defensible and the switch it caused, the Render
+         # static-site hosting answer, where the entropy actually comes from once hosted, and the
+         # AudioContext gotcha (the reason is stated only in the chat, not in the code).
+         # Left out: styling (Press Start 2P font, scanlines, particles, Enter shortcut) - the
+         # code says it; the MIT LICENSE and `git init` / commit e2aec0d - in the repo; "when did
+         # this session start?" (the agent cannot see timestamps) - trivia; copying the session
+         # file into the repo as session.jsonl - agreed ("yes please") but the copy itself is not
+         # in the transcript.
+         {"what": "project goal: random.akerud.se is a super simple pixel-art random-number page "
+                  "used to pick who starts their Monday Dominion games; unlike random.org it must "
+                  "remember the lower and upper bounds (kept in localStorage), have a GENERATE "
+                  "button and a mesmerizing roll animation, nothing else; a single index.html",
+          "types": ["project", "decision"], "words": ["dominion", "localstorage"]},
+         {"what": "the user needs to be able to reason about the randomness, so Math.random() "
+                  "(a seeded PRNG) was replaced by crypto.getRandomValues() (OS CSPRNG) with "
+                  "rejection sampling to avoid modulo bias, so every value in the range is "
+                  "equally likely",
+          "types": ["decision", "preference"], "words": ["getrandomvalues", "modulo"]},
+         {"what": "hosting on render.com needs no Dockerfile or config: create a Render Static "
+                  "Site from the git repo, build command blank, publish directory '.'",
+          "types": ["decision", "learning"], "words": ["render", "static"]},
+         {"what": "the random number is generated client-side in the visitor's browser, so the "
+                  "entropy comes from that device's OS (/dev/urandom on Linux, Apple's CSPRNG, "
+                  "BCryptGenRandom on Windows), never from Render's servers",
+          "types": ["learning"], "words": ["browser", "urandom"]},
+         {"what": "sound effects are synthesized with the Web Audio API (square-wave tick per "
+                  "roll step, C-E-G chord on landing); browsers keep the AudioContext suspended "
+                  "until a user gesture, so generate() calls audioCtx.resume() first",
+          "types": ["learning", "decision"], "words": ["audiocontext", "resume"]},
+     ]},
+    {"key": "f16-bastion-hackathon-release", "project": "f16-bastion", "format": "claude-code",
+     "path": f"{BASTION16}/claude-session.jsonl",
+     "held_out": True, "expect": [
+         # Kept: the private-key near-miss and its fix, how the blockint rules were built (and
+         # the credit convention), the deferred oracle check (an open item), the branding
+         # correction, and the skill decision the agent finished in this session (skills-lock).
+         # All but the last come from the pasted earlier-session log inside the user prompt; a
+         # careful teammate reading this transcript would still keep them.
+         # Left out: the README's project description (Sentinel fork, Axum + Anchor) and the
+         # program ID BaSZuL... - the repo says both now; the 66-test breakdown; /logs returning
+         # PaginatedLogsResponse (code); "GitHub found 19 vulnerabilities" push banner (not acted
+         # on); the version-bump-before-asking slip (self-corrected, no lasting rule); the
+         # individual commit hashes.
+         {"what": "programs/bastion-audit/bastion-audit-keypair.json (the program's private key) "
+                  "was untracked but NOT ignored: there was no root .gitignore (the *.json / "
+                  "!keypair rules seen were .dockerignore), so `git add -A` would have committed "
+                  "it; a .gitignore now excludes target/, programs/bastion-audit/target/ and the "
+                  "keypair, which must never be committed",
+          "types": ["incident", "convention"], "words": ["keypair", "gitignore"]},
+         {"what": "the blockint skills (agentic-reserve/blockint-skills, by Daemon Blockint "
+                  "Tech) are development-time agent instructions in .agents/skills, not runtime "
+                  "libraries; their checks were implemented as Rust Policy extensions and "
+                  "SimulationCheck impls (flash-loan pattern, high slippage, mint/freeze "
+                  "authority, risk-labeled addresses), not external service calls; commits credit "
+                  "Daemon Blockint Tech (Co-authored-by)",
+          "types": ["decision", "convention"], "words": ["blockint", "daemon"]},
+         {"what": "the oracle staleness check was deferred (not implemented) because it needs "
+                  "on-chain RPC lookups of oracle account slot timestamps; the "
+                  "oracle_staleness_slots policy field is reserved but no check is wired",
+          "types": ["decision", "project"], "words": ["oracle", "staleness"]},
+         {"what": "branding: the docs must say Bastion (org renamed to Bastion Agentique), not "
+                  "'Bastion V2'; the user flagged the leftover 'Bastion v2' in README.md and it "
+                  "was replaced",
+          "types": ["preference", "convention"], "words": ["bastion", "v2"]},
+         {"what": "asked whether to publish Bastion to skill.sh: Bastion itself is "
+                  "infrastructure, not a skill, so instead a 'how to use Bastion' skill for agent "
+                  "developers was written (.agents/skills/bastion-how-to-use/SKILL.md: SDK, REST "
+                  "API, policies, audit logs, deploy) and registered in skills-lock.json as "
+                  "source 'local' with its sha256 as computedHash",
+          "types": ["decision"], "words": ["bastion-how-to-use", "skills-lock"]},
+     ]},
+    {"key": "f16-kronix-apply-grant-noise", "project": "f16-kronix", "format": "claude-code",
+     "path": f"{KRONIX16}/claude-session.jsonl",
+     "held_out": True, "expect": [
+         # Pure noise: nothing worth keeping. The only user input is `/apply-grant` (twice, the
+         # second time with "help me apply for the agentic engineering grant by Superteam");
+         # everything else is injected text: the caveman-mode SessionStart hook (and its
+         # statusline setup hint), claude-mem start-up output ("No previous sessions found"),
+         # the apply-grant SKILL.md (200 USDG, form fields, export-session.sh), the skill and
+         # deferred-tool listings, and one Bash run of the skill's telemetry preamble
+         # (TELEMETRY: anonymous). No project fact, decision, failure or user preference is
+         # stated; the session stops before the skill reads the repo. Anything an encoder keeps
+         # from the skill text or the hook boilerplate is a false positive.
+     ]},
+]
+
 # The parts by name, as `bench_real_sessions.py --part NAME` takes them.
 PARTS: dict[str, list[dict]] = {"fresh9": FRESH9, "fresh11": FRESH11, "fresh13": FRESH13,
-                                "fresh14": FRESH14, "fresh15": FRESH15}
+                                "fresh14": FRESH14, "fresh15": FRESH15, "fresh16": FRESH16}
