@@ -12,7 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dualtrace.encoder.backends.work import chosen_options, diagnosed_fixes, findings, setup_fixes
+from dualtrace.encoder.backends.work import (
+    answers,
+    chosen_options,
+    diagnosed_fixes,
+    findings,
+    setup_fixes,
+)
 from dualtrace.encoder.cues import (
     CHOICE_VERBS,
     DESTROYED,
@@ -215,6 +221,8 @@ def evaluate(session: Session) -> GateVerdict:
     # ("the export button does nothing on Safari" -> "the root cause was ...").
     if diagnosed_fixes(session, limit=1):
         signal_reasons.append("the agent stated why a problem the user reported happened, and fixed it")
+    if answers(session, limit=1):
+        signal_reasons.append("the agent answered a question about the project")
     if chosen_options(session, limit=1):
         signal_reasons.append("the user chose one of the options the agent laid out")
     if setup_fixes(session, limit=1):

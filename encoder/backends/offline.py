@@ -570,7 +570,15 @@ def segment(session) -> list[Candidate]:
                 if (CONFIRM.search(sentence) or RATIONALE.search(sentence)) and len(sentence) < 400:
                     last.support.append(sentence)
                     break
+    for c in candidates:
+        # "the goal is simple" says nothing on its own: what follows it is the goal
+        if c.lead and _EMPTY_LEAD.match(c.lead[0]) and c.support:
+            c.lead[0] = f"{c.lead[0].rstrip(' .:!')}: {c.support.pop(0)}"
     return candidates
+
+
+_EMPTY_LEAD = re.compile(r"^\W*(?:so,? )?(?:the|my|our|here'?s the) (?:goal|plan|idea|task|ask|thing|problem|request|point)s?"
+                         r"(?: (?:is|are|here is))?(?: (?:simple|easy|this|these|as follows|straightforward|twofold|clear))?\W*$", _I)
 
 
 CONSTRAINT = re.compile(
@@ -1108,6 +1116,48 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
                              description=work.clean_sentence(said),
                              body_text=f"From the message of commit {named} ({where}): {_quote(said, 500)}",
                              subject=" ".join(_polar_content(said)[:6])))
+    return out
+
+
+def _same_subject(words: set[str], text: str) -> bool:
+    """Two shared long words, one of them a name ("crypto.getRandomValues", "/dev/urandom")."""
+    shared = words & {w.lower() for w in work.content_words(text) if len(w) > 4}
+    return len(shared) >= 2 and any(re.search(r"[./_\d]", w) for w in shared)
+
+
+def answer_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
+    """The user's questions about the project and the agent's answers (work.answers):
+    learnings in the agent's words, quoted with the question. When the question's message
+    already stands for a statement of the user's ("i will host it on render.com now. do we
+    need something for that?"), the answer joins that memory's body instead."""
+    where = short_id(session.session_id) if session.session_id else "this session"
+    covered = list(covered)
+    by_message = {i: c for c in covered if c.role != "assistant" for i in (c.event_index, *c.told)}
+    out: list[Candidate] = []
+    for a in work.answers(session):
+        said = " ".join(a.sentence.split())
+        answer = " ".join([said, *a.more])
+        own = by_message.get(a.asked)
+        if own is not None:
+            if own.role == "user" and own.type in ("decision", "preference", "convention", "project"):
+                own.extra.append(f"The agent answered \"{_quote(a.question, 160)}\": {_quote(answer, 500)}")
+            continue
+        if any(said in (c.description or "") or said in c.support for c in covered):
+            continue
+        words = {w.lower() for w in work.content_words(answer) if len(w) > 4}
+
+        near = next((c for c in out if _same_subject(words, c.body_text or "")), None)
+        if near is not None:  # a follow-up on the same subject: one memory
+            near.body_text = (f"{near.body_text}\n\nThen asked: \"{_quote(a.question, 200)}\"\n\n"
+                              f"The agent answered: {_quote(answer, 600)}")
+            near.told = (*near.told, a.asked)
+            continue
+        out.append(Candidate("learning", [said], support=list(a.more[:2]), event_index=a.at, role="found",
+                             description=work.clean_sentence(said),
+                             body_text=(f"Asked ({where}): \"{_quote(a.question, 200)}\"\n\n"
+                                        f"The agent answered: {_quote(answer, 600)}"),
+                             subject=" ".join(_polar_content(said)[:6]), confidence="MEDIUM",
+                             told=(a.asked,)))
     return out
 
 
@@ -1975,6 +2025,7 @@ class OfflineBackend:
         # the diagnosis first: a cause its commit message states again is that incident
         candidates += diagnosis_candidates(session, candidates)
         candidates += finding_candidates(session, candidates)
+        candidates += answer_candidates(session, candidates)
         candidates = _fold_consequences(candidates, stuck_candidates(session), session)
         candidates += setup_candidates(session, candidates)
         candidates += choice_candidates(session, candidates)

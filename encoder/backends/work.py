@@ -1853,3 +1853,137 @@ def chosen_options(session: Session, limit: int = 3) -> list[Choice]:
         if len(out) >= limit:
             break
     return out
+
+
+# ---------------------------------------------------------------- what the agent answered
+
+# A question the user asks about the project in a working session ("i will host it on
+# render.com, do we need something for that?", "when hosted, is it /dev/urandom?") and the
+# agent's answer: how the project's tools, hosting or runtime behave, which the next session
+# would otherwise have to ask again. Read off two unseen real sessions (bench fresh15,
+# fresh16), where most of what a reader kept was such answers. Not a question about the
+# agent or the session, not a request ("can you ..."), not an answer the agent made into
+# work (the task readers keep it), and only in a session that works on something: a lone
+# trivia question answered from general knowledge is no project memory (review 14 G13).
+_QUESTION = re.compile(r"\?\s*$|^(?:so,? )?(?:how|what|where|why|which|when)\b"
+                       r"|^(?:so,? )?(?:is|are|does|do|did|can|will|should|would)\s+(?:we|i|it|its|this|that|there"
+                       r"|the|our|my|they|these|those)\b", _I)
+_REQUEST = re.compile(r"\b(?:can|could|would|will) (?:you|we)\b|\bshall we\b|\bdo you know\b|\bplease\b"
+                      r"|^(?:so )?(?:what|how) about\b", _I)
+_META = re.compile(r"\b(?:this (?:session|conversation|chat)|the session|you (?:see|remember|have access)"
+                   r"|your (?:context|model|memory))\b", _I)
+_PROJECT_REF = re.compile(r"\b(?:we|our|us|it|its|it'?s|this|that|these|those|here|my|mine)\b", _I)
+_OPENER = re.compile(r"^\W*(?:(?:good|great|nice|excellent|fair) (?:question|catch|point)|love it|sure|ok(?:ay)?"
+                     r"|ah|oh|right|exactly|yes|yep|no|nope|correct)\b[\w\s'’-]{0,20}[.!—–:-]*\s*$", _I)
+MAX_ANSWERS = 3
+
+
+@dataclass(frozen=True)
+class Answer:
+    asked: int  # the user message
+    at: int  # the assistant message
+    question: str
+    sentence: str  # the answer's first statement (a bare "Nope, no Dockerfile needed." and the next)
+    more: tuple[str, ...]  # the answer's next sentences or list items, for the body
+
+
+def _question_of(text: str) -> str:
+    """The message's last question, when it asks about something (two content words in it
+    or in the sentence before it: "i will host it on render.com now. do we need something
+    for that?") rather than for something."""
+    said = [x for line in text.splitlines() for x in sentences(prose(line))]  # a line is a sentence too
+    at = max((k for k, x in enumerate(said) if _QUESTION.search(x)), default=None)
+    if at is None:
+        return ""
+    q = said[at]
+    if re.match(r"(?:do|did) (?:that|this|it|those|these)\b", q, _I):
+        return ""  # "Do that for me": an instruction
+    context = " ".join(said[max(0, at - 1):at + 1])
+    if _REQUEST.search(q) or _META.search(q) or _ABOUT_AGENT.search(q) or len(content_words(context)) < 2:
+        return ""
+    return q
+
+
+def answers(session: Session, skip: frozenset[int] | set[int] = frozenset(), limit: int = MAX_ANSWERS) -> list[Answer]:
+    """The user's questions about the project the agent answered in its next message (see
+    above); ``skip``: the user messages another reader keeps. At most ``limit``."""
+    events = session.events
+    if not any(e.kind in ("edit", "commit") and e.agent is None for e in events):
+        return []
+    out: list[Answer] = []
+    for i, e in enumerate(events):
+        if len(out) >= limit:
+            break
+        if e.agent is not None or e.kind != "user" or i in skip or (e.detail or "").startswith("rejection") \
+                or len(e.text or "") > 600 or looks_pasted(e.text or ""):
+            continue
+        question = _question_of(e.text or "")
+        if not question or not (_PROJECT_REF.search(question) or _names_the_session(question, session)):
+            continue
+        outputs: list[str] = []
+        for j in range(i + 1, len(events)):
+            f = events[j]
+            if f.agent is not None:
+                continue
+            if f.kind in ("user", "edit"):
+                break  # moved on, or the answer became work (the task readers keep it)
+            if f.kind in ("command", "tool") and (f.result or f.text):
+                outputs.append(f.result or f.text or "")
+            if f.kind == "assistant" and f.detail != "thinking":
+                said = _answer_sentences(f.text or "", outputs)
+                if said:
+                    if not _turn_edits(events, j):
+                        out.append(Answer(i, j, question, said[0], tuple(said[1:4])))
+                    break
+                if not _NARRATES.search((sentences(f.text or "") or [""])[0]):
+                    break  # the reply says no statement of its own
+    return out
+
+
+def _turn_edits(events: Sequence[Event], j: int) -> bool:
+    """Whether the agent edited a file after message ``j`` before the user spoke again."""
+    for f in events[j + 1:]:
+        if f.agent is None and f.kind == "user":
+            return False
+        if f.agent is None and f.kind == "edit":
+            return True
+    return False
+
+
+def _names_the_session(question: str, session: Session) -> bool:
+    """A word of the question is a name the session uses: a file it touched, the folder."""
+    names = {p.rsplit("/", 1)[-1].split(".")[0].lower() for e in session.events if (p := e.path)}
+    if session.cwd:
+        names.add(session.cwd.rstrip("/").rsplit("/", 1)[-1].lower())
+    return any(w.lower() in names for w in content_words(question))
+
+
+def _answer_sentences(text: str, outputs: Sequence[str]) -> list[str]:
+    """The statements of an answer, by paragraph and list item: not a quote, a plan, the
+    agent about itself, a relayed source or a guess; a bare opener ("Nope, no Dockerfile
+    needed.") joined to what follows it."""
+    body = "\n".join(line for line in _FENCE.sub("\n\n", text).splitlines() if not line.lstrip().startswith(">"))
+    out: list[str] = []
+    carry = ""
+    for sent in block_sentences(body):
+        plain = sent.replace("**", "").strip()
+        if not out and _OPENER.match(plain):
+            continue
+        if not out and re.match(r"\W*done\b", plain, _I):
+            return []  # "Done — copied ...": an account of work, not an answer
+        if not out and len(plain) < 30 and not plain.endswith("?"):
+            carry = f"{carry} {plain}".strip()
+            continue
+        if plain.endswith("?") or _NARRATES.search(plain) or _PLAN.search(plain) and not out:
+            if out:
+                break
+            continue
+        if not out and not _agents_account(plain, outputs):
+            continue
+        plain = f"{carry} {plain}".strip() if carry and not out else plain
+        if len(plain) > 320:
+            plain = clean_sentence(plain, 320)
+        out.append(plain)
+        if len(out) >= 4:
+            break
+    return out
