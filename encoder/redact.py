@@ -532,6 +532,12 @@ def _header_and_prose_rules(rules: _Rules) -> None:
         r"(?:\"([^\"\n]{3,200})\"|'([^'\n]{3,200})')", hint=("(",), check=_secret_value)
     add("url-password", r"://[^\s:/@\"'<>]{0,64}:([^\s@/\"'<>]{1,128})@", 1,
         hint=("://",), check=lambda v: not _PLACEHOLDER_VALUES.match(v))
+    # A credential in a URL's query: a deploy hook's ?key=, ?token=, ?access_token=, a
+    # presigned URL's &sig= / &signature= (review 16b H2: a Render deploy hook survived).
+    add("url-token", r"[?&](?:[\w\-]*[_\-])?(?i:key|api[_\-]?key|apikey|token|access[_\-]?token|auth|secret|client[_\-]?secret"
+        r"|password|passwd|pwd|sig|signature|private[_\-]?token)=([^&\s#\"'<>`]{6,512})", 1,
+        hint=("?", "&"),  # a value with a digit or of token length: not ?sort_key=created_at_desc
+        check=lambda v: not _PLACEHOLDER_VALUES.match(v) and (any(c.isdigit() for c in v) or len(v) >= 20))
 
 
 # Assignments: .env (KEY=v), YAML (key: v), JSON ("key": "v"), code (key = "v"),

@@ -381,3 +381,17 @@ def test_login_pairs_review_14():
                   "login: qa/regression suite", "The login is root/sudo only", "The login is admin/settings",
                   "account is read/write", "my account: billing/invoices page"]:
         assert Redactor().redact(prose) == prose, prose
+
+
+def test_credentials_in_a_urls_query():  # review 16b H2
+    for text, secret in [
+        ("The deploy hook is https://api.render.com/deploy/srv-abc123?key=ZYXW9876secretkey", "ZYXW9876secretkey"),
+        ("https://maps.googleapis.com/maps/api/js?key=AIzaSyD-abcdefghijklmnopqrstu", "AIzaSyD-abcdefghijklmnopqrstu"),
+        ("get https://b.s3.amazonaws.com/f.png?X-Amz-Signature=deadbeefcafe1234&X-Amz-Date=1", "deadbeefcafe1234"),
+        ("curl 'https://gitlab.example.com/api/v4/projects?private_token=glpat1234567890abcd'", "glpat1234567890abcd"),
+    ]:
+        out = Redactor().redact(text)
+        assert secret not in out and "[REDACTED:" in out, text
+    for plain in ["https://example.com/search?key=value&q=hello", "https://x.com/?sort_key=created_at_desc",
+                  "https://x.com/?token=<your-token>"]:
+        assert Redactor().redact(plain) == plain, plain
