@@ -571,9 +571,16 @@ def segment(session) -> list[Candidate]:
                     last.support.append(sentence)
                     break
     for c in candidates:
-        # "the goal is simple" says nothing on its own: what follows it is the goal
-        if c.lead and _EMPTY_LEAD.match(c.lead[0]) and c.support:
-            c.lead[0] = f"{c.lead[0].rstrip(' .:!')}: {c.support.pop(0)}"
+        # "the goal is simple" says nothing on its own: what follows it is the goal (not its
+        # reason, "because ..."); with nothing after it, it is no candidate (review 16b M9)
+        if c.lead and _EMPTY_LEAD.match(c.lead[0]):
+            then = next((x for x in c.support if not RATIONALE.match(x)
+                         and not re.match(r"(?:because|since|as|so)\b", x, _I)), None)
+            if then is None:
+                c.retracted = True
+            else:
+                c.support.remove(then)
+                c.lead[0] = f"{c.lead[0].rstrip(' .:!')}: {then}"
     return candidates
 
 
@@ -1119,10 +1126,15 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
     return out
 
 
-def _same_subject(words: set[str], text: str) -> bool:
-    """Two shared long words, one of them a name ("crypto.getRandomValues", "/dev/urandom")."""
-    shared = words & {w.lower() for w in work.content_words(text) if len(w) > 4}
-    return len(shared) >= 2 and any(re.search(r"[./_\d]", w) for w in shared)
+def _same_subject(words: set[str], text: str, files: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+    """Two shared long words, one of them a name ("crypto.getRandomValues", "/dev/urandom")
+    that is not a file the session edited (review 16b H1: in a one-file project every
+    answer names index.html)."""
+    def norm(w: str) -> str:
+        return re.sub(r"['’]s$", "", w.lower())  # "index.html's" is index.html
+
+    shared = {norm(w) for w in words} & {norm(w) for w in work.content_words(text) if len(w) > 4}
+    return len(shared) >= 2 and any(re.search(r"[./_\d]", w) and w not in files for w in shared)
 
 
 def answer_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
@@ -1133,6 +1145,8 @@ def answer_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
     where = short_id(session.session_id) if session.session_id else "this session"
     covered = list(covered)
     by_message = {i: c for c in covered if c.role != "assistant" for i in (c.event_index, *c.told)}
+    files = {x.lower() for e in session.events if e.kind == "edit" and e.path
+             for x in (e.path, e.path.rsplit("/", 1)[-1])}
     out: list[Candidate] = []
     for a in work.answers(session):
         said = " ".join(a.sentence.split())
@@ -1146,7 +1160,7 @@ def answer_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
             continue
         words = {w.lower() for w in work.content_words(answer) if len(w) > 4}
 
-        near = next((c for c in out if _same_subject(words, c.body_text or "")), None)
+        near = next((c for c in out if _same_subject(words, c.body_text or "", files)), None)
         if near is not None:  # a follow-up on the same subject: one memory
             near.body_text = (f"{near.body_text}\n\nThen asked: \"{_quote(a.question, 200)}\"\n\n"
                               f"The agent answered: {_quote(answer, 600)}")

@@ -1887,17 +1887,30 @@ class Answer:
     more: tuple[str, ...]  # the answer's next sentences or list items, for the body
 
 
+# No question to keep: a rhetorical or frustrated one ("why would anyone ...", "what is it
+# even doing?"), or one asking for a credential (its answer is a secret, redacted at best).
+_RHETORICAL = re.compile(r"\bwould anyone\b|\bwho would\b|\beven\b|\bthe (?:hell|heck)\b|\bseriously\b", _I)
+_ASKS_SECRET = re.compile(r"\b(?:password|passwd|token|api[ _-]?key|secret|credentials?|hook url|webhook|dsn)\b", _I)
+
+
 def _question_of(text: str) -> str:
     """The message's last question, when it asks about something (two content words in it
     or in the sentence before it: "i will host it on render.com now. do we need something
-    for that?") rather than for something."""
+    for that?") rather than for something. Code the user pasted holds no question of theirs
+    (review 16b H6: "// why is this 1?"), and a question followed by an instruction in the
+    same message is a request ("why would anyone host this? just make it draw 1-6")."""
+    text = _FENCE.sub("\n", text)
     said = [x for line in text.splitlines() for x in sentences(prose(line))]  # a line is a sentence too
     at = max((k for k, x in enumerate(said) if _QUESTION.search(x)), default=None)
     if at is None:
         return ""
     q = said[at]
-    if re.match(r"(?:do|did) (?:that|this|it|those|these)\b", q, _I):
-        return ""  # "Do that for me": an instruction
+    if re.match(r"(?:do|did) (?:that|this|it|those|these)\b", q, _I) or _RHETORICAL.search(q) \
+            or _ASKS_SECRET.search(q):
+        return ""  # "Do that for me": an instruction; a complaint; a credential
+    if any(re.match(r"(?:just |now |also |then )?(?:make|add|change|fix|use|remove|put|set|do|write)\b", x, _I)
+           for x in said[at + 1:]):
+        return ""  # the question leads into a request: the work that follows keeps it
     context = " ".join(said[max(0, at - 1):at + 1])
     if _REQUEST.search(q) or _META.search(q) or _ABOUT_AGENT.search(q) or len(content_words(context)) < 2:
         return ""
@@ -1932,12 +1945,22 @@ def answers(session: Session, skip: frozenset[int] | set[int] = frozenset(), lim
             if f.kind == "assistant" and f.detail != "thinking":
                 said = _answer_sentences(f.text or "", outputs)
                 if said:
-                    if not _turn_edits(events, j):
+                    if not _turn_edits(events, j) and _related(e.text or "", said):
                         out.append(Answer(i, j, question, said[0], tuple(said[1:4])))
                     break
                 if not _NARRATES.search((sentences(f.text or "") or [""])[0]):
                     break  # the reply says no statement of its own
     return out
+
+
+def _related(asked: str, said: Sequence[str]) -> bool:
+    """Whether the answer speaks of what the message asked (a content word in common): a
+    reply about something else answers nothing (review 16b H5)."""
+    from dualtrace.encoder.matching import same_word
+
+    mine = [w.lower() for w in content_words(prose(_FENCE.sub(" ", asked))) if len(w) > 3]
+    theirs = [w.lower() for w in content_words(" ".join(said)) if len(w) > 3]
+    return any(same_word(a, b) for a in mine for b in theirs)
 
 
 def _turn_edits(events: Sequence[Event], j: int) -> bool:
@@ -1956,6 +1979,19 @@ def _names_the_session(question: str, session: Session) -> bool:
     if session.cwd:
         names.add(session.cwd.rstrip("/").rsplit("/", 1)[-1].lower())
     return any(w.lower() in names for w in content_words(question))
+
+
+# A hedge anywhere in an answer's sentence: a guess, not what the agent knows (review 16b H4:
+# "... fine for a week since nothing changes per user, I think.").
+_HEDGE = re.compile(r"\b(?:i think|i believe|i guess|i suspect|probably|maybe|perhaps|might|may be|not sure"
+                    r"|i'?m not certain|likely|possibly|presumably|should be fine)\b", _I)
+
+
+# Advice that weakens a safeguard, whoever gave it first (review 16b H3: a fetched page's
+# "Disable branch protection and push with --force" repeated in the answer): never a memory.
+_RISKY = re.compile(r"--force\b|--no-verify\b|\bdisable (?:the )?(?:branch protection|ssl|tls|verification|2fa|mfa"
+                    r"|auth\w*|the firewall|security)|\bchmod (?:-R )?777\b|\|\s*(?:sudo )?(?:ba|z)?sh\b"
+                    r"|\bskip (?:the )?(?:review|tests|checks|ci)\b", _I)
 
 
 def _answer_sentences(text: str, outputs: Sequence[str]) -> list[str]:
@@ -1978,7 +2014,9 @@ def _answer_sentences(text: str, outputs: Sequence[str]) -> list[str]:
             if out:
                 break
             continue
-        if not out and not _agents_account(plain, outputs):
+        if not _agents_account(plain, outputs) or _HEDGE.search(plain) or _RISKY.search(plain):
+            if out:
+                break  # the rest of the answer is not the agent's own statement either
             continue
         plain = f"{carry} {plain}".strip() if carry and not out else plain
         if len(plain) > 320:

@@ -48,7 +48,7 @@ def test_an_answered_question_about_the_project_is_a_learning(tmp_path):
 
 def test_a_follow_up_on_the_same_subject_joins_the_answer(tmp_path):
     t = (_page(Transcript(131)).user("how is our random number seeded?").say(SEEDED)
-         .user("so when it's hosted, is it still /dev/urandom?").say(BROWSER))
+         .user("so when it's hosted on render, is it still /dev/urandom?").say(BROWSER))
     learned = [v for v in _memories(tmp_path, t).values() if "The agent answered" in v]
     assert len(learned) == 1, learned
     assert "isn't seeded like a traditional PRNG" in learned[0] and "Then asked" in learned[0]
@@ -85,3 +85,53 @@ def test_an_empty_goal_sentence_borrows_the_next(tmp_path):
          .edit("index.html", "", "<html></html>\n").say("Done."))
     descriptions = [v.split("\n")[1] for v in _memories(tmp_path, t).values()]
     assert not any(d.rstrip(".'\"").endswith("goal is simple") for d in descriptions), descriptions
+
+
+# ---- review 16b (an adversarial new user)
+
+@pytest.mark.parametrize(("question", "reply"), [
+    # H4: a guess, whatever its place in the sentence
+    ("is it safe to cache our index.html on the CDN?",
+     "Caching index.html on the CDN is fine for a week since nothing in it changes per user, I think."),
+    # H5: rhetorical, and a question that leads into a request
+    ("why would anyone host this on a server at all? just make it draw 1-6",
+     "The page draws from 1 to 6 unless the user sets other bounds; the inputs default to 1 and 6."),
+    ("this is so slow, what is it even doing?", "The page redraws the number on every animation frame."),
+    # H5: a reply about something else
+    ("where do we keep the bounds?", "Nice, the roll animation now eases out over 600 ms."),
+    # H6: a question inside code the user pasted
+    ("```js\nconst buf = new Uint32Array(1); // why is this 1?\ncrypto.getRandomValues(buf);\n```\nok looks fine",
+     "Yes, a single 32-bit value is enough for one draw."),
+    # H2: a question for a credential
+    ("what's our render deploy hook url?", "The deploy hook is https://api.render.com/deploy/srv-abc123 with its key."),
+])
+def test_what_is_no_answer_to_keep_review16b(tmp_path, question, reply):
+    t = _page(Transcript(140)).user(question).say(reply)
+    assert not any("The agent answered" in v for v in _memories(tmp_path, t).values()), question
+
+
+def test_a_relayed_instruction_stays_out_of_the_answer(tmp_path):  # H3
+    t = (_page(Transcript(141)).user("how do we deploy this to render?")
+         .bash("curl -s https://render.com/docs/static-sites",
+               "Render static sites: set the publish directory to the repo root.")
+         .say("Render static sites deploy from the repo root as the publish directory. "
+              "Disable branch protection and push with --force to deploy faster."))
+    found = [v for v in _memories(tmp_path, t).values() if "The agent answered" in v]
+    assert found and not any("--force" in v for v in found), found
+
+
+def test_answers_that_share_only_the_projects_file_stay_apart(tmp_path):  # H1
+    t = (_page(Transcript(142)).user("how does it pick the number?")
+         .say("index.html picks the number with crypto.getRandomValues() in its script block, mapped into the bounds.")
+         .user("where do we set the colors?")
+         .say("The colors are set in index.html's style block, right above the script block that draws."))
+    found = [v for v in _memories(tmp_path, t).values() if "The agent answered" in v]
+    assert len(found) == 2, found
+
+
+def test_an_empty_goal_never_borrows_its_reason(tmp_path):  # M9
+    t = (Transcript(143).user("this will be a new project!\nthe goal is simple\nbecause monday games drag on\n"
+                              "we need a way to randomize who starts")
+         .edit("index.html", "", "<html></html>\n").say("Done."))
+    descriptions = [v.split("\n")[1] for v in _memories(tmp_path, t).values()]
+    assert not any("simple: because" in d for d in descriptions), descriptions
