@@ -1126,6 +1126,12 @@ def finding_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]
     return out
 
 
+# How a reply opens ("Nope, no Dockerfile needed.", "Yes: ...", "You're right — ..."): the
+# description keeps what follows (review 16b M3).
+_ANSWER_OPENER = re.compile(r"^\W*(?:yes|yep|yeah|no(?=[,:;—–-])|nope|correct|exactly|right|you'?re right|good catch)"
+                            r"\s*[,:;—–-]+\s*", _I)
+
+
 def _same_subject(words: set[str], text: str, files: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
     """Two shared long words, one of them a name ("crypto.getRandomValues", "/dev/urandom")
     that is not a file the session edited (review 16b H1: in a one-file project every
@@ -1167,7 +1173,7 @@ def answer_candidates(session, covered: Iterable[Candidate]) -> list[Candidate]:
             near.told = (*near.told, a.asked)
             continue
         out.append(Candidate("learning", [said], support=list(a.more[:2]), event_index=a.at, role="found",
-                             description=work.clean_sentence(said),
+                             description=work.clean_sentence(_ANSWER_OPENER.sub("", said) or said),
                              body_text=(f"Asked ({where}): \"{_quote(a.question, 200)}\"\n\n"
                                         f"The agent answered: {_quote(answer, 600)}"),
                              subject=" ".join(_polar_content(said)[:6]), confidence="MEDIUM",

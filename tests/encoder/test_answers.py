@@ -135,3 +135,15 @@ def test_an_empty_goal_never_borrows_its_reason(tmp_path):  # M9
          .edit("index.html", "", "<html></html>\n").say("Done."))
     descriptions = [v.split("\n")[1] for v in _memories(tmp_path, t).values()]
     assert not any("simple: because" in d for d in descriptions), descriptions
+
+
+@pytest.mark.parametrize(("reply", "description"), [  # review 16b M3
+    ("Nope, no Dockerfile needed for it. Render serves the page as a Static Site.",
+     "description: No Dockerfile needed for it."),
+    ("You're right — the page keeps the bounds in localStorage, so a reload keeps them.",
+     "description: The page keeps the bounds in localStorage, so a reload keeps them."),
+])
+def test_the_replys_opener_is_not_the_description(tmp_path, reply, description):
+    t = _page(Transcript(144)).user("do we need a Dockerfile for our page on render? it keeps the bounds?").say(reply)
+    found = [v for v in _memories(tmp_path, t).values() if "The agent answered" in v]
+    assert found and description in found[0].split("\n")[1], found
