@@ -411,6 +411,76 @@ FRESH16: list[dict] = [
      ]},
 ]
 
+
+# ---- session 16: FRESH17 (`--part fresh17`) -----------------------------------------------
+# Real coding-agent transcripts by other people, rebuilt page by page from the stored public-repo
+# index (no network); sources, sizes and sha256 in notes/heldout17/SOURCES.md. Labels were written
+# by reading each transcript whole, before any encoder ran on them (same rules as FRESH15/16: not
+# to be changed after the first run). The repository is NEW for these sets (not in
+# /work/shared/corpus, not in heldout11-16).
+#
+# Only ONE session was finished inside the 35-minute budget (the goal was two).
+#
+# 1. github.com/kartsan03/StableInvoice (NO LICENCE found: no LICENSE file, package.json has no
+#    "license" field; treat as all-rights-reserved, internal evaluation only, confirm before
+#    publishing), ``claude-session.jsonl``, commit 015a17dd: a main CLI session (CC 2.1.200,
+#    model "stealth/ox-alpha" from provider "Stealth" behind Claude Code - `gen-...` ids, empty
+#    thinking signatures; Windows, cwd E:\StableInvoice, branch main with no commits) lasting 3m41s.
+#    One typed prompt: "help me apply for the agentic engineering grant by Superteam", describes
+#    StableInvoice (escrowed USDC invoicing for freelancers, Anchor escrow PDA, release on
+#    milestone acceptance, on-chain settlement record) and asks for a minimal Anchor skeleton
+#    (lib.rs stubs initialize_invoice / fund_escrow / accept_milestone / settle, Anchor.toml +
+#    Cargo.toml, README with MVP scope), "Keep files small, devnet-only, no deployment", then run
+#    the export script. A "ponytail" (lazy senior developer) SessionStart hook is active. The agent
+#    loads the apply-grant skill, finds an empty repo, writes 6 files (incl. an unrequested
+#    .gitignore) and the file ends at the export-session.sh call (the skill copies the session
+#    then). Low-to-medium value: a project goal and a few scaffold decisions, most of which the
+#    written files also record.
+INVOICE17 = "kartsan03__StableInvoice"
+
+FRESH17: list[dict] = [
+    {"key": "f17-stableinvoice-anchor-scaffold", "project": "f17-stableinvoice",
+     "format": "claude-code",
+     "path": f"{INVOICE17}/claude-session.jsonl",
+     "held_out": True, "expect": [
+         # Kept: the project goal and the user's hard scope limits (devnet-only, no deployment,
+         # small files); the decision that unimplemented instructions fail loudly with
+         # NotImplemented instead of returning Ok (reasoned only in thinking, but visible in the
+         # code too); the fact the repo had no commits and no remote at the time (grant proof of
+         # work = this skeleton + session) and the agent's choice not to commit; the
+         # placeholder program id that must be replaced.
+         # Left out: the Invoice account layout, PDA seeds [b"invoice", freelancer, index] and
+         # ATA vault contexts (all in lib.rs); anchor-lang/anchor-spl 0.30.1 pins (in
+         # Cargo.toml); the .gitignore (in the repo); the apply-grant skill text, telemetry
+         # preamble (TELEMETRY: anonymous), the 57-skill listing and the ponytail hook text
+         # (injected boilerplate, not project facts); the /model switch to stealth/ox-alpha
+         # (user-level setting, not project); the grant draft itself (never produced - the file
+         # ends at the export call).
+         {"what": "project goal: StableInvoice is escrowed USDC invoicing for freelancers on "
+                  "Solana - an Anchor program where the client funds USDC into a program PDA "
+                  "escrow, funds release on milestone acceptance, and a settlement record is "
+                  "written on-chain; being built for the Superteam agentic engineering grant. "
+                  "The user wants it devnet-only, no deployment, files kept small",
+          "types": ["project", "preference"], "words": ["escrow", "devnet"]},
+         {"what": "the MVP skeleton has four instructions (initialize_invoice, fund_escrow, "
+                  "accept_milestone, settle); only initialize_invoice has a body, the other "
+                  "three deliberately return err!(StableInvoiceError::NotImplemented) because a "
+                  "stub that returns Ok without moving tokens would be misleading; the transfer "
+                  "CPIs are TODOs",
+          "types": ["decision", "project"], "words": ["notimplemented", "stubs"]},
+         {"what": "the git repo was empty when the scaffold was written (branch main, no commits, "
+                  "no remote), the agent did not commit (the user did not ask), and it did not "
+                  "run anchor build (no toolchain guaranteed on this Windows box), so the "
+                  "skeleton is unbuilt and unverified",
+          "types": ["learning", "project"], "words": ["commits", "build"]},
+         {"what": "declare_id and Anchor.toml use the default placeholder program id "
+                  "Fg6PaFpoGXkYsidMpWTK6W2BeZ7FEfcYkg476zPFsLnS; it must be replaced with the "
+                  "real program keypair after the first `anchor keys sync`",
+          "types": ["convention", "project"], "words": ["placeholder", "keypair"]},
+     ]},
+]
+
 # The parts by name, as `bench_real_sessions.py --part NAME` takes them.
 PARTS: dict[str, list[dict]] = {"fresh9": FRESH9, "fresh11": FRESH11, "fresh13": FRESH13,
-                                "fresh14": FRESH14, "fresh15": FRESH15, "fresh16": FRESH16}
+                                "fresh14": FRESH14, "fresh15": FRESH15, "fresh16": FRESH16,
+                                "fresh17": FRESH17}
