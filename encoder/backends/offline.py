@@ -1291,6 +1291,8 @@ _CREATES = re.compile(
     r"[^.;:]{0,60}?\b(?:apps?|application|project|service|website|web ?site|site|library|package|tool|cli"
     r"|game|bot|api|server|dashboard|extension|plugin|prototype|mvp)\b", _I)
 _EPIC = re.compile(r"\bepics?\b", _I)
+# A project brief in a request: "My project: X - ...", "Project: X".
+_BRIEF = re.compile(r"(?:^|\n)[ \t]*(?:(?:my|our|the) )?project(?: name)?[ \t]*[:—–][ \t]*", _I)
 _PLAN_DOC = re.compile(r"(?:^|/)(?:plans?|roadmap|spec|specification|design|proposal|rfc|adr)[\w.-]*\.(?:md|txt|rst)$",
                        _I)
 FEATURE_COMMITS = 2
@@ -1308,7 +1310,9 @@ def is_project_goal(t: work.Task, lead: str, request: str = "", spans_compaction
 
 def as_task(lead: str, label: str = "Project goal") -> str:
     """A bare request as the description of the goal it set: "Project goal: create ..."."""
-    head = lead[:1].lower() + lead[1:] if lead[:2].istitle() or lead[1:2].islower() else lead
+    first = lead.split(" ", 1)[0]
+    named = bool(re.search(r"[a-z][A-Z]|^[A-Z]{2}", first))  # "StableInvoice", "USDC": a name keeps its case
+    head = lead[:1].lower() + lead[1:] if not named and (lead[:2].istitle() or lead[1:2].islower()) else lead
     return work.clean_sentence(f"{label}: {head}", 200)
 
 
@@ -1335,7 +1339,16 @@ def _task_candidate(t: work.Task, where: str, notes: work.Compacted,
         return None
     subject = " ".join(_polar_content(lead)[:8])
     description, confidence = lead, None
-    if not answer and not states_choice(lead if vague else said, t.followups):
+    brief = _BRIEF.search(t.request.text) if t.changed and not answer else None
+    if brief:
+        # "help me apply for the grant. My project: StableInvoice - escrowed USDC invoicing
+        # ...": the brief is the project's goal, whatever else the request asks
+        told = _request_sentence(t.request.text[brief.end():].split("\n\n")[0])
+        if len(work.content_words(told)) >= 3:
+            lead = told
+            subject = " ".join(_polar_content(lead)[:8])
+            description, confidence = as_task(lead), "MEDIUM"
+    if not brief and not answer and not states_choice(lead if vague else said, t.followups):
         if not is_project_goal(t, lead, request, spans):
             return None  # a one-off task: the session record keeps it
         description, confidence = as_task(lead), "MEDIUM"

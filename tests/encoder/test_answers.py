@@ -147,3 +147,4 @@ def test_the_replys_opener_is_not_the_description(tmp_path, reply, description):
     t = _page(Transcript(144)).user("do we need a Dockerfile for our page on render? it keeps the bounds?").say(reply)
     found = [v for v in _memories(tmp_path, t).values() if "The agent answered" in v]
     assert found and description in found[0].split("\n")[1], found
+
